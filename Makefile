@@ -1,0 +1,42 @@
+# LinkDyn: distributed inverse dynamics in FPGA gateware.
+# `make install` sets up .venv; every other target uses it.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+
+.PHONY: install test test-long bench demo clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[reference,test]'
+	@if ! command -v iverilog >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && apt-get install -y -qq iverilog; \
+	  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
+	    sudo apt-get update -qq && sudo apt-get install -y -qq iverilog; \
+	  else \
+	    echo "warning: iverilog not found and cannot be installed here; cocotb tests will be skipped"; \
+	  fi; \
+	fi
+	touch $@
+
+test: install
+	$(PY) -m pytest -q
+
+test-long: install
+	LINKDYN_LONG=1 $(PY) -m pytest -q
+
+bench: install
+	$(PY) -m linkdyn.model.bench
+
+demo: install
+	$(PY) -m linkdyn.model.demo --out build/demo
+
+clean:
+	rm -rf build sim_build .pytest_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

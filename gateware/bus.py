@@ -1,0 +1,55 @@
+"""The register bus between the host link (protocol engine) and the chain of nodes.
+
+One transaction at a time: the initiator holds ``node``, ``addr``, ``wdata`` and ``we`` with
+``valid`` asserted until the target answers with ``ready`` for one cycle; on that cycle
+``rdata`` holds the word read (reads and writes both return the register's word: for a write,
+the word written) and ``error`` says the access was refused (node or address out of range,
+write to a read-only register, write while the chain is busy). A refused access changes nothing.
+
+``node`` selects a LinkDyn node (``0 .. n-1``) or, with :data:`CONTROL_NODE`, the chain's control
+and status block (see :mod:`linkdyn.model.protocol` for its register map).
+"""
+
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["CONTROL_NODE", "RegisterBusSignature"]
+
+#: ``node`` value that selects the chain's control and status registers.
+CONTROL_NODE = 0xFF
+
+
+class RegisterBusSignature(wiring.Signature):
+    """Signature of the register bus, from the initiator's side.
+
+    Members
+    -------
+    valid : Out(1)
+        A transaction is requested; held with the other outputs until ``ready``.
+    node : Out(8)
+        Node index, or :data:`CONTROL_NODE`.
+    addr : Out(8)
+        Word address within the node's register map.
+    we : Out(1)
+        Write (1) or read (0).
+    wdata : Out(32)
+        Word to write.
+    ready : In(1)
+        The transaction completed this cycle.
+    rdata : In(32)
+        Word read (valid with ``ready``).
+    error : In(1)
+        The access was refused (valid with ``ready``).
+    """
+
+    def __init__(self):
+        super().__init__({
+            "valid": Out(1),
+            "node": Out(8),
+            "addr": Out(8),
+            "we": Out(1),
+            "wdata": Out(32),
+            "ready": In(1),
+            "rdata": In(32),
+            "error": In(1),
+        })

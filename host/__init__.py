@@ -1,0 +1,1 @@
+"""Host side: serial client of the board, command line, identification, trajectories."""

@@ -1,0 +1,1 @@
+"""Dynamic parameter identification (paper Sect. 2.5, 4.1)."""

@@ -1,0 +1,1 @@
+"""LinkDyn: distributed inverse dynamics for FPGA gateware."""

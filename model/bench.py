@@ -1,0 +1,220 @@
+"""Speed of the float model against Pinocchio: ``python -m linkdyn.model.bench``.
+
+Times, per joint state, the batched :func:`~linkdyn.model.rnea` and
+:func:`~linkdyn.model.regressor` (one call on all states) next to Pinocchio's ``pinocchio.rnea``
+and ``pinocchio.computeJointTorqueRegressor`` called once per state in a Python loop, on the same
+random states of the same robots, in the same run:
+
+* UR5: ``ur_description/urdf/ur5_robot.urdf`` of example-robot-data (6 joints);
+* Panda: ``panda_description/urdf/panda.urdf`` of example-robot-data up to ``panda_hand``
+  (7 joints; Pinocchio's model has the two finger joints locked at zero, as
+  :func:`linkdyn.model.urdf.load_urdf` merges them).
+
+Both sides load the same URDF and use Pinocchio's gravity (0, 0, -9.81) m/s^2; the torques are
+compared before timing, so both compute the same thing. Each time is the best of ``--repeat``
+runs. Figures for the record go to ``docs/performance.md`` (``--markdown`` prints the table).
+
+Needs the optional ``reference`` dependencies (``pin``, ``example-robot-data``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .rnea import regressor, rnea
+
+__all__ = ["example_robot_data_dir", "benchmark", "main"]
+
+#: Gravity used by Pinocchio's models, m/s^2.
+PINOCCHIO_GRAVITY = (0.0, 0.0, -9.81)
+
+ROBOTS = {
+    # name: (URDF path under the example-robot-data robots folder, tip link, locked joints)
+    "UR5": ("ur_description/urdf/ur5_robot.urdf", None, ()),
+    "Panda": ("panda_description/urdf/panda.urdf", "panda_hand",
+              ("panda_finger_joint1", "panda_finger_joint2")),
+}
+
+
+def example_robot_data_dir():
+    """Return the ``robots`` folder of the installed example-robot-data package.
+
+    Returns
+    -------
+    pathlib.Path
+        ``<site-packages>/cmeel.prefix/share/example-robot-data/robots``, located at run time.
+
+    Raises
+    ------
+    FileNotFoundError
+        If example-robot-data is not installed (``pip install example-robot-data``).
+    """
+    try:
+        distribution = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        raise FileNotFoundError("example-robot-data is not installed; "
+                                "pip install 'linkdyn[reference]'") from None
+    path = Path(distribution.locate_file("cmeel.prefix/share/example-robot-data/robots"))
+    if not path.is_dir():
+        raise FileNotFoundError(f"example-robot-data has no robots folder at {str(path)!r}")
+    return path
+
+
+def _best(function, repeat):
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _pinocchio_model(pinocchio, path, locked):
+    model = pinocchio.buildModelFromUrdf(str(path))
+    if locked:
+        ids = [model.getJointId(name) for name in locked]
+        model = pinocchio.buildReducedModel(model, ids, pinocchio.neutral(model))
+    model.gravity.linear = np.array(PINOCCHIO_GRAVITY)
+    return model
+
+
+def _states(robot, count, rng):
+    low, high = robot.q_limits()
+    q = rng.uniform(low, high, (count, robot.n))
+    qd = rng.uniform(-2.0, 2.0, (count, robot.n))
+    qdd = rng.uniform(-5.0, 5.0, (count, robot.n))
+    return q, qd, qdd
+
+
+def benchmark(count=10_000, repeat=3, seed=0):
+    """Time the float model and Pinocchio on the UR5 and the Panda.
+
+    Parameters
+    ----------
+    count : int
+        Number of random joint states per robot.
+    repeat : int
+        Runs per measurement; the best is kept.
+    seed : int
+        Seed of the random states.
+
+    Returns
+    -------
+    list of dict
+        One entry per robot and function: ``robot``, ``n``, ``function`` (``"rnea"`` or
+        ``"regressor"``), ``ours`` and ``pinocchio`` (s per state), and ``tau_error`` (largest
+        absolute torque difference to Pinocchio on the states, N·m, for ``"rnea"``; the
+        largest ``|Y pi - tau|`` of our regressor for ``"regressor"``).
+
+    Raises
+    ------
+    ImportError
+        If Pinocchio is not installed.
+    FileNotFoundError
+        If example-robot-data is not installed.
+    """
+    import pinocchio
+
+    from .urdf import load_urdf
+
+    robots_dir = example_robot_data_dir()
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name, (relative, tip, locked) in ROBOTS.items():
+        path = robots_dir / relative
+        robot = load_urdf(path, tip=tip, gravity=PINOCCHIO_GRAVITY)
+        model = _pinocchio_model(pinocchio, path, locked)
+        data = model.createData()
+        if model.nv != robot.n:
+            raise RuntimeError(f"{name}: Pinocchio has {model.nv} joints, linkdyn {robot.n}")
+        q, qd, qdd = _states(robot, count, rng)
+
+        tau = rnea(robot, q, qd, qdd)
+        tau_pin = np.array([pinocchio.rnea(model, data, q[k], qd[k], qdd[k])
+                            for k in range(min(count, 200))])
+        tau_error = float(np.max(np.abs(tau[:len(tau_pin)] - tau_pin)))
+        y = regressor(robot, q[:200], qd[:200], qdd[:200])
+        y_error = float(np.max(np.abs(y @ robot.parameters() - tau[:200])))
+
+        def pin_rnea():
+            for k in range(count):
+                pinocchio.rnea(model, data, q[k], qd[k], qdd[k])
+
+        def pin_regressor():
+            for k in range(count):
+                pinocchio.computeJointTorqueRegressor(model, data, q[k], qd[k], qdd[k])
+
+        ours_rnea = _best(lambda: rnea(robot, q, qd, qdd), repeat)
+        ours_regressor = _best(lambda: regressor(robot, q, qd, qdd), repeat)
+        rows.append(dict(robot=name, n=robot.n, function="rnea", ours=ours_rnea / count,
+                         pinocchio=_best(pin_rnea, repeat) / count, tau_error=tau_error))
+        rows.append(dict(robot=name, n=robot.n, function="regressor",
+                         ours=ours_regressor / count,
+                         pinocchio=_best(pin_regressor, repeat) / count, tau_error=y_error))
+    return rows
+
+
+def environment():
+    """Return a one-line description of the machine and the library versions."""
+    import pinocchio
+    return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+            f"numpy {np.__version__}, pinocchio {pinocchio.__version__}")
+
+
+def format_table(rows, count, markdown=False):
+    """Return the results as a text table (or a Markdown table)."""
+    header = ("robot", "n", "function", "linkdyn batched [us/state]",
+              "Pinocchio loop [us/state]", "ratio", "check [N m]")
+    lines = []
+    body = [(r["robot"], str(r["n"]), r["function"], f"{r['ours'] * 1e6:.2f}",
+             f"{r['pinocchio'] * 1e6:.2f}", f"{r['ours'] / r['pinocchio']:.1f}",
+             f"{r['tau_error']:.1e}") for r in rows]
+    if markdown:
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "|".join("---" if i < 3 else "---:" for i in range(len(header))) + "|")
+        lines += ["| " + " | ".join(row) + " |" for row in body]
+    else:
+        widths = [max(len(header[i]), *(len(row[i]) for row in body)) for i in range(len(header))]
+        lines.append("  ".join(h.ljust(w) if i < 3 else h.rjust(w)
+                               for i, (h, w) in enumerate(zip(header, widths))))
+        lines += ["  ".join(c.ljust(w) if i < 3 else c.rjust(w)
+                            for i, (c, w) in enumerate(zip(row, widths))) for row in body]
+    lines.append("")
+    lines.append(f"{count} random states per robot; linkdyn: one call on all states; Pinocchio: "
+                 f"one call per state in a Python loop. ratio = linkdyn / Pinocchio. check: "
+                 f"max |tau - tau_Pinocchio| (rnea), max |Y pi - tau| (regressor).")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """Run the benchmark and print the table; return the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m linkdyn.model.bench",
+        description="Time linkdyn's batched rnea/regressor against Pinocchio in a loop.")
+    parser.add_argument("--states", type=int, default=10_000, help="random states per robot")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best kept)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random states")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = parser.parse_args(argv)
+    if args.states < 1 or args.repeat < 1:
+        parser.error("--states and --repeat must be positive")
+    try:
+        rows = benchmark(args.states, args.repeat, args.seed)
+    except (ImportError, FileNotFoundError) as error:
+        print(f"python -m linkdyn.model.bench: error: {error}", file=sys.stderr)
+        return 2
+    print(environment())
+    print(format_table(rows, args.states, markdown=args.markdown))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

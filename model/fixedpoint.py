@@ -1,0 +1,213 @@
+"""Fixed-point number formats and the one arithmetic definition shared by golden model and gateware.
+
+Every register of a LinkDyn node is a signed two's-complement word of :data:`WORD_WIDTH` bits
+whose value is ``word * 2**-fraction_bits``; the *format* of a register only says how many of
+those bits are fractional (DESIGN.md Sect. 4).
+
+The one arithmetic operation is the dot product of a microprogram instruction
+(:class:`linkdyn.model.microprogram.Dot`)::
+
+    acc    = sum_k  s_k * (a_k * b_k) << align_k          exact (no bit is ever dropped)
+    result = floor((acc + 2**(shift - 1)) / 2**shift)      one rounding per result: round half up
+    word   = saturate(result)  or  wrap(result)            never a silent wrap for numbers
+
+``s_k`` is +1 or -1; a *sum term* multiplies ``(a_k + b_k)`` by ``2**one_shift`` instead of
+``a_k * b_k`` (one MAC cycle for an addition). Saturation clamps to the word range and raises the
+node's sticky overflow flag. Wrapping is only used for phase words (angles in turns), whose
+wrap-around is the intended modulo 2 pi.
+
+The gateware's multiply-accumulate unit implements exactly :func:`round_shift` and
+:func:`saturate`; the golden model calls the same functions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "WORD_WIDTH", "QFormat", "Q15_16", "FixedPointRangeError", "round_shift", "saturate",
+    "wrap", "word_dtype",
+]
+
+#: Width of every register word, bits.
+WORD_WIDTH = 32
+
+
+class FixedPointRangeError(ValueError):
+    """A value does not fit the fixed-point format it must be encoded in."""
+
+
+@dataclass(frozen=True)
+class QFormat:
+    """A signed fixed-point format ``Q<integer_bits>.<fraction_bits>``.
+
+    The word has ``1 + integer_bits + fraction_bits`` bits (sign included) and represents
+    ``word * 2**-fraction_bits``.
+
+    Parameters
+    ----------
+    integer_bits : int
+        Integer bits, sign excluded, ``>= 0``.
+    fraction_bits : int
+        Fractional bits, ``>= 0``.
+    name : str, optional
+        Name used in reports, default ``"Q<i>.<f>"``.
+
+    Raises
+    ------
+    TypeError
+        If a bit count is not an integer.
+    ValueError
+        If a bit count is negative or the width exceeds 64 bits.
+    """
+
+    integer_bits: int
+    fraction_bits: int
+    name: str = ""
+
+    def __post_init__(self):
+        for attr in ("integer_bits", "fraction_bits"):
+            value = getattr(self, attr)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{attr} must be an integer, not {value!r}")
+            if value < 0:
+                raise ValueError(f"{attr} must be >= 0, not {value!r}")
+        if self.width > 64:
+            raise ValueError(f"width must be at most 64 bits, not {self.width}")
+        if not self.name:
+            object.__setattr__(self, "name", f"Q{self.integer_bits}.{self.fraction_bits}")
+
+    @property
+    def width(self):
+        """int: total bits including the sign."""
+        return 1 + self.integer_bits + self.fraction_bits
+
+    @property
+    def min_word(self):
+        """int: the most negative word, ``-2**(width-1)``."""
+        return -(1 << (self.width - 1))
+
+    @property
+    def max_word(self):
+        """int: the most positive word, ``2**(width-1) - 1``."""
+        return (1 << (self.width - 1)) - 1
+
+    @property
+    def resolution(self):
+        """float: the value of one least significant bit, ``2**-fraction_bits``."""
+        return 2.0 ** -self.fraction_bits
+
+    @property
+    def min_value(self):
+        """float: the most negative representable value."""
+        return self.min_word * self.resolution
+
+    @property
+    def max_value(self):
+        """float: the most positive representable value."""
+        return self.max_word * self.resolution
+
+    def encode(self, value, what="value"):
+        """Encode floats as words, rounding to nearest (half up).
+
+        Parameters
+        ----------
+        value : float or array_like
+            Values to encode.
+        what : str
+            Name of the quantity, used in the error message (e.g. ``"node 3 q"``).
+
+        Returns
+        -------
+        numpy.ndarray of int64
+            Words, same shape as ``value``.
+
+        Raises
+        ------
+        FixedPointRangeError
+            If a value is not finite or does not fit the format; the message names ``what``,
+            the value and the representable range.
+        """
+        array = np.asarray(value, dtype=float)
+        if not np.all(np.isfinite(array)):
+            bad = array[~np.isfinite(array)].flat[0]
+            raise FixedPointRangeError(f"{what} = {bad!r} is not finite")
+        words = np.floor(array * (2.0 ** self.fraction_bits) + 0.5)
+        too_big = (words > self.max_word) | (words < self.min_word)
+        if np.any(too_big):
+            bad = array[too_big].flat[0]
+            raise FixedPointRangeError(
+                f"{what} = {bad!r} does not fit {self.name} "
+                f"[{self.min_value!r}, {self.max_value!r}]")
+        return words.astype(np.int64)
+
+    def decode(self, words):
+        """Return the float values of words (array_like of int) as a float64 array."""
+        return np.asarray(words, dtype=np.float64) * self.resolution
+
+    def fits(self, value):
+        """Return whether every value of ``value`` can be encoded without error."""
+        array = np.asarray(value, dtype=float)
+        if not np.all(np.isfinite(array)):
+            return False
+        words = np.floor(array * (2.0 ** self.fraction_bits) + 0.5)
+        return bool(np.all((words <= self.max_word) & (words >= self.min_word)))
+
+
+#: The default number format: 32-bit signed, 16 fractional bits (source paper; DESIGN.md Sect. 4).
+Q15_16 = QFormat(15, 16)
+
+
+def word_dtype(width):
+    """Return the numpy dtype able to hold exact dot products of ``width``-bit words.
+
+    ``int64`` when two products and a sum of a few stay exact through the split accumulation
+    of :func:`round_shift` (``width <= 32``), else ``object`` (Python integers).
+    """
+    return np.int64 if width <= 32 else object
+
+
+def round_shift(acc_high, acc_low, shift):
+    """Round an exact accumulator to ``shift`` fewer fractional bits, half up.
+
+    The accumulator is carried in two parts so that numpy ``int64`` stays exact for 32-bit
+    words: ``acc = acc_high * 2**shift + acc_low`` with any integers ``acc_high``, ``acc_low``.
+
+    Returns
+    -------
+    int or numpy.ndarray
+        ``floor((acc + 2**(shift-1)) / 2**shift)``, or ``acc`` when ``shift == 0``.
+    """
+    if shift == 0:
+        return acc_high + acc_low
+    return acc_high + ((acc_low + (1 << (shift - 1))) >> shift)
+
+
+def saturate(value, width=WORD_WIDTH):
+    """Clamp to the signed ``width``-bit range.
+
+    Returns
+    -------
+    (words, overflow)
+        The clamped values and a boolean array that is true where clamping happened.
+    """
+    low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    value = np.asarray(value)
+    overflow = (value > high) | (value < low)
+    return np.clip(value, low, high), overflow
+
+
+def wrap(value, width=WORD_WIDTH):
+    """Wrap to the signed ``width``-bit range (two's complement), for phase words only."""
+    value = np.asarray(value)
+    mask = (1 << width) - 1
+    half = 1 << (width - 1)
+    return ((value + half) & mask) - half
+
+
+def ceil_log2(x):
+    """Return the smallest ``k`` with ``2**k >= x`` (``x >= 1``)."""
+    return max(0, math.ceil(math.log2(x)))

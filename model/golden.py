@@ -1,0 +1,313 @@
+"""Fixed-point golden model: the node microprogram interpreted with the exact arithmetic.
+
+The gateware must equal this model word for word. Both derive from the same definitions: the
+number formats and arithmetic (:mod:`linkdyn.model.fixedpoint`), the sine table and CORDIC
+(:mod:`linkdyn.model.tables`) and the microprogram with its register map
+(:mod:`linkdyn.model.microprogram`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .fixedpoint import Q15_16, FixedPointRangeError, QFormat, saturate, wrap, WORD_WIDTH
+from .microprogram import SEGMENTS, Atan, Dot, Lookup, build_microprogram
+from .rnea import link_offset_vector
+from .robot import Robot
+from .tables import CORDIC, SINE_TABLE
+
+__all__ = ["microprogram", "encode_robot", "encode_base_motion", "run_segment", "rnea_fixed",
+           "FixedResult", "FixedPointRangeError"]
+
+
+@lru_cache(maxsize=None)
+def microprogram(fmt=Q15_16):
+    """Return the (cached) :class:`~linkdyn.model.microprogram.Microprogram` for a format."""
+    return build_microprogram(fmt)
+
+
+def _phase_word(turns):
+    """Encode an angle in turns as a wrapping 32-bit phase word."""
+    word = int(math.floor(turns * 2.0 ** 32 + 0.5))
+    return int(wrap(word))
+
+
+def encode_robot(robot, fmt=Q15_16):
+    """Return the constant words every node of a robot is loaded with.
+
+    Parameters
+    ----------
+    robot : Robot
+        The robot (n links).
+    fmt : QFormat
+        Word format of the nodes (default Q15.16).
+
+    Returns
+    -------
+    list of dict
+        Per node, ``{register name: word}`` for every ``constant`` register of the register map
+        (:class:`~linkdyn.model.microprogram.RegisterMap`), words as Python ints.
+
+    Raises
+    ------
+    FixedPointRangeError
+        If a constant does not fit its format; the message names the node and the constant.
+    """
+    if not isinstance(robot, Robot):
+        raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
+    program = microprogram(fmt)
+    rmap = program.registers
+    nodes = []
+    for i, link in enumerate(robot.links):
+        r = link_offset_vector(link)
+        pi = link.parameters()
+        values = {
+            "zero": 0.0,
+            "sin_alpha": math.sin(link.alpha),
+            "cos_alpha": math.cos(link.alpha),
+            "r_x": r[0], "r_y": r[1], "r_z": r[2],
+            "F_c": link.friction.coulomb,
+            "F_v": link.friction.viscous,
+            "F_o": link.friction.offset,
+            "k_friction": link.friction.steepness,
+        }
+        for name, value in zip(("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_xz", "I_yy",
+                                "I_yz", "I_zz"), pi):
+            values[name] = value
+        words = {}
+        for reg in rmap.of_kind("constant"):
+            what = f"node {i + 1} ({link.name!r}) constant {reg.name}"
+            if reg.name == "rate":
+                words[reg.name] = _encode(1.0 / (2 * math.pi), reg.format.fraction_bits, what)
+            elif reg.name == "theta_offset":
+                words[reg.name] = _phase_word(link.offset / (2 * math.pi))
+            else:
+                words[reg.name] = _encode(values[reg.name], reg.format.fraction_bits, what)
+        nodes.append(words)
+    return nodes
+
+
+def _encode(value, fraction_bits, what):
+    return int(QFormat(WORD_WIDTH - 1 - fraction_bits, fraction_bits, "").encode(value, what)) \
+        if fraction_bits < WORD_WIDTH else _encode_wide(value, fraction_bits, what)
+
+
+def _encode_wide(value, fraction_bits, what):
+    # Formats with all 32 bits fractional (and beyond): |value| < 2**(31 - fraction_bits).
+    word = math.floor(value * 2.0 ** fraction_bits + 0.5)
+    if not -(1 << (WORD_WIDTH - 1)) <= word < (1 << (WORD_WIDTH - 1)):
+        raise FixedPointRangeError(f"{what} = {value!r} does not fit a word with "
+                                   f"{fraction_bits} fractional bits")
+    return int(word)
+
+
+def encode_base_motion(robot, fmt=Q15_16, base_motion=None):
+    """Return node 1's forward-mailbox words: the base motion, in DH frame 0.
+
+    Parameters
+    ----------
+    robot : Robot
+        The robot; its gravity and base transform give ``p_ddot_0 = -g`` in frame 0.
+    fmt : QFormat
+        Word format.
+    base_motion : tuple of array_like, optional
+        ``(omega_0, omega_dot_0, p_ddot_0)``, frame 0 (rad/s, rad/s^2, m/s^2, ``p_ddot_0``
+        including ``-g``); default a fixed base.
+
+    Returns
+    -------
+    dict
+        ``{"omega_in_x": word, ...}`` for the 9 forward-mailbox registers.
+    """
+    if base_motion is None:
+        base_motion = (np.zeros(3), np.zeros(3), -robot.gravity_base)
+    words = {}
+    for quantity, vector in zip(("omega", "omega_dot", "p_ddot"), base_motion):
+        for c, value in zip("xyz", np.asarray(vector, dtype=float)):
+            words[f"{quantity}_in_{c}"] = int(fmt.encode(value, f"base {quantity} {c}"))
+    return words
+
+
+def _dot(regs, program, op, batch_shape):
+    aligns, shift, wraps = program.compile_dot(op)
+    high = np.zeros(batch_shape, dtype=np.int64)
+    low = np.zeros(batch_shape, dtype=np.int64)
+    for term, align in zip(op.terms, aligns):
+        a, b = regs[term.a], regs[term.b]
+        value = a * b if term.kind == "mul" else a + b
+        if term.negate:
+            value = -value
+        if align >= shift:
+            high = high + (value << (align - shift))
+        else:
+            drop = shift - align
+            high = high + (value >> drop)
+            low = low + ((value & ((1 << drop) - 1)) << align)
+    if shift:
+        result = high + ((low + (1 << (shift - 1))) >> shift)
+    else:
+        result = high + low
+    if wraps:
+        return wrap(result), np.zeros(batch_shape, dtype=bool)
+    return saturate(result)
+
+
+def run_segment(regs, segment, fmt=Q15_16):
+    """Interpret one segment of the microprogram on a node's registers, in place.
+
+    Parameters
+    ----------
+    regs : dict of str to numpy.ndarray of int64
+        The node's registers by name, each of the batch shape; results are added to it.
+    segment : str
+        One of ``"joint"``, ``"forward"``, ``"local"``, ``"distal"``.
+    fmt : QFormat
+        Word format.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        Where any result of this segment saturated (batch shape).
+    """
+    program = microprogram(fmt)
+    batch_shape = np.shape(regs["q"])
+    overflow = np.zeros(batch_shape, dtype=bool)
+    for op in program.segments[segment].ops:
+        if isinstance(op, Dot):
+            regs[op.dst], flag = _dot(regs, program, op, batch_shape)
+            overflow |= flag
+        elif isinstance(op, Lookup):
+            for name, value in zip(op.dst, SINE_TABLE.lookup(regs[op.src])):
+                regs[name] = np.asarray(value, dtype=np.int64)
+        elif isinstance(op, Atan):
+            regs[op.dst[0]] = CORDIC.atan(regs[op.src])
+    return overflow
+
+
+@dataclass(frozen=True)
+class FixedResult:
+    """Result of :func:`rnea_fixed`.
+
+    Attributes
+    ----------
+    tau : numpy.ndarray, shape (..., n)
+        Joint torques, N·m (decoded words).
+    tau_words : numpy.ndarray of int64, shape (..., n)
+        The raw ``tau`` words.
+    overflow : numpy.ndarray of bool, shape (..., n)
+        Per-node sticky overflow flag: some result of that node saturated.
+    base_wrench : numpy.ndarray, shape (..., 6)
+        ``(f, mu)`` of node 1 in frame 0 (N, N·m), the wrench sent to the central PC.
+    registers : list of dict or None
+        Per node, every register's words (batch shape) when ``keep_registers`` was set.
+    """
+
+    tau: np.ndarray
+    tau_words: np.ndarray
+    overflow: np.ndarray
+    base_wrench: np.ndarray
+    registers: list | None = None
+
+
+def _joint_words(fmt, value, name, batch_shape, n):
+    array = np.broadcast_to(np.asarray(value, dtype=float), batch_shape + (n,))
+    words = np.empty(array.shape, dtype=np.int64)
+    for i in range(n):
+        words[..., i] = fmt.encode(array[..., i], f"node {i + 1} {name}")
+    return words
+
+
+def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
+               keep_registers=False):
+    """Compute the inverse dynamics with the node microprogram in fixed point, node by node.
+
+    This is the golden model of the gateware (DESIGN.md Sect. 4): the forward segments run from
+    node 1 to node n, each node's forward outputs becoming the next node's forward mailbox; the
+    backward segments run from node n (zero incoming wrench) to node 1.
+
+    Parameters
+    ----------
+    robot : Robot
+        The robot (n revolute joints), including friction when it has any.
+    q, qd, qdd : array_like, shape (..., n)
+        Joint positions (rad), velocities (rad/s), accelerations (rad/s^2); encoded in ``fmt``.
+    fmt : QFormat
+        Word format (default Q15.16).
+    f_ext : array_like, shape (..., n, 6), optional
+        External wrench per link, as for :func:`linkdyn.model.rnea`.
+    base_motion : tuple, optional
+        Base motion, see :func:`encode_base_motion`.
+    keep_registers : bool
+        Return every node's registers (for gateware tests).
+
+    Returns
+    -------
+    FixedResult
+
+    Raises
+    ------
+    FixedPointRangeError
+        If an input or a constant does not fit ``fmt``; the message names the node and quantity.
+    ValueError
+        If an array has the wrong trailing dimension.
+    """
+    if not isinstance(robot, Robot):
+        raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
+    n = robot.n
+    arrays = [np.asarray(v, dtype=float) for v in (q, qd, qdd)]
+    for name, array in zip(("q", "qd", "qdd"), arrays):
+        if array.ndim == 0 or array.shape[-1] != n:
+            raise ValueError(f"{name} must have shape (..., {n}), not {array.shape}")
+    batch_shape = np.broadcast_shapes(*(a.shape for a in arrays))[:-1]
+    words = {name: _joint_words(fmt, a, name, batch_shape, n)
+             for name, a in zip(("q", "qd", "qdd"), arrays)}
+    if f_ext is not None:
+        f_ext = np.asarray(f_ext, dtype=float)
+        if f_ext.shape[-2:] != (n, 6):
+            raise ValueError(f"f_ext must have shape (..., {n}, 6), not {f_ext.shape}")
+        f_ext = np.broadcast_to(f_ext, batch_shape + (n, 6))
+    constants = encode_robot(robot, fmt)
+    base = encode_base_motion(robot, fmt, base_motion)
+    program = microprogram(fmt)
+    rmap = program.registers
+
+    nodes = []
+    overflow = np.zeros(batch_shape + (n,), dtype=bool)
+    previous = base
+    for i in range(n):
+        regs = {name: np.full(batch_shape, word, dtype=np.int64)
+                for name, word in constants[i].items()}
+        for name in ("q", "qd", "qdd"):
+            regs[name] = words[name][..., i]
+        for k, reg in enumerate(rmap.of_kind("input")[3:]):
+            if f_ext is None:
+                regs[reg.name] = np.zeros(batch_shape, dtype=np.int64)
+            else:
+                regs[reg.name] = fmt.encode(f_ext[..., i, k], f"node {i + 1} {reg.name}")
+        for reg in rmap.of_kind("forward_in"):
+            source = reg.name.replace("_in_", "_")
+            value = previous[reg.name] if i == 0 else previous[source]
+            regs[reg.name] = np.broadcast_to(np.asarray(value, dtype=np.int64),
+                                             batch_shape).copy()
+        for segment in ("joint", "forward", "local"):
+            overflow[..., i] |= run_segment(regs, segment, fmt)
+        nodes.append(regs)
+        previous = regs
+    for i in reversed(range(n)):
+        regs = nodes[i]
+        for reg in rmap.of_kind("backward_in"):
+            if i == n - 1:
+                regs[reg.name] = np.zeros(batch_shape, dtype=np.int64)
+            else:
+                regs[reg.name] = nodes[i + 1][reg.name.replace("_in_", "_out_")].copy()
+        overflow[..., i] |= run_segment(regs, "distal", fmt)
+
+    tau_words = np.stack([nodes[i]["tau"] for i in range(n)], axis=-1)
+    base_wrench = fmt.decode(np.stack([nodes[0][f"{q}_out_{c}"] for q in ("f", "mu")
+                                       for c in "xyz"], axis=-1))
+    return FixedResult(fmt.decode(tau_words), tau_words, overflow, base_wrench,
+                       nodes if keep_registers else None)

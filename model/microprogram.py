@@ -1,0 +1,808 @@
+"""The LinkDyn node's work as a microprogram: register map, operations, schedule.
+
+This is the single definition of *what* a node computes and in *which order*; the numpy golden
+model (:mod:`linkdyn.model.golden`) interprets it and the gateware (:mod:`linkdyn.gateware.node`)
+executes its schedule from a ROM, so both agree bit for bit.
+
+Operations (one shared multiply-accumulate unit, paper Sect. 3.1, Fig. 6):
+
+- :class:`Dot`: ``dst = round(sum_k ±term_k)``, one term per MAC cycle. A term is a product
+  ``a * b`` (:func:`mul`) or a sum ``a + b`` (:func:`add`, the pre-adder path, for additions).
+  Every register has a number format (:class:`RegisterFormat`); the compiler derives the left
+  *alignment* of every term and the final right *shift* so that the accumulation is exact and the
+  result is rounded once (:mod:`linkdyn.model.fixedpoint`). MATVEC, CROSS and DOT products of the
+  paper are all written as such instructions, with the structural zeros (``z = (0, 0, 1)``, the
+  zero of ``R``) left out.
+- :class:`Lookup`: the sine/cosine table (:mod:`linkdyn.model.tables`) reads a phase word and
+  latches the interpolation operands ``sin_base`` ... ``cos_fraction``.
+- :class:`Atan`: the CORDIC unit reads ``k qd`` and latches ``atan`` (friction, eq. 20).
+
+The program has four *segments*, run in this order on every update:
+
+``joint``
+    needs only the joint inputs: sin/cos of ``theta``, the rotation entries, friction.
+``forward``
+    needs the proximal neighbour's ``omega, omega_dot, p_ddot`` (forward mailbox); its outputs go
+    to the distal neighbour.
+``local``
+    backward terms that do not need the distal wrench; runs right after ``forward``.
+``distal``
+    needs the distal neighbour's wrench (backward mailbox); produces ``tau`` and the wrench for
+    the proximal neighbour, already rotated into frame ``i-1``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from .tables import CORDIC, SINE_TABLE
+
+__all__ = [
+    "RegisterFormat", "Register", "RegisterMap", "Term", "mul", "add", "Dot", "Lookup", "Atan",
+    "MacTiming", "MAC_TIMING", "Segment", "Slot", "Microprogram", "build_microprogram",
+    "SEGMENTS", "LATCHES",
+]
+
+#: Segment names in execution order.
+SEGMENTS = ("joint", "forward", "local", "distal")
+
+#: Latched outputs of the sine/cosine table and the CORDIC unit, readable as operands.
+LATCHES = ("sin_base", "sin_delta", "sin_fraction", "cos_base", "cos_delta", "cos_fraction",
+           "atan")
+
+
+@dataclass(frozen=True)
+class RegisterFormat:
+    """The number format class of a register: how many of its word's bits are fractional.
+
+    Parameters
+    ----------
+    name : str
+        ``"word"`` (the node's number format, default Q15.16), ``"trig"`` (Q1.30: sines,
+        cosines, rotation entries), ``"phase"`` (turns, ``2**-32`` turn per LSB), ``"rate"``
+        (``1/(2 pi)`` turn per rad, 32 fractional bits), ``"entry"`` and ``"fraction"`` (sine
+        table operands), ``"atan"`` (Q1.30).
+    fraction_bits : int
+        Fractional bits of the word.
+    wraps : bool
+        Whether results in this format wrap (phases) instead of saturating.
+    """
+
+    name: str
+    fraction_bits: int
+    wraps: bool = False
+
+
+@dataclass(frozen=True)
+class Register:
+    """One named register of a node.
+
+    Attributes
+    ----------
+    name : str
+        Register name, e.g. ``"omega_x"``.
+    address : int or None
+        Word address in the node's register file (``None`` for latches, which live outside it).
+    kind : str
+        ``"constant"`` (robot constants, loaded once), ``"input"`` (joint state and external
+        wrench, written per update), ``"forward_in"`` / ``"backward_in"`` (neighbour mailboxes),
+        ``"forward_out"`` / ``"backward_out"`` (what the node sends), ``"output"`` (``tau``),
+        ``"scratch"`` or ``"latch"``.
+    format : RegisterFormat
+        Its number format.
+    unit : str
+        SI unit of the value.
+    doc : str
+        One line of documentation (frame, meaning).
+    """
+
+    name: str
+    address: int | None
+    kind: str
+    format: RegisterFormat
+    unit: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Term:
+    """One MAC cycle of a :class:`Dot`: ``±(a * b)`` (``kind="mul"``) or ``±(a + b)`` (``"add"``)."""
+
+    a: str
+    b: str
+    kind: str = "mul"
+    negate: bool = False
+
+    def __neg__(self):
+        return Term(self.a, self.b, self.kind, not self.negate)
+
+
+def mul(a, b):
+    """Return the product term ``a * b``."""
+    return Term(a, b, "mul")
+
+
+def add(a, b="zero"):
+    """Return the sum term ``a + b`` (``b`` defaults to the constant-zero register)."""
+    return Term(a, b, "add")
+
+
+@dataclass(frozen=True)
+class Dot:
+    """``dst = round(sum of terms)``: one instruction of the shared MAC (see module docstring)."""
+
+    dst: str
+    terms: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "terms", tuple(self.terms))
+        if not self.terms:
+            raise ValueError(f"Dot into {self.dst!r} has no terms")
+
+    @property
+    def sources(self):
+        """tuple of str: the registers read, in issue order."""
+        return tuple(name for term in self.terms for name in (term.a, term.b))
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """Read the phase register ``src`` and latch the sine/cosine interpolation operands."""
+
+    src: str
+    dst: tuple = ("sin_base", "sin_delta", "sin_fraction", "cos_base", "cos_delta",
+                  "cos_fraction")
+
+    @property
+    def sources(self):
+        return (self.src,)
+
+
+@dataclass(frozen=True)
+class Atan:
+    """Read the word register ``src`` and latch ``atan(src)`` (CORDIC, Q1.30)."""
+
+    src: str
+    dst: tuple = ("atan",)
+
+    @property
+    def sources(self):
+        return (self.src,)
+
+
+@dataclass(frozen=True)
+class MacTiming:
+    """Pipeline timing of the node, in clock cycles; the gateware implements exactly this.
+
+    Attributes
+    ----------
+    read : int
+        Issue of a term to its operands being valid (synchronous block-RAM read).
+    multiply : int
+        Pipelined multiplier stages (product registered ``multiply`` times).
+    accumulate : int
+        Accumulator register.
+    round : int
+        Rounding and saturation register.
+    write : int
+        Register-file write; a term issued ``latency`` cycles after the last term of a Dot can
+        read its result.
+    lookup : int
+        Issue of a :class:`Lookup` to its latches being readable by an issued term.
+    atan : int
+        Issue of an :class:`Atan` to its latch being readable by an issued term.
+    """
+
+    read: int = 1
+    multiply: int = 2
+    accumulate: int = 1
+    round: int = 1
+    write: int = 1
+    lookup: int = 5
+    atan: int = CORDIC.iterations + 3
+
+    @property
+    def latency(self):
+        """int: cycles from issuing the last term of a Dot to a dependent term's issue."""
+        return self.read + self.multiply + self.accumulate + self.round + self.write
+
+
+#: The default pipeline timing.
+MAC_TIMING = MacTiming()
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One issue cycle of the schedule.
+
+    Attributes
+    ----------
+    op : str
+        ``"term"``, ``"lookup"``, ``"atan"`` or ``"nop"``.
+    a, b : int
+        Operand addresses (register file or latch, see :meth:`RegisterMap.operand_address`).
+    kind : str
+        ``"mul"`` or ``"add"`` for terms.
+    negate : bool
+        Subtract the term.
+    align : int
+        Left shift of the term before accumulation.
+    first, last : bool
+        First / last term of its Dot (clear / write the accumulator).
+    dst : int
+        Destination address (on the last term).
+    shift : int
+        Final right shift of the Dot (on the last term).
+    wraps : bool
+        Wrap instead of saturate (phase results), on the last term.
+    """
+
+    op: str
+    a: int = 0
+    b: int = 0
+    kind: str = "mul"
+    negate: bool = False
+    align: int = 0
+    first: bool = False
+    last: bool = False
+    dst: int = 0
+    shift: int = 0
+    wraps: bool = False
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A scheduled segment of the microprogram.
+
+    Attributes
+    ----------
+    name : str
+        One of :data:`SEGMENTS`.
+    ops : tuple
+        Operations in program order (the golden model's order).
+    slots : tuple of Slot
+        One issue per clock cycle, NOPs included.
+    cycles : int
+        Cycles from the first issue until every result is written (the segment's duration).
+    """
+
+    name: str
+    ops: tuple
+    slots: tuple
+    cycles: int
+
+    @property
+    def mac_terms(self):
+        """int: MAC operations (terms) of the segment."""
+        return sum(len(op.terms) for op in self.ops if isinstance(op, Dot))
+
+    @property
+    def nops(self):
+        """int: issue cycles without work (pipeline bubbles)."""
+        return sum(1 for slot in self.slots if slot.op == "nop")
+
+
+class RegisterMap:
+    """The register map of a node: names, addresses, formats (the one definition).
+
+    Parameters
+    ----------
+    fmt : QFormat
+        The node's word format (``"word"`` registers); its width must be :data:`WORD_WIDTH`.
+
+    Raises
+    ------
+    ValueError
+        If the format is not :data:`WORD_WIDTH` bits wide.
+    """
+
+    def __init__(self, fmt=Q15_16):
+        if not isinstance(fmt, QFormat):
+            raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
+        if fmt.width != WORD_WIDTH:
+            raise ValueError(f"the node word must be {WORD_WIDTH} bits wide, not {fmt.width} "
+                             f"({fmt.name})")
+        self.fmt = fmt
+        word = RegisterFormat("word", fmt.fraction_bits)
+        trig = RegisterFormat("trig", WORD_WIDTH - 2)
+        self.formats = {
+            "word": word,
+            "trig": trig,
+            "phase": RegisterFormat("phase", 32, wraps=True),
+            "rate": RegisterFormat("rate", 32),
+            "entry": RegisterFormat("entry", SINE_TABLE.entry_fraction_bits),
+            "fraction": RegisterFormat("fraction", SINE_TABLE.fraction_bits),
+            "atan": RegisterFormat("atan", 30),
+        }
+        self._registers = {}
+        address = 0
+
+        def define(kind, name, form, unit, doc):
+            nonlocal address
+            self._registers[name] = Register(name, address, kind, self.formats[form], unit, doc)
+            address += 1
+
+        xyz = "xyz"
+        # Constants: loaded once per robot (encode_robot), never written by the program.
+        define("constant", "zero", "word", "", "constant 0")
+        define("constant", "rate", "rate", "turn/rad", "1 / (2 pi), converts rad to turns")
+        define("constant", "theta_offset", "phase", "turn", "DH joint angle offset")
+        define("constant", "sin_alpha", "trig", "", "sin of the DH twist alpha_i")
+        define("constant", "cos_alpha", "trig", "", "cos of the DH twist alpha_i")
+        for c in xyz:
+            define("constant", f"r_{c}", "word", "m", f"r^i_(i-1,i) {c}: (a, d sin alpha, d cos alpha)")
+        define("constant", "m", "word", "kg", "link mass (eq. 11)")
+        for c in xyz:
+            define("constant", f"mc_{c}", "word", "kg m", f"first moment m c_{c}, frame i")
+        for name in ("I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "I_zz"):
+            define("constant", name, "word", "kg m^2", f"inertia {name[2:]} about origin i, frame i")
+        define("constant", "F_c", "word", "N m", "Coulomb friction level (eq. 20)")
+        define("constant", "F_v", "word", "N m s/rad", "viscous friction (eq. 20)")
+        define("constant", "F_o", "word", "N m", "torque offset (eq. 20)")
+        define("constant", "k_friction", "word", "s/rad", "atan steepness k (eq. 20)")
+        self.constant_count = address
+        # Inputs: written per update.
+        define("input", "q", "word", "rad", "joint position")
+        define("input", "qd", "word", "rad/s", "joint velocity")
+        define("input", "qdd", "word", "rad/s^2", "joint acceleration")
+        for c in xyz:
+            define("input", f"f_ext_{c}", "word", "N", f"external force {c} link i exerts, frame i")
+        for c in xyz:
+            define("input", f"mu_ext_{c}", "word", "N m",
+                   f"external moment {c} link i exerts, about origin i, frame i")
+        # Forward mailbox: from the proximal neighbour (node 1: the base motion), frame i-1.
+        for quantity, unit in (("omega", "rad/s"), ("omega_dot", "rad/s^2"),
+                               ("p_ddot", "m/s^2")):
+            for c in xyz:
+                define("forward_in", f"{quantity}_in_{c}", "word", unit,
+                       f"{quantity} {c} of node i-1, frame i-1")
+        # Backward mailbox: from the distal neighbour (last node: zero), frame i.
+        for quantity, unit in (("f", "N"), ("mu", "N m")):
+            for c in xyz:
+                define("backward_in", f"{quantity}_in_{c}", "word", unit,
+                       f"{quantity} {c} of node i+1, rotated into frame i")
+        # Forward outputs: sent to the distal neighbour.
+        for quantity, unit in (("omega", "rad/s"), ("omega_dot", "rad/s^2"),
+                               ("p_ddot", "m/s^2")):
+            for c in xyz:
+                define("forward_out", f"{quantity}_{c}", "word", unit,
+                       f"{quantity} {c} of link i, frame i (p_ddot includes -g)")
+        # Backward outputs: sent to the proximal neighbour (node 1: the base wrench).
+        for quantity, unit in (("f", "N"), ("mu", "N m")):
+            for c in xyz:
+                define("backward_out", f"{quantity}_out_{c}", "word", unit,
+                       f"{quantity} {c} of link i, about origin i-1, frame i-1")
+        define("output", "tau", "word", "N m", "joint torque incl. friction (eqs. 7, 20)")
+        self._next_address = address
+        self.latch_base = None
+
+    def define_scratch(self, name, form="word", unit="", doc="scratch"):
+        """Add a scratch register (used by :func:`build_microprogram`)."""
+        if name in self._registers:
+            raise ValueError(f"register {name!r} is defined twice")
+        self._registers[name] = Register(name, self._next_address, "scratch",
+                                         self.formats[form], unit, doc)
+        self._next_address += 1
+        return name
+
+    def define_latches(self):
+        """Add the latch registers (after the scratch registers)."""
+        forms = {"sin_base": "entry", "sin_delta": "entry", "sin_fraction": "fraction",
+                 "cos_base": "entry", "cos_delta": "entry", "cos_fraction": "fraction",
+                 "atan": "atan"}
+        self.latch_base = self.size
+        for index, name in enumerate(LATCHES):
+            self._registers[name] = Register(name, None, "latch", self.formats[forms[name]],
+                                             "", "table / CORDIC latch")
+
+    @property
+    def size(self):
+        """int: number of register-file words in use."""
+        return self._next_address
+
+    @property
+    def depth(self):
+        """int: register-file depth, the next power of two above :attr:`size` plus latches."""
+        return 1 << max(1, math.ceil(math.log2(self.size + len(LATCHES))))
+
+    def __getitem__(self, name):
+        try:
+            return self._registers[name]
+        except KeyError:
+            raise KeyError(f"no register named {name!r}") from None
+
+    def __contains__(self, name):
+        return name in self._registers
+
+    def __iter__(self):
+        return iter(self._registers.values())
+
+    def of_kind(self, kind):
+        """Return the registers of one kind, in address order."""
+        return [reg for reg in self if reg.kind == kind]
+
+    def operand_address(self, name):
+        """Return the operand address of a register: its RAM address, or for a latch
+        ``depth - len(LATCHES) + index`` (the top of the address space)."""
+        reg = self[name]
+        if reg.kind == "latch":
+            return self.depth - len(LATCHES) + LATCHES.index(name)
+        return reg.address
+
+
+def _cross(dst, a, b, rmap):
+    """Dots of ``dst = a x b`` for 3-vectors of register names (both word format)."""
+    return [
+        Dot(dst[0], [mul(a[1], b[2]), -mul(a[2], b[1])]),
+        Dot(dst[1], [mul(a[2], b[0]), -mul(a[0], b[2])]),
+        Dot(dst[2], [mul(a[0], b[1]), -mul(a[1], b[0])]),
+    ]
+
+
+def _cross_terms(a, b):
+    """Terms of ``a x b`` per component."""
+    return ([mul(a[1], b[2]), -mul(a[2], b[1])],
+            [mul(a[2], b[0]), -mul(a[0], b[2])],
+            [mul(a[0], b[1]), -mul(a[1], b[0])])
+
+
+def _rotate_transpose_terms(v, last_z=()):
+    """Terms of ``R^T v`` with ``R = Rz(theta) Rx(alpha)`` (entries in scratch registers)."""
+    return ([mul("cos_theta", v[0]), mul("sin_theta", v[1])],
+            [-mul("st_ca", v[0]), mul("ct_ca", v[1]), mul("sin_alpha", v[2])],
+            [mul("st_sa", v[0]), -mul("ct_sa", v[1]), mul("cos_alpha", v[2])])
+
+
+def _rotate_terms(v):
+    """Terms of ``R v`` (frame i to frame i-1), skipping the zero entry ``R[2][0]``."""
+    return ([mul("cos_theta", v[0]), -mul("st_ca", v[1]), mul("st_sa", v[2])],
+            [mul("sin_theta", v[0]), mul("ct_ca", v[1]), -mul("ct_sa", v[2])],
+            [mul("sin_alpha", v[1]), mul("cos_alpha", v[2])])
+
+
+def _vec(prefix):
+    return tuple(f"{prefix}_{c}" for c in "xyz")
+
+
+def _program(rmap):
+    scratch = rmap.define_scratch
+    scratch("phase", "phase", "turn", "theta = q + offset in turns")
+    scratch("sin_theta", "trig", "", "sin theta")
+    scratch("cos_theta", "trig", "", "cos theta")
+    for name in ("ct_ca", "st_ca", "ct_sa", "st_sa"):
+        scratch(name, "trig", "", f"rotation entry {name}")
+    scratch("k_qd", "word", "", "k qd, the atan argument")
+    scratch("tau_coulomb", "word", "N m", "F_c atan(k qd)")
+    scratch("tau_friction", "word", "N m", "friction torque (eq. 20)")
+    for c in "xy":
+        scratch(f"v_{c}", "word", "rad/s^2", "omega_dot_(i-1) + qd omega_(i-1) x z, frame i-1")
+    for c in "xyz":
+        scratch(f"u_{c}", "word", "m/s", "omega x r, frame i")
+    for c in "xyz":
+        scratch(f"w_mc_{c}", "word", "kg m/s", "omega x m c, frame i")
+    for c in "xyz":
+        scratch(f"h_{c}", "word", "kg m^2/s", "I omega, frame i")
+    for c in "xyz":
+        scratch(f"f_local_{c}", "word", "N", "wrench part without the distal wrench")
+    for c in "xyz":
+        scratch(f"mu_local_{c}", "word", "N m", "wrench part without the distal wrench")
+    for c in "xyz":
+        scratch(f"f_{c}", "word", "N", "f_i, frame i")
+    for c in "xyz":
+        scratch(f"mu_{c}", "word", "N m", "mu_i about origin i-1, frame i")
+    rmap.define_latches()
+
+    omega_in, omega_dot_in, p_ddot_in = _vec("omega_in"), _vec("omega_dot_in"), _vec("p_ddot_in")
+    omega, omega_dot, p_ddot = _vec("omega"), _vec("omega_dot"), _vec("p_ddot")
+    r, mc, u, w_mc, h = _vec("r"), _vec("mc"), _vec("u"), _vec("w_mc"), _vec("h")
+    f_local, mu_local, f, mu = _vec("f_local"), _vec("mu_local"), _vec("f"), _vec("mu")
+    f_in, mu_in, f_ext, mu_ext = _vec("f_in"), _vec("mu_in"), _vec("f_ext"), _vec("mu_ext")
+    f_out, mu_out = _vec("f_out"), _vec("mu_out")
+    inertia = (("I_xx", "I_xy", "I_xz"), ("I_xy", "I_yy", "I_yz"), ("I_xz", "I_yz", "I_zz"))
+
+    joint = [
+        # theta = q + offset as a phase word: q / (2 pi) turns, wrapping modulo one turn.
+        Dot("phase", [mul("q", "rate"), add("theta_offset")]),
+        Lookup("phase"),
+        Dot("sin_theta", [add("sin_base"), mul("sin_delta", "sin_fraction")]),
+        Dot("cos_theta", [add("cos_base"), mul("cos_delta", "cos_fraction")]),
+        Dot("ct_ca", [mul("cos_theta", "cos_alpha")]),
+        Dot("st_ca", [mul("sin_theta", "cos_alpha")]),
+        Dot("ct_sa", [mul("cos_theta", "sin_alpha")]),
+        Dot("st_sa", [mul("sin_theta", "sin_alpha")]),
+        # Friction, eq. (20): F_c atan(k qd) + F_v qd + F_o.
+        # The CORDIC runs beside the MAC; its result is read in the local segment.
+        Dot("k_qd", [mul("k_friction", "qd")]),
+        Atan("k_qd"),
+    ]
+
+    rot_w = _rotate_transpose_terms(omega_in)
+    rot_v = _rotate_transpose_terms(("v_x", "v_y", omega_dot_in[2]))
+    rot_p = _rotate_transpose_terms(p_ddot_in)
+    wd_x_r = _cross_terms(omega_dot, r)
+    w_x_u = _cross_terms(omega, u)
+    forward = [
+        # omega_i = R^T (omega_(i-1) + qd z); the qd z part only has R^T z = (0, sa, ca).
+        Dot(omega[0], rot_w[0]),
+        Dot(omega[1], rot_w[1] + [mul("sin_alpha", "qd")]),
+        Dot(omega[2], rot_w[2] + [mul("cos_alpha", "qd")]),
+        # omega_dot_i = R^T (omega_dot_(i-1) + qd omega_(i-1) x z + qdd z)
+        Dot("v_x", [add(omega_dot_in[0]), mul("qd", omega_in[1])]),
+        Dot("v_y", [add(omega_dot_in[1]), -mul("qd", omega_in[0])]),
+        Dot(omega_dot[0], rot_v[0]),
+        Dot(omega_dot[1], rot_v[1] + [mul("sin_alpha", "qdd")]),
+        Dot(omega_dot[2], rot_v[2] + [mul("cos_alpha", "qdd")]),
+        # p_ddot_i = R^T p_ddot_(i-1) + omega_dot_i x r + omega_i x (omega_i x r)
+        *_cross(u, omega, r, rmap),
+        Dot(p_ddot[0], rot_p[0] + wd_x_r[0] + w_x_u[0]),
+        Dot(p_ddot[1], rot_p[1] + wd_x_r[1] + w_x_u[1]),
+        Dot(p_ddot[2], rot_p[2] + wd_x_r[2] + w_x_u[2]),
+    ]
+
+    wd_x_mc = _cross_terms(omega_dot, mc)
+    w_x_wmc = _cross_terms(omega, w_mc)
+    r_x_f = _cross_terms(r, f_local)
+    mc_x_p = _cross_terms(mc, p_ddot)
+    w_x_h = _cross_terms(omega, h)
+    local = [
+        Dot("tau_coulomb", [mul("F_c", "atan")]),
+        Dot("tau_friction", [add("tau_coulomb", "F_o"), mul("F_v", "qd")]),
+        # f = m p_ddot + omega_dot x mc + omega x (omega x mc) + f_ext        (eq. 12, upper rows)
+        *_cross(w_mc, omega, mc, rmap),
+        *[Dot(f_local[k], [mul("m", p_ddot[k])] + wd_x_mc[k] + w_x_wmc[k] + [add(f_ext[k])])
+          for k in range(3)],
+        # mu = r x f + mc x p_ddot + I omega_dot + omega x (I omega) + mu_ext (lower rows)
+        *[Dot(h[k], [mul(inertia[k][j], omega[j]) for j in range(3)]) for k in range(3)],
+        *[Dot(mu_local[k], r_x_f[k] + mc_x_p[k]
+              + [mul(inertia[k][j], omega_dot[j]) for j in range(3)] + w_x_h[k]
+              + [add(mu_ext[k])]) for k in range(3)],
+    ]
+
+    r_x_fin = _cross_terms(r, f_in)
+    rot_f = _rotate_terms(f)
+    rot_mu = _rotate_terms(mu)
+    distal = [
+        # (f, mu) = W pi + T (f', mu'), eq. (9): T adds r x f' to the moment.
+        *[Dot(f[k], [add(f_local[k], f_in[k])]) for k in range(3)],
+        *[Dot(mu[k], [add(mu_local[k], mu_in[k])] + r_x_fin[k]) for k in range(3)],
+        # tau = mu . R^T z = (R mu)_z, eq. (7); (R mu)_z is mu_out_z.
+        Dot(mu_out[2], rot_mu[2]),
+        Dot("tau", [add(mu_out[2], "tau_friction")]),
+        Dot(mu_out[0], rot_mu[0]),
+        Dot(mu_out[1], rot_mu[1]),
+        *[Dot(f_out[k], rot_f[k]) for k in range(3)],
+    ]
+    return {"joint": joint, "forward": forward, "local": local, "distal": distal}
+
+
+class Microprogram:
+    """The compiled and scheduled node microprogram.
+
+    Parameters
+    ----------
+    fmt : QFormat
+        Word format of the node (default Q15.16).
+    timing : MacTiming
+        Pipeline timing the schedule is made for.
+
+    Attributes
+    ----------
+    registers : RegisterMap
+        The register map.
+    segments : dict of str to Segment
+        The four segments, see :data:`SEGMENTS`.
+    """
+
+    def __init__(self, fmt=Q15_16, timing=MAC_TIMING):
+        self.fmt = fmt
+        self.timing = timing
+        self.registers = RegisterMap(fmt)
+        program = _program(self.registers)
+        self._check(program)
+        self.segments = {name: self._schedule(name, program[name]) for name in SEGMENTS}
+        self._check_atan()
+
+    # -- compilation --------------------------------------------------------------------------
+
+    def term_fraction_bits(self, term):
+        """Return the fractional bits of a term's value (product or sum)."""
+        fa = self.registers[term.a].format.fraction_bits
+        fb = self.registers[term.b].format.fraction_bits
+        if term.kind == "mul":
+            return fa + fb
+        if term.b != "zero" and fa != fb:
+            raise ValueError(f"sum term {term.a} + {term.b} mixes formats")
+        return fa
+
+    def compile_dot(self, dot):
+        """Return ``(aligns, shift, wraps)`` of a Dot: per-term left shifts, the final right
+        shift, and whether the destination wraps.
+
+        Raises
+        ------
+        ValueError
+            If the result would need a left shift (more fractional bits than the terms).
+        """
+        bits = [self.term_fraction_bits(t) for t in dot.terms]
+        acc_bits = max(bits)
+        dst = self.registers[dot.dst].format
+        shift = acc_bits - dst.fraction_bits
+        if shift < 0:
+            raise ValueError(f"Dot into {dot.dst!r} would need a left shift")
+        return tuple(acc_bits - b for b in bits), shift, dst.wraps
+
+    @cached_property
+    def shifts(self):
+        """tuple of int: the distinct final shifts used (the gateware builds this mux)."""
+        return tuple(sorted({self.compile_dot(op)[1] for seg in self.segments.values()
+                             for op in seg.ops if isinstance(op, Dot)}))
+
+    @cached_property
+    def aligns(self):
+        """tuple of int: the distinct term alignments used."""
+        return tuple(sorted({a for seg in self.segments.values() for op in seg.ops
+                             if isinstance(op, Dot) for a in self.compile_dot(op)[0]}))
+
+    @cached_property
+    def max_terms(self):
+        """int: the most terms of one Dot (sizes the accumulator)."""
+        return max(len(op.terms) for seg in self.segments.values() for op in seg.ops
+                   if isinstance(op, Dot))
+
+    def _check(self, program):
+        written = {reg.name for reg in self.registers
+                   if reg.kind in ("constant", "input", "forward_in", "backward_in")}
+        for name in SEGMENTS:
+            for op in program[name]:
+                for src in op.sources:
+                    if src not in self.registers:
+                        raise ValueError(f"segment {name}: unknown register {src!r}")
+                    if src not in written:
+                        raise ValueError(f"segment {name}: {src!r} read before it is written")
+                dsts = (op.dst,) if isinstance(op, Dot) else op.dst
+                for dst in dsts:
+                    reg = self.registers[dst]
+                    if reg.kind in ("constant", "input", "forward_in", "backward_in"):
+                        raise ValueError(f"segment {name}: writes read-only {dst!r}")
+                    if dst in written:
+                        raise ValueError(f"segment {name}: {dst!r} is written twice")
+                    written.add(dst)
+                if isinstance(op, Dot):
+                    self.compile_dot(op)
+
+    def _schedule(self, name, ops):
+        """List-schedule the ops of one segment onto single-issue cycles.
+
+        A Dot's terms issue on consecutive cycles; an operand produced in this segment can be
+        read ``latency`` cycles after the issue of its producer's last term (``lookup`` /
+        ``atan`` cycles for latches). Among the ready ops the one heading the longest dependent
+        chain issues first; when none is ready, a NOP issues.
+        """
+        timing = self.timing
+        produced_by = {}
+        for index, op in enumerate(ops):
+            for dst in ((op.dst,) if isinstance(op, Dot) else op.dst):
+                produced_by[dst] = index
+
+        def length(op):
+            return len(op.terms) if isinstance(op, Dot) else 1
+
+        def delay(op):
+            if isinstance(op, Dot):
+                return timing.latency
+            return timing.lookup if isinstance(op, Lookup) else timing.atan
+
+        users = {i: [] for i in range(len(ops))}
+        for index, op in enumerate(ops):
+            for src in set(op.sources):
+                if src in produced_by:
+                    users[produced_by[src]].append(index)
+        priority = {}
+        for index in reversed(range(len(ops))):
+            tail = max((priority[u] for u in users[index]), default=0)
+            priority[index] = length(ops[index]) - 1 + delay(ops[index]) + tail
+
+        ready_at = {}  # register name -> first cycle it can be read by an issue
+        done = set()
+        slots = []
+        finish = 0
+        cycle = 0
+        while len(done) < len(ops):
+            best = None
+            for index, op in enumerate(ops):
+                if index in done:
+                    continue
+                if any(produced_by.get(src, -1) not in done and src in produced_by
+                       for src in op.sources):
+                    continue
+                if isinstance(op, Dot):
+                    ok = all(ready_at.get(src, 0) <= cycle + k
+                             for k, term in enumerate(op.terms) for src in (term.a, term.b))
+                else:
+                    ok = all(ready_at.get(src, 0) <= cycle for src in op.sources)
+                if ok and (best is None or priority[index] > priority[best]):
+                    best = index
+            if best is None:
+                slots.append(Slot("nop"))
+                cycle += 1
+                continue
+            op = ops[best]
+            done.add(best)
+            addr = self.registers.operand_address
+            if isinstance(op, Dot):
+                aligns, shift, wraps = self.compile_dot(op)
+                for k, term in enumerate(op.terms):
+                    last = k == len(op.terms) - 1
+                    slots.append(Slot("term", addr(term.a), addr(term.b), term.kind, term.negate,
+                                      aligns[k], k == 0, last, addr(op.dst) if last else 0,
+                                      shift if last else 0, wraps if last else False))
+                cycle += len(op.terms)
+                ready_at[op.dst] = cycle - 1 + timing.latency
+                finish = max(finish, ready_at[op.dst])
+            else:
+                kind = "lookup" if isinstance(op, Lookup) else "atan"
+                slots.append(Slot(kind, addr(op.src)))
+                for dst in op.dst:
+                    ready_at[dst] = cycle + delay(op)
+                if isinstance(op, Lookup):
+                    finish = max(finish, cycle + delay(op))
+                else:
+                    # The CORDIC runs on beside the MAC; see _check_atan.
+                    self._atan_ready = (name, cycle + delay(op))
+                cycle += 1
+        return Segment(name, tuple(ops), tuple(slots), max(finish, len(slots)))
+
+    def _check_atan(self):
+        """Check that the CORDIC result is ready before the segment that reads it starts."""
+        name, ready = self._atan_ready
+        elapsed = 0
+        for seg in SEGMENTS[SEGMENTS.index(name):]:
+            if any(isinstance(op, Dot) and "atan" in op.sources
+                   for op in self.segments[seg].ops):
+                break
+            elapsed += self.segments[seg].cycles
+        if elapsed < ready:
+            raise ValueError(f"the CORDIC result is read {elapsed} cycles after its start, "
+                             f"before it is ready ({ready} cycles)")
+
+    # -- reports ------------------------------------------------------------------------------
+
+    def schedule_report(self, n=6):
+        """Return a text report: MAC operations and cycles per segment, and a chain estimate.
+
+        Parameters
+        ----------
+        n : int
+            Number of nodes of the chain estimate.
+
+        Returns
+        -------
+        str
+            A Markdown table. The chain estimate of one sequential update assumes all nodes
+            run ``joint`` together, then ``forward`` node by node, the last node's ``local``,
+            then ``distal`` node by node back to node 1, with ``handover`` cycles per mailbox
+            transfer (not counted here: see the chain benchmark for measured figures).
+        """
+        lines = ["| segment | MAC terms | issue cycles | NOPs | cycles |",
+                 "|---|---:|---:|---:|---:|"]
+        for seg in self.segments.values():
+            lines.append(f"| {seg.name} | {seg.mac_terms} | {len(seg.slots)} | {seg.nops} | "
+                         f"{seg.cycles} |")
+        s = self.segments
+        total = sum(seg.mac_terms for seg in s.values())
+        lines.append(f"| **node total** | {total} | | | "
+                     f"{sum(seg.cycles for seg in s.values())} |")
+        latency = (s["joint"].cycles + n * s["forward"].cycles + s["local"].cycles
+                   + n * s["distal"].cycles)
+        lines.append("")
+        lines.append(f"Sequential update of a {n}-node chain (no mailbox handover cost): "
+                     f"{latency} cycles = joint + {n} x forward + local + {n} x distal.")
+        return "\n".join(lines)
+
+
+def build_microprogram(fmt=Q15_16, timing=MAC_TIMING):
+    """Return the :class:`Microprogram` for a word format and pipeline timing."""
+    return Microprogram(fmt, timing)

@@ -1,0 +1,730 @@
+"""URDF import: a serial chain of revolute joints from a URDF file, in standard DH form.
+
+:func:`load_urdf` reads a URDF file (with :mod:`xml.etree.ElementTree`, no other dependency),
+selects the serial chain from the root link to a tip link, converts its kinematics to the
+standard Denavit-Hartenberg convention of :mod:`linkdyn.model.robot` and re-expresses every
+link's inertial parameters in its DH frame. The result is a :class:`~linkdyn.model.Robot` whose
+:func:`~linkdyn.model.rnea` gives the same joint torques as the URDF model (checked against
+Pinocchio in ``tests/test_urdf_pinocchio.py`` to 1e-9 relative).
+
+What becomes what
+-----------------
+* ``revolute`` and ``continuous`` joints on the root-to-tip path are the chain joints, in path
+  order. ``q`` of the :class:`Robot` is exactly the URDF joint angle (same sign, same zero).
+* ``fixed`` joints are merged: the child link's mass, centre of mass and inertia are added to the
+  link it is attached to (rigid-body sum, parallel-axis theorem).
+* Links hanging off the chain through *movable* joints that are not on the chain (the Panda's
+  finger joints, a second arm, joints beyond ``tip``) are merged rigidly, at the joints' zero
+  position, into the link they hang from. This is what Pinocchio's ``buildReducedModel`` does
+  when those joints are locked at the neutral configuration ``q = 0``.
+* Links before the first chain joint (the base) carry no torque on a fixed base and are dropped
+  (their inertias are not validated either).
+* ``prismatic`` joints on the chain raise :class:`NotImplementedError`; ``floating`` and
+  ``planar`` joints anywhere raise :class:`RobotDescriptionError` (fixed-base chains only).
+* ``<mimic>`` on a chain joint is ignored (the joint stays independent; a warning says so).
+
+DH construction (standard DH, DESIGN.md Sect. 3)
+------------------------------------------------
+``z_{i-1}`` lies on joint ``i``'s axis and points along the URDF ``<axis>`` (so positive ``q``
+is the URDF's positive rotation); ``x_i`` is the common normal from axis ``i`` to axis ``i+1``,
+pointing from axis ``i`` to axis ``i+1`` when they are skew (``a_i > 0``) and along
+``z_{i-1} x z_i`` when they intersect; for parallel axes the common normal through the previous
+origin is taken (``d_i = 0``); for coincident axes ``x_i = x_{i-1}``. Frame 0 has its origin at
+the foot of the perpendicular from the URDF root origin onto axis 1 and ``x_0 = x_1`` at
+``q = 0`` (so ``offset_1 = 0``). Frame ``n`` has ``z_n = z_{n-1}``, ``x_n = x_{n-1}``
+(``a_n = alpha_n = offset_n = 0``), its origin is the foot of the perpendicular from the tip link
+origin onto axis ``n``. ``theta`` offsets make the DH zero pose the URDF zero pose.
+
+Values within :data:`SNAP_TOLERANCE` of 0 (lengths) or of a multiple of pi/2 (angles) are
+snapped to them, so structural zeros stay exact zeros (``snap_tolerance=0`` turns this off).
+Consecutive axes closer than :data:`PARALLEL_TOLERANCE` to parallel are treated as parallel
+(with a warning above 1e-10 rad, since that changes the kinematics by about
+``angle x lever``); a common normal farther than :data:`FAR_COMMON_NORMAL` from the axes' URDF
+joint origins (nearly parallel axes) gives a warning: the DH parameters are then exact but
+ill-conditioned (huge ``d``), which a fixed-point datapath cannot represent.
+
+Units: SI (m, kg, kg·m^2, rad, rad/s, N·m), like URDF.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .robot import JointLimits, Link, Robot, RobotDescriptionError, check_inertia
+
+__all__ = [
+    "load_urdf", "SNAP_TOLERANCE", "PARALLEL_TOLERANCE", "FAR_COMMON_NORMAL",
+    "dh_frames",
+]
+
+#: Lengths (m) and angles (rad) closer than this to 0 or to a multiple of pi/2 are snapped.
+SNAP_TOLERANCE = 1e-10
+
+#: Consecutive joint axes closer than this (rad) to parallel are treated as parallel.
+PARALLEL_TOLERANCE = 1e-6
+
+# Below this angle (rad) treating nearly parallel axes as parallel is not worth a warning.
+_SILENT_PARALLEL = 1e-10
+
+# Distances (m) below this are rounding noise: intersecting / coincident axes.
+_TINY = 1e-13
+
+#: A common normal farther than this (m) from the axes' URDF joint origins triggers a warning.
+FAR_COMMON_NORMAL = 10.0
+
+_MOVABLE = ("revolute", "continuous")
+_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+_MAX_NAMES = 12
+
+
+# --------------------------------------------------------------------------------------------
+# Parsed URDF
+# --------------------------------------------------------------------------------------------
+
+@dataclass
+class _Body:
+    """A URDF ``<link>``: inertial data in the link frame."""
+
+    name: str
+    mass: float = 0.0
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    # Inertia about the com, in the link frame's axes (the <inertial><origin rpy> applied).
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+
+
+@dataclass
+class _Joint:
+    """A URDF ``<joint>``."""
+
+    name: str
+    type: str
+    parent: str
+    child: str
+    origin: np.ndarray        # (4, 4) parent link frame -> joint (= child link) frame
+    axis: np.ndarray          # (3,) unit vector in the joint frame
+    limits: JointLimits
+    mimic: bool = False
+
+
+def _fail(source, message):
+    return RobotDescriptionError(f"URDF {source}: {message}")
+
+
+def _numbers(text, count, what, source):
+    """Parse ``count`` whitespace-separated finite numbers."""
+    parts = text.split()
+    if len(parts) != count:
+        raise _fail(source, f"{what} must have {count} numbers, not {text!r}")
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise _fail(source, f"{what} must be numeric, not {text!r}") from None
+    if not all(math.isfinite(v) for v in values):
+        raise _fail(source, f"{what} must be finite, not {text!r}")
+    return values
+
+
+def _number(element, attribute, what, source, default=None):
+    text = element.get(attribute)
+    if text is None:
+        if default is None:
+            raise _fail(source, f"{what} has no attribute {attribute!r}")
+        return default
+    return _numbers(text, 1, f"{what} {attribute!r}", source)[0]
+
+
+def _rpy_matrix(roll, pitch, yaw):
+    """URDF fixed-axis roll-pitch-yaw: ``Rz(yaw) Ry(pitch) Rx(roll)``."""
+    cr, sr = math.cos(roll), math.sin(roll)
+    cp, sp = math.cos(pitch), math.sin(pitch)
+    cy, sy = math.cos(yaw), math.sin(yaw)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def _origin(element, what, source):
+    """Homogeneous transform of an ``<origin xyz rpy>`` child of ``element`` (identity if none)."""
+    transform = np.eye(4)
+    origin = element.find("origin")
+    if origin is None:
+        return transform
+    xyz = _numbers(origin.get("xyz", "0 0 0"), 3, f"{what} origin xyz", source)
+    rpy = _numbers(origin.get("rpy", "0 0 0"), 3, f"{what} origin rpy", source)
+    transform[:3, :3] = _rpy_matrix(*rpy)
+    transform[:3, 3] = xyz
+    return transform
+
+
+def _parse_link(element, source):
+    name = element.get("name")
+    if not name:
+        raise _fail(source, "a <link> has no name")
+    body = _Body(name)
+    inertial = element.find("inertial")
+    if inertial is None:
+        return body
+    what = f"link {name!r}"
+    mass_element = inertial.find("mass")
+    if mass_element is None:
+        raise _fail(source, f"{what} <inertial> has no <mass>")
+    mass = _number(mass_element, "value", f"{what} mass", source)
+    if mass < 0:
+        raise _fail(source, f"{what} mass must be >= 0, not {mass!r}")
+    inertia_element = inertial.find("inertia")
+    if inertia_element is None:
+        raise _fail(source, f"{what} <inertial> has no <inertia>")
+    six = [_number(inertia_element, key, f"{what} inertia", source)
+           for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")]
+    ixx, ixy, ixz, iyy, iyz, izz = six
+    inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    frame = _origin(inertial, f"{what} inertial", source)
+    rotation = frame[:3, :3]
+    body.mass = mass
+    body.com = frame[:3, 3].copy()
+    body.inertia = rotation @ inertia @ rotation.T
+    return body
+
+
+def _parse_limits(element, name, joint_type, source):
+    limit = element.find("limit")
+    if limit is None:
+        return JointLimits()
+    what = f"joint {name!r} limit"
+    values = {}
+    for attribute in ("lower", "upper", "velocity", "effort"):
+        text = limit.get(attribute)
+        values[attribute] = (None if text is None
+                             else _numbers(text, 1, f"{what} {attribute!r}", source)[0])
+    for attribute in ("velocity", "effort"):
+        value = values[attribute]
+        if value is not None and value < 0:
+            raise _fail(source, f"{what} {attribute!r} must be >= 0, not {value!r}")
+        if value == 0:
+            values[attribute] = None   # 0 is commonly written for "not given"
+    if joint_type == "continuous":
+        values["lower"] = values["upper"] = None
+    if (values["lower"] is not None and values["upper"] is not None
+            and values["lower"] > values["upper"]):
+        raise _fail(source, f"{what} lower {values['lower']!r} is above upper "
+                            f"{values['upper']!r}")
+    return JointLimits(q_min=values["lower"], q_max=values["upper"],
+                       qd_max=values["velocity"], tau_max=values["effort"])
+
+
+def _parse_joint(element, source):
+    name = element.get("name")
+    if not name:
+        raise _fail(source, "a <joint> has no name")
+    joint_type = element.get("type")
+    if joint_type not in _JOINT_TYPES:
+        raise _fail(source, f"joint {name!r} has unknown type {joint_type!r}; URDF types are "
+                            f"{', '.join(_JOINT_TYPES)}")
+    ends = {}
+    for tag in ("parent", "child"):
+        end = element.find(tag)
+        if end is None or not end.get("link"):
+            raise _fail(source, f"joint {name!r} has no <{tag} link=...>")
+        ends[tag] = end.get("link")
+    axis = np.array([1.0, 0.0, 0.0])
+    axis_element = element.find("axis")
+    if joint_type in ("revolute", "continuous", "prismatic"):
+        if axis_element is not None:
+            axis = np.array(_numbers(axis_element.get("xyz", "1 0 0"), 3,
+                                     f"joint {name!r} axis", source))
+        norm = float(np.linalg.norm(axis))
+        if norm < 1e-12:
+            raise _fail(source, f"joint {name!r} axis must not be zero")
+        axis = axis / norm
+    limits = (_parse_limits(element, name, joint_type, source)
+              if joint_type in _MOVABLE else JointLimits())
+    return _Joint(name, joint_type, ends["parent"], ends["child"],
+                  _origin(element, f"joint {name!r}", source), axis, limits,
+                  mimic=element.find("mimic") is not None)
+
+
+def _parse(path):
+    path = Path(path)
+    source = repr(str(path))
+    if not path.is_file():
+        raise _fail(source, "file does not exist" if not path.exists() else "is not a file")
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as error:
+        raise _fail(source, f"is not valid XML: {error}") from None
+    except OSError as error:
+        raise _fail(source, f"cannot be read: {error}") from None
+    if root.tag != "robot":
+        raise _fail(source, f"root element must be <robot>, not <{root.tag}>")
+    bodies = {}
+    for element in root.findall("link"):
+        body = _parse_link(element, source)
+        if body.name in bodies:
+            raise _fail(source, f"link {body.name!r} is defined twice")
+        bodies[body.name] = body
+    joints = []
+    names = set()
+    for element in root.findall("joint"):
+        joint = _parse_joint(element, source)
+        if joint.name in names:
+            raise _fail(source, f"joint {joint.name!r} is defined twice")
+        names.add(joint.name)
+        joints.append(joint)
+    return root.get("name") or path.stem, source, bodies, joints
+
+
+# --------------------------------------------------------------------------------------------
+# Tree structure and chain selection
+# --------------------------------------------------------------------------------------------
+
+def _quoted(names):
+    names = list(names)
+    text = ", ".join(repr(n) for n in names[:_MAX_NAMES])
+    if len(names) > _MAX_NAMES:
+        text += f", ... ({len(names) - _MAX_NAMES} more)"
+    return text
+
+
+def _tree(source, bodies, joints):
+    """Check the joint graph is one tree; return (root, parent_joint, children)."""
+    if not bodies:
+        raise _fail(source, "has no links")
+    if not joints:
+        raise _fail(source, "has no joints")
+    parent_joint = {}
+    children = {name: [] for name in bodies}
+    for joint in joints:
+        for end in (joint.parent, joint.child):
+            if end not in bodies:
+                raise _fail(source, f"joint {joint.name!r} refers to undefined link {end!r}")
+        if joint.parent == joint.child:
+            raise _fail(source, f"joint {joint.name!r} connects link {joint.child!r} to itself "
+                                f"(a kinematic cycle)")
+        if joint.child in parent_joint:
+            raise _fail(source, f"link {joint.child!r} has two parents: joints "
+                                f"{parent_joint[joint.child].name!r} and {joint.name!r} "
+                                f"(a kinematic loop); only trees are supported")
+        parent_joint[joint.child] = joint
+        children[joint.parent].append(joint)
+    roots = [name for name in bodies if name not in parent_joint]
+    if not roots:
+        raise _fail(source, "has no root link (every link is a joint's child): the joints "
+                            "form a kinematic cycle")
+    reached = set()
+    stack = list(roots)
+    while stack:
+        name = stack.pop()
+        reached.add(name)
+        stack.extend(joint.child for joint in children[name])
+    unreached = [name for name in bodies if name not in reached]
+    if unreached:
+        cycle = [parent_joint[name].name for name in unreached]
+        raise _fail(source, f"joints {_quoted(cycle)} form (or hang off) a kinematic "
+                            f"cycle (links {_quoted(unreached)} are not reachable from a root)")
+    if len(roots) > 1:
+        raise _fail(source, f"has several root links {_quoted(roots)}: the links do not form "
+                            f"one connected tree")
+    return roots[0], parent_joint, children
+
+
+def _leaves(link, children):
+    leaves, stack = [], [link]
+    while stack:
+        name = stack.pop()
+        if not children[name]:
+            leaves.append(name)
+        stack.extend(reversed([joint.child for joint in children[name]]))
+    return leaves
+
+
+def _chain_path(source, root, parent_joint, children, tip):
+    """Return (tip, joints on the path root -> tip)."""
+    if tip is None:
+        # active[link]: whether the sub-tree below the link has a movable joint.
+        order, stack = [], [root]
+        while stack:
+            order.append(stack.pop())
+            stack.extend(joint.child for joint in children[order[-1]])
+        active = {}
+        for name in reversed(order):
+            active[name] = any(j.type != "fixed" or active[j.child] for j in children[name])
+        link = root
+        while True:
+            branches = [j for j in children[link] if j.type != "fixed" or active[j.child]]
+            if not branches:
+                break
+            if len(branches) > 1:
+                candidates = [link] + [leaf for leaf in _leaves(link, children) if leaf != link]
+                raise _fail(source, f"is branched at link {link!r} (joints "
+                                    f"{_quoted(j.name for j in branches)} each lead to movable "
+                                    f"joints); pass tip= one of the links {_quoted(candidates)}")
+            link = branches[0].child
+        tip = link
+    elif not isinstance(tip, str) or tip not in children:
+        raise _fail(source, f"tip link {tip!r} is not a link of this URDF; links are "
+                            f"{_quoted(children)}")
+    path = []
+    link = tip
+    while link != root:
+        joint = parent_joint[link]
+        path.append(joint)
+        link = joint.parent
+    return tip, path[::-1]
+
+
+def _zero_poses(root, children):
+    """Pose (4x4, root frame) of every link with all joints at zero."""
+    poses = {root: np.eye(4)}
+    stack = [root]
+    while stack:
+        link = stack.pop()
+        for joint in children[link]:
+            poses[joint.child] = poses[link] @ joint.origin
+            stack.append(joint.child)
+    return poses
+
+
+# --------------------------------------------------------------------------------------------
+# DH conversion
+# --------------------------------------------------------------------------------------------
+
+def _snap_length(value, tolerance):
+    return 0.0 if abs(value) < tolerance else float(value)
+
+
+def _snap_angle(value, tolerance):
+    """Wrap to (-pi, pi] and snap to a multiple of pi/2 within ``tolerance``."""
+    value = math.remainder(float(value), 2 * math.pi)
+    quarter = round(value / (math.pi / 2))
+    if abs(value - quarter * math.pi / 2) < tolerance:
+        value = quarter * math.pi / 2
+    if value <= -math.pi:
+        value += 2 * math.pi
+    return 0.0 if value == 0 else value
+
+
+def _unit(v):
+    return v / np.linalg.norm(v)
+
+
+def _foot(point, axis_point, axis_dir):
+    """Foot of the perpendicular from ``point`` onto the line (axis_point, axis_dir)."""
+    return axis_point + float((point - axis_point) @ axis_dir) * axis_dir
+
+
+def _dh_parameters(source, names, points, dirs, tip_origin, snap):
+    """Standard DH parameters of the axes (points[i], dirs[i]), all in the URDF root frame.
+
+    Returns (dh, base): dh rows (a, d, alpha, offset) and the pose (4x4) of DH frame 0.
+    """
+    n = len(dirs)
+    origins = [_foot(np.zeros(3), points[0], dirs[0])]
+    xs = [None]  # x_0 is chosen after x_1 is known
+    for i in range(n - 1):
+        u, w = dirs[i], dirs[i + 1]
+        p, r = points[i], points[i + 1]
+        cross = np.cross(u, w)
+        sine = float(np.linalg.norm(cross))
+        if sine < PARALLEL_TOLERANCE:
+            if sine >= _SILENT_PARALLEL:
+                warnings.warn(
+                    f"URDF {source}: axes of joints {names[i]!r} and {names[i + 1]!r} are "
+                    f"parallel to within {sine:.3g} rad and are treated as parallel; the DH "
+                    f"model's kinematics deviate from the URDF by about {sine:.3g} x the lever "
+                    f"arm", stacklevel=3)
+            origin = _foot(origins[i], r, w)
+            v = origin - origins[i]
+            lateral = v - float(v @ u) * u
+            distance = float(np.linalg.norm(lateral))
+            x = lateral / distance if distance >= max(snap, _TINY) else xs[i]
+        else:
+            normal = cross / sine
+            # Closest points s on axis i and t on axis i+1: p + s u, r + t w.
+            offset = r - p
+            b = float(u @ w)
+            denominator = 1.0 - b * b
+            s = (float(offset @ u) - b * float(offset @ w)) / denominator
+            t = (b * float(offset @ u) - float(offset @ w)) / denominator
+            foot_i, origin = p + s * u, r + t * w
+            a = float((origin - foot_i) @ normal)
+            x = normal if abs(a) < max(snap, _TINY) else math.copysign(1.0, a) * normal
+            if max(abs(s), abs(t)) > FAR_COMMON_NORMAL:
+                warnings.warn(
+                    f"URDF {source}: the common normal of the axes of joints {names[i]!r} and "
+                    f"{names[i + 1]!r} (at {math.asin(min(sine, 1.0)):.3g} rad, nearly "
+                    f"parallel) lies {max(abs(s), abs(t)):.3g} m away from the joints, so the "
+                    f"DH parameters are ill-conditioned", stacklevel=3)
+        origins.append(origin)
+        xs.append(x)
+    origins.append(_foot(tip_origin, points[n - 1], dirs[n - 1]))
+    xs.append(xs[n - 1])
+    # Coincident leading axes (or n == 1) leave x undefined: take the first defined one, or the
+    # root frame's x (or y) axis projected on the plane normal to axis 1.
+    first = next((x for x in xs if x is not None), None)
+    if first is None:
+        for candidate in np.eye(3)[:2]:
+            projected = candidate - float(candidate @ dirs[0]) * dirs[0]
+            if np.linalg.norm(projected) > 0.1:
+                first = _unit(projected)
+                break
+    for i in range(len(xs)):
+        if xs[i] is None:
+            xs[i] = first
+        else:
+            break
+    xs[0] = xs[1]
+    zs = list(dirs) + [dirs[n - 1]]
+    dh = np.zeros((n, 4))
+    for i in range(1, n + 1):
+        z_prev, z, x_prev, x = zs[i - 1], zs[i], xs[i - 1], xs[i]
+        v = origins[i] - origins[i - 1]
+        d = float(v @ z_prev)
+        if i == n:
+            dh[i - 1] = (0.0, _snap_length(d, snap), 0.0, 0.0)
+            continue
+        a = float(v @ x)
+        alpha = math.atan2(float(np.cross(z_prev, z) @ x), float(z_prev @ z))
+        theta = math.atan2(float(np.cross(x_prev, x) @ z_prev), float(x_prev @ x))
+        dh[i - 1] = (_snap_length(a, snap), _snap_length(d, snap), _snap_angle(alpha, snap),
+                      _snap_angle(theta, snap))
+    base = np.eye(4)
+    base[:3, 0] = xs[0]
+    base[:3, 1] = np.cross(zs[0], xs[0])
+    base[:3, 2] = zs[0]
+    base[:3, 3] = origins[0]
+    return dh, base
+
+
+def _dh_transform(a, d, alpha, theta):
+    ct, st, ca, sa = math.cos(theta), math.sin(theta), math.cos(alpha), math.sin(alpha)
+    return np.array([[ct, -st * ca, st * sa, a * ct],
+                     [st, ct * ca, -ct * sa, a * st],
+                     [0.0, sa, ca, d],
+                     [0.0, 0.0, 0.0, 1.0]])
+
+
+def dh_frames(robot, q=None):
+    """Return the poses of the DH frames ``0..n`` in the world frame.
+
+    Parameters
+    ----------
+    robot : Robot
+        The robot.
+    q : array_like, shape (n,), optional
+        Joint angles, rad; default zero.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n + 1, 4, 4)
+        Homogeneous transforms: entry ``i`` maps DH frame ``i`` coordinates to world
+        coordinates (entry 0 is ``robot.base``). The tool frame is ``frames[-1] @ robot.tool``.
+    """
+    q = np.zeros(robot.n) if q is None else np.asarray(q, dtype=float)
+    if q.shape != (robot.n,):
+        raise ValueError(f"q must have shape ({robot.n},), not {q.shape}")
+    frames = [np.array(robot.base, dtype=float)]
+    for link, angle in zip(robot.links, q):
+        frames.append(frames[-1] @ _dh_transform(link.a, link.d, link.alpha,
+                                                 angle + link.offset))
+    return np.stack(frames)
+
+
+def _rigid_inverse(transform):
+    inverse = np.eye(4)
+    inverse[:3, :3] = transform[:3, :3].T
+    inverse[:3, 3] = -transform[:3, :3].T @ transform[:3, 3]
+    return inverse
+
+
+def _orthonormalise(transform):
+    """Remove the rounding drift of a product of rotations (SVD projection onto SO(3))."""
+    u, _, vt = np.linalg.svd(transform[:3, :3])
+    result = transform.copy()
+    result[:3, :3] = u @ vt
+    return result
+
+
+def _combine(parts):
+    """Rigid-body sum of (mass, com, inertia about com) in one frame."""
+    mass = sum(m for m, _, _ in parts)
+    if mass > 0:
+        com = sum(m * c for m, c, _ in parts) / mass
+    else:
+        com = np.zeros(3)
+    inertia = np.zeros((3, 3))
+    for m, c, rotational in parts:
+        r = c - com
+        inertia += rotational + m * (float(r @ r) * np.eye(3) - np.outer(r, r))
+    return mass, com, 0.5 * (inertia + inertia.T)
+
+
+# --------------------------------------------------------------------------------------------
+# Public entry point
+# --------------------------------------------------------------------------------------------
+
+def load_urdf(path, tip=None, name=None, *, gravity=None, snap_tolerance=SNAP_TOLERANCE):
+    """Load a serial chain of revolute joints from a URDF file as a standard-DH :class:`Robot`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The URDF file.
+    tip : str, optional
+        Name of the URDF link that ends the chain; the chain is the path from the root link to
+        it. Required when the URDF is branched (more than one sub-tree with movable joints, e.g.
+        the Panda's two finger joints). Movable joints off the path (fingers, joints beyond
+        ``tip``) are locked at zero and their links merged rigidly into the link they hang from,
+        like Pinocchio's ``buildReducedModel`` at ``q = 0``. Default: follow the tree from the
+        root while it has exactly one sub-tree with movable joints; the tip is the child link of
+        the last movable joint (fixed-only sub-trees hanging from it are merged into it).
+    name : str, optional
+        Name of the robot; default the URDF ``<robot name>`` (or the file stem).
+    gravity : array_like, shape (3,), optional
+        Gravity in the URDF root frame, m/s^2; default the :class:`Robot` default
+        ``(0, 0, -9.80665)`` (Pinocchio uses ``(0, 0, -9.81)``).
+    snap_tolerance : float, optional
+        DH lengths within this many metres of 0, and angles (``alpha``, offsets) within this
+        many radians of a multiple of pi/2, are snapped to them; default
+        :data:`SNAP_TOLERANCE` (1e-10). URDF files write pi/2 as ``1.57079632679`` (5e-12 rad
+        off); snapping gives the exact structural zeros and right angles the DH table is meant
+        to have, at the price of a kinematic change of that size (for the UR5: torque changes
+        of ~60 N·m x 5e-12 rad). ``0`` keeps the URDF's numbers exactly.
+
+    Returns
+    -------
+    Robot
+        ``n`` links, one per revolute/continuous joint on the chain, in chain order; link ``i``
+        is named after the URDF child link of joint ``i`` and holds, in DH frame ``i``, the
+        mass, centre of mass (m) and inertia about the centre of mass (kg·m^2) of that link plus
+        every link rigidly attached to it. ``q`` is the URDF joint angle (same sign and zero;
+        continuous joints are plain angles). ``robot.base`` is the pose of DH frame 0 in the
+        URDF root frame (the world frame); ``robot.tool`` is the pose of the ``tip`` link frame
+        in DH frame ``n``.
+
+        Joint limits come from ``<limit lower upper velocity effort>`` as ``q_min, q_max`` (rad),
+        ``qd_max`` (rad/s) and ``tau_max`` (N·m); continuous joints have no position limits; a
+        velocity or effort of 0 means "not given". URDF has no acceleration limit.
+
+        Friction is zero. ``<dynamics damping friction>`` is not imported: URDF tools (and
+        Pinocchio's ``rnea``) do not apply it, and URDF files often carry placeholders there.
+        Set it with ``dataclasses.replace`` on the links (``Friction(coulomb=friction * 2 / pi,
+        viscous=damping)`` gives the same asymptotic Coulomb level as a Gazebo-style
+        ``friction`` torque).
+
+    Raises
+    ------
+    RobotDescriptionError
+        If the file is missing or not URDF XML; a number is not numeric or not finite; a mass
+        is negative; the inertia of a link that enters the model (not of the dropped base
+        links) is not physically realisable: not positive semi-definite or violating the
+        triangle inequality (the message names the URDF link);
+        the joints do not form one tree (a link with two parents, a cycle, several roots); there
+        are no joints, or no revolute/continuous joint between the root and the tip; the URDF
+        is branched and ``tip`` is not given (the message names the branch point and candidate
+        tips); ``tip`` is not a link; a joint is ``floating`` or ``planar``.
+    NotImplementedError
+        If a joint on the chain is ``prismatic`` (the message names it).
+
+    Warns
+    -----
+    UserWarning
+        When nearly parallel consecutive axes make the DH parameters approximate or
+        ill-conditioned, or a chain joint has a ``<mimic>`` tag.
+    """
+    snap_tolerance = float(snap_tolerance)
+    if not 0 <= snap_tolerance < 1e-3:
+        raise ValueError(f"snap_tolerance must be in [0, 1e-3), not {snap_tolerance!r}")
+    robot_name, source, bodies, joints = _parse(path)
+    root, parent_joint, children = _tree(source, bodies, joints)
+    for joint in joints:
+        if joint.type in ("floating", "planar"):
+            raise _fail(source, f"joint {joint.name!r} is {joint.type}; only fixed-base chains "
+                                f"of revolute joints are supported")
+    if not any(joint.type in _MOVABLE or joint.type == "prismatic" for joint in joints):
+        raise _fail(source, "has no revolute, continuous or prismatic joint")
+    tip, path_joints = _chain_path(source, root, parent_joint, children, tip)
+    for joint in path_joints:
+        if joint.type == "prismatic":
+            raise NotImplementedError(
+                f"URDF {source}: joint {joint.name!r} on the chain to tip {tip!r} is prismatic; "
+                f"only revolute and continuous joints are implemented")
+    chain = [joint for joint in path_joints if joint.type in _MOVABLE]
+    if not chain:
+        raise _fail(source, f"has no revolute or continuous joint between root link {root!r} "
+                            f"and tip link {tip!r}")
+    for joint in chain:
+        if joint.mimic:
+            warnings.warn(f"URDF {source}: joint {joint.name!r} has a <mimic> tag, which is "
+                          f"ignored: the joint is an independent joint of the chain",
+                          stacklevel=2)
+
+    poses = _zero_poses(root, children)
+    names = [joint.name for joint in chain]
+    points = [poses[joint.child][:3, 3] for joint in chain]
+    dirs = [_unit(poses[joint.child][:3, :3] @ joint.axis) for joint in chain]
+    dh, base = _dh_parameters(source, names, points, dirs, poses[tip][:3, 3],
+                              snap_tolerance)
+
+    links = [Link(joint.child, a=row[0], d=row[1], alpha=row[2], offset=row[3],
+                  limits=joint.limits) for joint, row in zip(chain, dh)]
+    skeleton = Robot(robot_name, links, base=base)
+    frames = dh_frames(skeleton)
+    _check_axes(source, frames, names, points, dirs)
+
+    # Which DH link each URDF link belongs to (0: the base, dropped).
+    index = {joint.name: i + 1 for i, joint in enumerate(chain)}
+    owner = {root: 0}
+    stack = [root]
+    while stack:
+        link = stack.pop()
+        for joint in children[link]:
+            owner[joint.child] = index.get(joint.name, owner[link])
+            stack.append(joint.child)
+    parts = [[] for _ in range(len(chain) + 1)]
+    for link_name, body in bodies.items():
+        i = owner[link_name]
+        if i == 0 or (body.mass == 0 and not body.inertia.any()):
+            continue
+        try:
+            check_inertia(body.inertia, f"link {link_name!r} inertia")
+        except RobotDescriptionError as error:
+            raise _fail(source, str(error)) from None
+        to_dh = _rigid_inverse(frames[i]) @ poses[link_name]
+        rotation = to_dh[:3, :3]
+        parts[i].append((body.mass, to_dh[:3, :3] @ body.com + to_dh[:3, 3],
+                         rotation @ body.inertia @ rotation.T))
+    final = []
+    for i, link in enumerate(links, start=1):
+        mass, com, inertia = _combine(parts[i])
+        try:
+            final.append(Link(link.name, a=link.a, d=link.d, alpha=link.alpha,
+                              offset=link.offset, mass=mass, com=com, inertia=inertia,
+                              limits=link.limits))
+        except RobotDescriptionError as error:
+            merged = [b for b in bodies if owner[b] == i]
+            raise _fail(source, f"links {_quoted(merged)} merged into DH link {i}: "
+                                f"{error}") from None
+    tool = _orthonormalise(_rigid_inverse(frames[-1]) @ poses[tip])
+    kwargs = {} if gravity is None else {"gravity": gravity}
+    return Robot(name or robot_name, tuple(final), base=base, tool=tool, **kwargs)
+
+
+def _check_axes(source, frames, names, points, dirs, tolerance=1e-6):
+    """Check that z_{i-1} of the DH frames lies on joint i's URDF axis (catches bugs)."""
+    for i, (name, point, direction) in enumerate(zip(names, points, dirs)):
+        z, origin = frames[i][:3, 2], frames[i][:3, 3]
+        angle = float(np.linalg.norm(np.cross(z, direction))) + max(0.0, -float(z @ direction))
+        offset = point - origin
+        distance = float(np.linalg.norm(offset - float(offset @ z) * z))
+        if angle > tolerance or distance > tolerance:
+            raise RuntimeError(
+                f"URDF {source}: internal error: DH frame {i} misses the axis of joint "
+                f"{name!r} by {angle:.3g} rad, {distance:.3g} m")

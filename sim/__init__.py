@@ -1,0 +1,1 @@
+"""linkdyn.sim"""
