@@ -94,7 +94,9 @@ def check_inertia(inertia, what, *, rtol=1e-9):
         moments violate the triangle inequalities ``I_a + I_b >= I_c``.
     """
     inertia = _finite_array(inertia, (3, 3), what)
-    scale = max(float(np.max(np.abs(inertia))), 1e-12)
+    # Tolerances scale with the largest moment, with a floor of 1e-12 kg m^2 so that rounding
+    # noise on a placeholder (zero) inertia is not mistaken for a negative moment.
+    scale = max(float(np.max(np.abs(inertia))), 1e-12 / rtol)
     if not np.allclose(inertia, inertia.T, rtol=0, atol=rtol * scale):
         raise RobotDescriptionError(f"{what} must be symmetric, not {inertia.tolist()!r}")
     inertia = 0.5 * (inertia + inertia.T)
@@ -269,7 +271,7 @@ class Link:
         if mass < 0:
             raise RobotDescriptionError(f"{label} mass must be >= 0, not {mass!r}")
         if mass == 0:
-            if np.any(pi[1:4] != 0):
+            if np.any(np.abs(pi[1:4]) > 1e-12):
                 raise RobotDescriptionError(
                     f"{label} has zero mass but a first moment {pi[1:4].tolist()!r}")
             com = np.zeros(3)

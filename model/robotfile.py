@@ -55,8 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .robot import (PARAMETER_NAMES, STANDARD_GRAVITY, Friction, JointLimits, Link, Robot,
-                    RobotDescriptionError)
+from .robot import PARAMETER_NAMES, Friction, JointLimits, Link, Robot, RobotDescriptionError
 
 __all__ = [
     "FORMAT", "VERSION", "robot_to_dict", "robot_from_dict", "save_robot", "read_robot_file",

@@ -1,0 +1,308 @@
+"""The node's shared fixed-point multiply-accumulate unit (source paper Fig. 6; DESIGN.md Sect. 4).
+
+It executes the terms of the microprogram's dot products (:class:`linkdyn.model.microprogram.Dot`)
+with exactly the arithmetic of :mod:`linkdyn.model.fixedpoint`::
+
+    acc    = sum_k  s_k * t_k << align_k        t_k = a_k * b_k  or  a_k + b_k,  s_k = +-1
+    result = floor((acc + 2**(shift - 1)) / 2**shift)       (shift 0: acc)
+    word   = saturate(result) with a sticky overflow flag, or wrap(result) for phase words
+
+Pipeline (one term per clock, every stage registered; the ``multiply`` stages are the two the
+microprogram's :class:`~linkdyn.model.microprogram.MacTiming` counts)::
+
+    inputs -> [operands] -> [product] -> [accumulator] -> [round/saturate] -> result
+               multiply 1    multiply 2    accumulate        round
+
+A sum term enters the multiplier as ``(a + b) * 1`` (the pre-adder path): one datapath, one
+inferred multiplier (``*``), no vendor primitive.
+
+The rounding constant ``2**(shift - 1)`` is loaded into the accumulator with the first term of a
+Dot instead of being added after the last one, which saves a wide adder in the rounding stage;
+the result is the same integer.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from linkdyn.model.fixedpoint import WORD_WIDTH, ceil_log2
+from linkdyn.model.golden import microprogram
+
+__all__ = ["MultiplyAccumulate", "accumulator_width"]
+
+
+def accumulator_width(word_width, aligns, shifts, max_terms):
+    """Return the accumulator width (bits, sign included) that keeps every Dot exact.
+
+    A term is at most ``2**(2 * word_width - 2)`` in magnitude (the product of two most negative
+    words; a sum term is much smaller) before its alignment; a Dot has at most ``max_terms``
+    terms and the accumulator also holds the rounding constant ``2**(shift - 1)``.
+
+    Parameters
+    ----------
+    word_width : int
+        Operand width, bits (signed).
+    aligns, shifts : sequence of int
+        The term alignments and final shifts to support.
+    max_terms : int
+        The most terms of one Dot.
+
+    Returns
+    -------
+    int
+        ``2 * word_width - 2 + max(aligns) + ceil(log2(max_terms + 1)) + 1``, at least wide
+        enough to hold a shifted result and the bits that decide its saturation.
+    """
+    magnitude_bits = 2 * word_width - 2 + max(aligns) + ceil_log2(max_terms + 1)
+    return max(magnitude_bits + 1, max(shifts) + word_width + 1)
+
+
+class MultiplyAccumulate(wiring.Component):
+    """Pipelined, exact fixed-point multiply-accumulate unit with rounding and saturation.
+
+    One term enters per clock cycle with ``valid``. The terms of one Dot enter on any cycles in
+    order, the first with ``first``, the last with ``last`` (a one-term Dot has both). The result
+    of a Dot whose last term entered in cycle ``c`` is presented in cycle ``c + latency``
+    (:attr:`latency` = 4) with ``result_valid`` for one cycle; a new Dot may start in the cycle
+    after the last term of the previous one.
+
+    Parameters
+    ----------
+    word_width : int
+        Width of the signed operands and of the result word, bits (default 32, the node word).
+    aligns : sequence of int
+        Left shifts a term may be given before accumulation (default: the node microprogram's
+        :attr:`~linkdyn.model.microprogram.Microprogram.aligns`).
+    shifts : sequence of int
+        Final right shifts (default: the microprogram's
+        :attr:`~linkdyn.model.microprogram.Microprogram.shifts`).
+    max_terms : int
+        The most terms of one Dot (default: the microprogram's ``max_terms``); sizes the
+        accumulator, see :func:`accumulator_width`.
+    tag_width : int
+        Width of the tag carried from the last term to its result (the node's destination
+        address), bits.
+
+    Members
+    -------
+    valid : In(1)
+        A term is presented this cycle.
+    a, b : In(signed(word_width))
+        The operands of the term.
+    add : In(1)
+        Sum term ``a + b`` instead of the product ``a * b``.
+    negate : In(1)
+        Subtract the term.
+    align : In(range(len(aligns)))
+        Index into ``aligns`` of the term's left shift.
+    first, last : In(1)
+        First / last term of its Dot.
+    shift : In(range(len(shifts)))
+        Index into ``shifts`` of the Dot's final right shift. Sampled with the first term (the
+        rounding constant) and with the last term (the result): give it with both.
+    wraps : In(1)
+        Wrap the result to the word instead of saturating it (phase words); sampled with the
+        last term.
+    tag : In(tag_width)
+        Sampled with the last term, returned with the result.
+    result_valid : Out(1)
+        ``result``, ``result_tag`` and ``result_overflow`` hold a Dot's result (one cycle).
+    result : Out(signed(word_width))
+        The rounded and saturated (or wrapped) result word.
+    result_tag : Out(tag_width)
+        The tag of the Dot's last term.
+    result_overflow : Out(1)
+        The result saturated.
+    overflow : Out(1)
+        Sticky: some result saturated since the last ``clear_overflow``.
+    clear_overflow : In(1)
+        Clear ``overflow`` (a result saturating in the same cycle sets it again).
+
+    Raises
+    ------
+    TypeError
+        If a width or count is not an integer, or ``aligns``/``shifts`` hold non-integers.
+    ValueError
+        If a width or count is out of range, or ``aligns``/``shifts`` are empty or negative.
+    """
+
+    #: Cycles from a Dot's last term entering to its result being presented.
+    latency = 4
+
+    def __init__(self, *, word_width=WORD_WIDTH, aligns=None, shifts=None, max_terms=None,
+                 tag_width=7):
+        program = microprogram()
+        aligns = program.aligns if aligns is None else aligns
+        shifts = program.shifts if shifts is None else shifts
+        max_terms = program.max_terms if max_terms is None else max_terms
+        for name, value, low in (("word_width", word_width, 2), ("max_terms", max_terms, 1),
+                                 ("tag_width", tag_width, 0)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an integer, not {value!r}")
+            if value < low:
+                raise ValueError(f"{name} must be at least {low}, not {value!r}")
+        for name, values in (("aligns", aligns), ("shifts", shifts)):
+            values = tuple(values)
+            if not values:
+                raise ValueError(f"{name} must not be empty")
+            for value in values:
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise TypeError(f"{name} must hold integers, not {value!r}")
+                if value < 0:
+                    raise ValueError(f"{name} must hold non-negative integers, not {value!r}")
+        self._word_width = word_width
+        self._aligns = tuple(aligns)
+        self._shifts = tuple(shifts)
+        self._max_terms = max_terms
+        self._tag_width = tag_width
+        self._acc_width = accumulator_width(word_width, self._aligns, self._shifts, max_terms)
+        super().__init__({
+            "valid": In(1),
+            "a": In(signed(word_width)),
+            "b": In(signed(word_width)),
+            "add": In(1),
+            "negate": In(1),
+            "align": In(range(len(self._aligns))),
+            "first": In(1),
+            "last": In(1),
+            "shift": In(range(len(self._shifts))),
+            "wraps": In(1),
+            "tag": In(tag_width),
+            "result_valid": Out(1),
+            "result": Out(signed(word_width)),
+            "result_tag": Out(tag_width),
+            "result_overflow": Out(1),
+            "overflow": Out(1),
+            "clear_overflow": In(1),
+        })
+
+    @property
+    def word_width(self):
+        """int: operand and result width, bits."""
+        return self._word_width
+
+    @property
+    def aligns(self):
+        """tuple of int: the supported term alignments (``align`` indexes it)."""
+        return self._aligns
+
+    @property
+    def shifts(self):
+        """tuple of int: the supported final shifts (``shift`` indexes it)."""
+        return self._shifts
+
+    @property
+    def max_terms(self):
+        """int: the most terms of one Dot."""
+        return self._max_terms
+
+    @property
+    def accumulator_width(self):
+        """int: width of the accumulator, bits (sign included)."""
+        return self._acc_width
+
+    def elaborate(self, platform):
+        m = Module()
+        w = self._word_width
+        acc_width = self._acc_width
+        product_width = 2 * w  # |a * b| <= 2**(2w - 2), |(a + b) * 1| <= 2**w
+
+        # Control bits travel beside the data, one register per stage.
+        # -- multiply stage 1: operand registers (the pre-adder forms a + b for sum terms) --
+        op_a = Signal(signed(w + 1))
+        op_b = Signal(signed(w))
+        s1_valid, s1_negate, s1_first, s1_last, s1_wraps = (Signal(name=f"s1_{n}") for n in
+                                                             ("valid", "negate", "first", "last",
+                                                              "wraps"))
+        s1_align = Signal.like(self.align, name="s1_align")
+        s1_shift = Signal.like(self.shift, name="s1_shift")
+        s1_tag = Signal.like(self.tag, name="s1_tag")
+        m.d.sync += [
+            op_a.eq(self.a + Mux(self.add, self.b, 0)),
+            op_b.eq(Mux(self.add, 1, self.b)),
+            s1_valid.eq(self.valid),
+            s1_negate.eq(self.negate),
+            s1_first.eq(self.first),
+            s1_last.eq(self.last),
+            s1_wraps.eq(self.wraps),
+            s1_align.eq(self.align),
+            s1_shift.eq(self.shift),
+            s1_tag.eq(self.tag),
+        ]
+
+        # -- multiply stage 2: product register --
+        product = Signal(signed(product_width))
+        s2_valid, s2_negate, s2_first, s2_last, s2_wraps = (Signal(name=f"s2_{n}") for n in
+                                                             ("valid", "negate", "first", "last",
+                                                              "wraps"))
+        s2_align = Signal.like(self.align, name="s2_align")
+        s2_shift = Signal.like(self.shift, name="s2_shift")
+        s2_tag = Signal.like(self.tag, name="s2_tag")
+        m.d.sync += [
+            product.eq((op_a * op_b)[:product_width]),
+            s2_valid.eq(s1_valid),
+            s2_negate.eq(s1_negate),
+            s2_first.eq(s1_first),
+            s2_last.eq(s1_last),
+            s2_wraps.eq(s1_wraps),
+            s2_align.eq(s1_align),
+            s2_shift.eq(s1_shift),
+            s2_tag.eq(s1_tag),
+        ]
+
+        # -- accumulate stage: align, negate, add to the accumulator (or the rounding constant) --
+        aligned = Signal(signed(product_width + max(self._aligns)))
+        with m.Switch(s2_align):
+            for index, align in enumerate(self._aligns):
+                with m.Case(index):
+                    m.d.comb += aligned.eq(product << align)
+        acc = Signal(signed(acc_width))
+        base = Signal(signed(acc_width))
+        with m.If(s2_first):
+            with m.Switch(s2_shift):
+                for index, shift in enumerate(self._shifts):
+                    with m.Case(index):
+                        m.d.comb += base.eq(1 << (shift - 1) if shift else 0)
+        with m.Else():
+            m.d.comb += base.eq(acc)
+        # acc +- aligned as one adder: base + (aligned ^ n) + n, n = negate.
+        inverted = Signal(signed(acc_width))
+        m.d.comb += inverted.eq(aligned ^ s2_negate.replicate(acc_width).as_signed())
+        s3_result = Signal()  # the accumulator holds a finished Dot
+        s3_wraps = Signal()
+        s3_shift = Signal.like(self.shift, name="s3_shift")
+        s3_tag = Signal.like(self.tag, name="s3_tag")
+        with m.If(s2_valid):
+            m.d.sync += acc.eq(base + inverted + s2_negate)
+        m.d.sync += [
+            s3_result.eq(s2_valid & s2_last),
+            s3_wraps.eq(s2_wraps),
+            s3_shift.eq(s2_shift),
+            s3_tag.eq(s2_tag),
+        ]
+
+        # -- round stage: shift (the rounding constant is already in), saturate or wrap --
+        shifted = Signal(signed(w))
+        fits = Signal()
+        with m.Switch(s3_shift):
+            for index, shift in enumerate(self._shifts):
+                with m.Case(index):
+                    high = acc[shift + w - 1:]
+                    m.d.comb += [
+                        shifted.eq(acc[shift:shift + w]),
+                        fits.eq(high.all() | ~high.any()),
+                    ]
+        saturated = Mux(acc[-1], Const(-(1 << (w - 1)), signed(w)),
+                        Const((1 << (w - 1)) - 1, signed(w)))
+        clamp = ~fits & ~s3_wraps
+        m.d.sync += [
+            self.result_valid.eq(s3_result),
+            self.result_tag.eq(s3_tag),
+            self.result.eq(Mux(clamp, saturated, shifted)),
+            self.result_overflow.eq(s3_result & clamp),
+        ]
+        with m.If(self.clear_overflow):
+            m.d.sync += self.overflow.eq(0)
+        with m.If(s3_result & clamp):
+            m.d.sync += self.overflow.eq(1)
+        return m
