@@ -288,22 +288,21 @@ def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
                 regs[reg.name] = np.zeros(batch_shape, dtype=np.int64)
             else:
                 regs[reg.name] = fmt.encode(f_ext[..., i, k], f"node {i + 1} {reg.name}")
-        for reg in rmap.of_kind("forward_in"):
-            source = reg.name.replace("_in_", "_")
-            value = previous[reg.name] if i == 0 else previous[source]
-            regs[reg.name] = np.broadcast_to(np.asarray(value, dtype=np.int64),
-                                             batch_shape).copy()
+        for source, target in rmap.forward_message:
+            value = previous[target] if i == 0 else previous[source]
+            regs[target] = np.broadcast_to(np.asarray(value, dtype=np.int64),
+                                           batch_shape).copy()
         for segment in ("joint", "forward", "local"):
             overflow[..., i] |= run_segment(regs, segment, fmt)
         nodes.append(regs)
         previous = regs
     for i in reversed(range(n)):
         regs = nodes[i]
-        for reg in rmap.of_kind("backward_in"):
+        for source, target in rmap.backward_message:
             if i == n - 1:
-                regs[reg.name] = np.zeros(batch_shape, dtype=np.int64)
+                regs[target] = np.zeros(batch_shape, dtype=np.int64)
             else:
-                regs[reg.name] = nodes[i + 1][reg.name.replace("_in_", "_out_")].copy()
+                regs[target] = nodes[i + 1][source].copy()
         overflow[..., i] |= run_segment(regs, "distal", fmt)
 
     tau_words = np.stack([nodes[i]["tau"] for i in range(n)], axis=-1)

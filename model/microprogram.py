@@ -62,7 +62,7 @@ class RegisterFormat:
     ----------
     name : str
         ``"word"`` (the node's number format, default Q15.16), ``"trig"`` (Q1.30: sines,
-        cosines, rotation entries), ``"phase"`` (turns, ``2**-32`` turn per LSB), ``"rate"``
+        cosines, rotation entries, and the link offset ``r`` in m, which must be below 2 m), ``"phase"`` (turns, ``2**-32`` turn per LSB), ``"rate"``
         (``1/(2 pi)`` turn per rad, 32 fractional bits), ``"entry"`` and ``"fraction"`` (sine
         table operands), ``"atan"`` (Q1.30).
     fraction_bits : int
@@ -333,7 +333,9 @@ class RegisterMap:
         define("constant", "sin_alpha", "trig", "", "sin of the DH twist alpha_i")
         define("constant", "cos_alpha", "trig", "", "cos of the DH twist alpha_i")
         for c in xyz:
-            define("constant", f"r_{c}", "word", "m", f"r^i_(i-1,i) {c}: (a, d sin alpha, d cos alpha)")
+            # Q1.30 like the rotation entries, so r x f needs no extra alignment: |r| < 2 m.
+            define("constant", f"r_{c}", "trig", "m",
+                   f"r^i_(i-1,i) {c}: (a, d sin alpha, d cos alpha), |r| < 2 m")
         define("constant", "m", "word", "kg", "link mass (eq. 11)")
         for c in xyz:
             define("constant", f"mc_{c}", "word", "kg m", f"first moment m c_{c}, frame i")
@@ -423,6 +425,21 @@ class RegisterMap:
     def of_kind(self, kind):
         """Return the registers of one kind, in address order."""
         return [reg for reg in self if reg.kind == kind]
+
+    @property
+    def forward_message(self):
+        """list of (str, str): the forward mailbox message, ``(sender register, receiver
+        register)`` word by word: node i's ``omega, omega_dot, p_ddot`` (frame i) become node
+        i+1's ``*_in`` registers. 9 words in the node's word format."""
+        return [(reg.name.replace("_in_", "_"), reg.name) for reg in self.of_kind("forward_in")]
+
+    @property
+    def backward_message(self):
+        """list of (str, str): the backward mailbox message, ``(sender register, receiver
+        register)``: node i+1's ``f_out, mu_out`` (already rotated into frame i) become node
+        i's ``f_in, mu_in``. 6 words in the node's word format."""
+        return [(reg.name.replace("_in_", "_out_"), reg.name)
+                for reg in self.of_kind("backward_in")]
 
     def operand_address(self, name):
         """Return the operand address of a register: its RAM address, or for a latch

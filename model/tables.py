@@ -2,21 +2,24 @@
 
 Sine and cosine (source paper Sect. 3.1): a quarter-wave table in block RAM, mirrored and negated
 for the other quadrants, with linear interpolation between entries (DESIGN.md Sect. 4: a plain
-1,024-entry table has a step of 1.5e-3 rad, far too coarse for 1e-3 N·m).
+1,024-entry table has a step of 1.5e-3 rad, far too coarse for 1e-3 N·m). The default table has
+512 entries of 31 bits, one Spartan-6 RAMB16 (512 x 36) or ECP5 DP16KD: its worst-case error,
+1.2e-6, is set by the interpolation, not by the entries (an 18-bit, 1,024-entry table in the same
+block RAM would err by 4e-6 from its entries).
 
 The angle enters as a *phase word*: a 32-bit two's-complement word counting turns in units of
 ``2**-32`` turn (so 2 pi wraps around exactly). Its bits are split as::
 
-    [31:30] quadrant   [29:20] table index (10 bits)   [19:0] interpolation fraction (20 bits)
+    [31:30] quadrant   [29:21] table index (9 bits)   [20:0] interpolation fraction (21 bits)
 
 for the default :class:`SineTable` (``index_bits=10``, ``fraction_bits=20``). Within a quadrant
 the position ``u = phase mod 2**30`` runs from 0 to 2**30; the quadrant rule is::
 
     quadrant 0: +S(u)    1: +S(2**30 - u)    2: -S(u)    3: -S(2**30 - u)
 
-with ``S(v) = T[k] + (T[k+1] - T[k]) * fr / 2**20``, ``k = v >> 20``, ``fr = v mod 2**20``,
-``T[k] = round(sin(k * pi / 2 / 1024) * 2**17)`` for ``k = 0 .. 1024`` (18-bit unsigned entries;
-``T[1024] = 2**17`` is not stored but produced by the address decoder), and the cosine is the sine
+with ``S(v) = T[k] + (T[k+1] - T[k]) * fr / 2**21``, ``k = v >> 21``, ``fr = v mod 2**21``,
+``T[k] = round(sin(k * pi / 2 / 512) * 2**30)`` for ``k = 0 .. 512`` (31-bit unsigned entries;
+``T[512] = 2**30`` is not stored but produced by the address decoder), and the cosine is the sine
 of ``phase + 2**30``. The node's microprogram turns the three values ``(±T[k], ±(T[k+1]-T[k]),
 fr)`` into a Q1.30 word with one dot product (see :mod:`linkdyn.model.microprogram`).
 
@@ -42,12 +45,12 @@ class SineTable:
     Parameters
     ----------
     index_bits : int
-        log2 of the number of stored entries per quarter wave (default 10: 1,024 entries).
+        log2 of the number of stored entries per quarter wave (default 9: 512 entries).
     entry_bits : int
-        Width of an unsigned entry (default 18, one Spartan-6 RAMB16 as 1024 x 18); entries have
+        Width of an unsigned entry (default 31, one Spartan-6 RAMB16 as 512 x 36); entries have
         ``entry_bits - 1`` fractional bits so that ``sin(pi/2) = 1`` fits.
     fraction_bits : int
-        Interpolation fraction bits (default 20); ``2 + index_bits + fraction_bits`` must be 32,
+        Interpolation fraction bits (default 21); ``2 + index_bits + fraction_bits`` must be 32,
         the phase word width.
 
     Raises
@@ -56,9 +59,9 @@ class SineTable:
         If the bit counts do not add up to a 32-bit phase word or are out of range.
     """
 
-    index_bits: int = 10
-    entry_bits: int = 18
-    fraction_bits: int = 20
+    index_bits: int = 9
+    entry_bits: int = 31
+    fraction_bits: int = 21
 
     def __post_init__(self):
         if not 4 <= self.index_bits <= 14:
@@ -158,7 +161,7 @@ class SineTable:
                          np.max(np.abs(cos - np.cos(angle)))))
 
 
-#: The default table: 1,024 entries of 18 bits, 20-bit interpolation fraction.
+#: The default table: 512 entries of 31 bits, 21-bit interpolation fraction.
 SINE_TABLE = SineTable()
 
 
