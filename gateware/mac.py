@@ -13,8 +13,10 @@ microprogram's :class:`~linkdyn.model.microprogram.MacTiming` counts)::
     inputs -> [operands] -> [product] -> [accumulator] -> [round/saturate] -> result
                multiply 1    multiply 2    accumulate        round
 
-A sum term enters the multiplier as ``(a + b) * 1`` (the pre-adder path): one datapath, one
-inferred multiplier (``*``), no vendor primitive.
+A sum term enters the multiplier as ``(a + b) * 2**align`` (the pre-adder path; its alignment
+rides on the second operand), a product term is aligned after the multiplier by one of the few
+*product alignments* the program uses: one datapath, one inferred multiplier (``*``), no vendor
+primitive.
 
 The rounding constant ``2**(shift - 1)`` is loaded into the accumulator with the first term of a
 Dot instead of being added after the last one, which saves a wide adder in the rounding stage;
@@ -28,32 +30,55 @@ from amaranth.lib.wiring import In, Out
 from linkdyn.model.fixedpoint import WORD_WIDTH, ceil_log2
 from linkdyn.model.golden import microprogram
 
-__all__ = ["MultiplyAccumulate", "accumulator_width"]
+__all__ = ["MultiplyAccumulate", "accumulator_width", "product_alignments"]
 
 
-def accumulator_width(word_width, aligns, shifts, max_terms):
+def product_alignments(program):
+    """Return the alignments a program gives its product terms (``mul``), sorted.
+
+    Parameters
+    ----------
+    program : Microprogram
+        The node microprogram.
+
+    Returns
+    -------
+    tuple of int
+    """
+    return tuple(sorted({slot.align for segment in program.segments.values()
+                         for slot in segment.slots if slot.op == "term" and slot.kind == "mul"}))
+
+
+def accumulator_width(word_width, aligns, product_aligns, shifts, max_terms):
     """Return the accumulator width (bits, sign included) that keeps every Dot exact.
 
-    A term is at most ``2**(2 * word_width - 2)`` in magnitude (the product of two most negative
-    words; a sum term is much smaller) before its alignment; a Dot has at most ``max_terms``
-    terms and the accumulator also holds the rounding constant ``2**(shift - 1)``.
+    A product term is at most ``2**(2 * word_width - 2)`` in magnitude (the product of two most
+    negative words) before its alignment, a sum term at most ``2**word_width``; a Dot has at
+    most ``max_terms`` terms and the accumulator also holds the rounding constant
+    ``2**(shift - 1)``.
 
     Parameters
     ----------
     word_width : int
         Operand width, bits (signed).
-    aligns, shifts : sequence of int
-        The term alignments and final shifts to support.
+    aligns : sequence of int
+        All term alignments (sum terms may use any).
+    product_aligns : sequence of int
+        The alignments product terms may use.
+    shifts : sequence of int
+        The final shifts.
     max_terms : int
         The most terms of one Dot.
 
     Returns
     -------
     int
-        ``2 * word_width - 2 + max(aligns) + ceil(log2(max_terms + 1)) + 1``, at least wide
-        enough to hold a shifted result and the bits that decide its saturation.
+        ``max(2 w - 2 + max(product_aligns), w + max(aligns)) + ceil(log2(max_terms + 1)) + 1``,
+        at least wide enough to hold a shifted result and the bits that decide its saturation.
     """
-    magnitude_bits = 2 * word_width - 2 + max(aligns) + ceil_log2(max_terms + 1)
+    term_bits = max(2 * word_width - 2 + max(product_aligns, default=0),
+                    word_width + max(aligns))
+    magnitude_bits = max(term_bits, max(shifts)) + ceil_log2(max_terms + 1)
     return max(magnitude_bits + 1, max(shifts) + word_width + 1)
 
 
@@ -72,7 +97,13 @@ class MultiplyAccumulate(wiring.Component):
         Width of the signed operands and of the result word, bits (default 32, the node word).
     aligns : sequence of int
         Left shifts a term may be given before accumulation (default: the node microprogram's
-        :attr:`~linkdyn.model.microprogram.Microprogram.aligns`).
+        :attr:`~linkdyn.model.microprogram.Microprogram.aligns`). A sum term may use any of
+        them, each at most ``word_width - 2`` (it is applied as the multiplier operand
+        ``2**align``).
+    product_aligns : sequence of int
+        The subset of ``aligns`` that product terms may use (default: the ones the microprogram
+        gives its products, :func:`product_alignments`); a product term with another alignment
+        gives an undefined result.
     shifts : sequence of int
         Final right shifts (default: the microprogram's
         :attr:`~linkdyn.model.microprogram.Microprogram.shifts`).
@@ -94,7 +125,8 @@ class MultiplyAccumulate(wiring.Component):
     negate : In(1)
         Subtract the term.
     align : In(range(len(aligns)))
-        Index into ``aligns`` of the term's left shift.
+        Index into ``aligns`` of the term's left shift (for a product term, an alignment of
+        ``product_aligns``).
     first, last : In(1)
         First / last term of its Dot.
     shift : In(range(len(shifts)))
@@ -123,16 +155,20 @@ class MultiplyAccumulate(wiring.Component):
     TypeError
         If a width or count is not an integer, or ``aligns``/``shifts`` hold non-integers.
     ValueError
-        If a width or count is out of range, or ``aligns``/``shifts`` are empty or negative.
+        If a width or count is out of range, if ``aligns``/``shifts`` are empty or negative, if
+        an alignment exceeds ``word_width - 2``, or if ``product_aligns`` is not a subset of
+        ``aligns``.
     """
 
     #: Cycles from a Dot's last term entering to its result being presented.
     latency = 4
 
-    def __init__(self, *, word_width=WORD_WIDTH, aligns=None, shifts=None, max_terms=None,
-                 tag_width=7):
+    def __init__(self, *, word_width=WORD_WIDTH, aligns=None, product_aligns=None, shifts=None,
+                 max_terms=None, tag_width=7):
         program = microprogram()
         aligns = program.aligns if aligns is None else aligns
+        product_aligns = (product_alignments(program) if product_aligns is None
+                          else product_aligns)
         shifts = program.shifts if shifts is None else shifts
         max_terms = program.max_terms if max_terms is None else max_terms
         for name, value, low in (("word_width", word_width, 2), ("max_terms", max_terms, 1),
@@ -141,21 +177,30 @@ class MultiplyAccumulate(wiring.Component):
                 raise TypeError(f"{name} must be an integer, not {value!r}")
             if value < low:
                 raise ValueError(f"{name} must be at least {low}, not {value!r}")
-        for name, values in (("aligns", aligns), ("shifts", shifts)):
+        for name, values in (("aligns", aligns), ("product_aligns", product_aligns),
+                             ("shifts", shifts)):
             values = tuple(values)
-            if not values:
+            if not values and name != "product_aligns":
                 raise ValueError(f"{name} must not be empty")
             for value in values:
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise TypeError(f"{name} must hold integers, not {value!r}")
                 if value < 0:
                     raise ValueError(f"{name} must hold non-negative integers, not {value!r}")
+        if max(aligns) > word_width - 2:
+            raise ValueError(f"aligns must be at most word_width - 2 = {word_width - 2}, "
+                             f"not {max(aligns)}")
+        if not set(product_aligns) <= set(aligns):
+            raise ValueError(f"product_aligns {tuple(product_aligns)!r} must be a subset of "
+                             f"aligns {tuple(aligns)!r}")
         self._word_width = word_width
         self._aligns = tuple(aligns)
+        self._product_aligns = tuple(sorted(set(product_aligns)))
         self._shifts = tuple(shifts)
         self._max_terms = max_terms
         self._tag_width = tag_width
-        self._acc_width = accumulator_width(word_width, self._aligns, self._shifts, max_terms)
+        self._acc_width = accumulator_width(word_width, self._aligns, self._product_aligns,
+                                            self._shifts, max_terms)
         super().__init__({
             "valid": In(1),
             "a": In(signed(word_width)),
@@ -187,6 +232,11 @@ class MultiplyAccumulate(wiring.Component):
         return self._aligns
 
     @property
+    def product_aligns(self):
+        """tuple of int: the alignments product terms may use."""
+        return self._product_aligns
+
+    @property
     def shifts(self):
         """tuple of int: the supported final shifts (``shift`` indexes it)."""
         return self._shifts
@@ -205,27 +255,42 @@ class MultiplyAccumulate(wiring.Component):
         m = Module()
         w = self._word_width
         acc_width = self._acc_width
-        product_width = 2 * w  # |a * b| <= 2**(2w - 2), |(a + b) * 1| <= 2**w
+        product_width = 2 * w  # |a * b| <= 2**(2w - 2), |(a + b) * 2**align| <= 2**(2w - 2)
 
         # Control bits travel beside the data, one register per stage.
-        # -- multiply stage 1: operand registers (the pre-adder forms a + b for sum terms) --
+        # Product alignments applied after the multiplier (0 for sum terms).
+        post_aligns = tuple(sorted(set(self._product_aligns) | {0}))
+
+        # -- multiply stage 1: operand registers; the pre-adder forms a + b for sum terms,
+        #    whose alignment becomes the other operand 2**align --
         op_a = Signal(signed(w + 1))
         op_b = Signal(signed(w))
+        sum_scale = Signal(signed(w))
+        with m.Switch(self.align):
+            for index, align in enumerate(self._aligns):
+                with m.Case(index):
+                    m.d.comb += sum_scale.eq(1 << align)
+        post = Signal(range(len(post_aligns)))
+        with m.Switch(self.align):
+            for index, align in enumerate(self._aligns):
+                if align in post_aligns and align:
+                    with m.Case(index):
+                        m.d.comb += post.eq(Mux(self.add, 0, post_aligns.index(align)))
         s1_valid, s1_negate, s1_first, s1_last, s1_wraps = (Signal(name=f"s1_{n}") for n in
                                                              ("valid", "negate", "first", "last",
                                                               "wraps"))
-        s1_align = Signal.like(self.align, name="s1_align")
+        s1_post = Signal.like(post, name="s1_post")
         s1_shift = Signal.like(self.shift, name="s1_shift")
         s1_tag = Signal.like(self.tag, name="s1_tag")
         m.d.sync += [
             op_a.eq(self.a + Mux(self.add, self.b, 0)),
-            op_b.eq(Mux(self.add, 1, self.b)),
+            op_b.eq(Mux(self.add, sum_scale, self.b)),
             s1_valid.eq(self.valid),
             s1_negate.eq(self.negate),
             s1_first.eq(self.first),
             s1_last.eq(self.last),
             s1_wraps.eq(self.wraps),
-            s1_align.eq(self.align),
+            s1_post.eq(post),
             s1_shift.eq(self.shift),
             s1_tag.eq(self.tag),
         ]
@@ -235,7 +300,7 @@ class MultiplyAccumulate(wiring.Component):
         s2_valid, s2_negate, s2_first, s2_last, s2_wraps = (Signal(name=f"s2_{n}") for n in
                                                              ("valid", "negate", "first", "last",
                                                               "wraps"))
-        s2_align = Signal.like(self.align, name="s2_align")
+        s2_post = Signal.like(post, name="s2_post")
         s2_shift = Signal.like(self.shift, name="s2_shift")
         s2_tag = Signal.like(self.tag, name="s2_tag")
         m.d.sync += [
@@ -245,15 +310,15 @@ class MultiplyAccumulate(wiring.Component):
             s2_first.eq(s1_first),
             s2_last.eq(s1_last),
             s2_wraps.eq(s1_wraps),
-            s2_align.eq(s1_align),
+            s2_post.eq(s1_post),
             s2_shift.eq(s1_shift),
             s2_tag.eq(s1_tag),
         ]
 
         # -- accumulate stage: align, negate, add to the accumulator (or the rounding constant) --
-        aligned = Signal(signed(product_width + max(self._aligns)))
-        with m.Switch(s2_align):
-            for index, align in enumerate(self._aligns):
+        aligned = Signal(signed(product_width + max(post_aligns)))
+        with m.Switch(s2_post):
+            for index, align in enumerate(post_aligns):
                 with m.Case(index):
                     m.d.comb += aligned.eq(product << align)
         acc = Signal(signed(acc_width))

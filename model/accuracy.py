@@ -17,7 +17,9 @@ on every joint).
 States (:func:`random_states`): ``q`` uniform within the joint limits, ``qd`` uniform within the
 velocity limits (:data:`DEFAULT_QD_MAX` where a robot has none), ``qdd`` uniform within
 ``±qdd_max`` (:data:`DEFAULT_QDD_MAX` where a robot has none; no robot here publishes one), from a
-fixed seed. :func:`limit_states` puts every joint at a corner of its limits.
+fixed seed. :func:`limit_states` puts every joint at a corner of its limits;
+:func:`random_wrenches` adds external wrenches on the last and the middle link; the zero state
+(gravity only) is measured too.
 
 The error budget (:func:`error_budget`) says where the error comes from. It runs the node
 microprogram with float registers (:func:`microprogram_float`: same operations, same order as
@@ -47,14 +49,16 @@ from .fixedpoint import Q15_16, WORD_WIDTH, wrap
 from .golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
 from .microprogram import Atan, Dot, Lookup
 from .rnea import link_offset_vector, rnea
-from .robot import Friction, Robot
+from .robot import Friction
 from .tables import CORDIC, SINE_TABLE
 
 __all__ = [
     "ROBOTS", "SEED", "STATES", "LIMIT_STATES", "TYPICAL_FRICTION", "DEFAULT_QD_MAX",
-    "DEFAULT_QDD_MAX", "ERROR_SOURCES", "F_EXT_SOURCE", "WHAT_IF", "FRICTION_CASES", "load_accuracy_robot",
-    "with_friction", "joint_ranges", "random_states", "limit_states", "torque_error",
-    "microprogram_float", "error_budget", "measure", "measured_bounds", "report", "main",
+    "DEFAULT_QDD_MAX", "WRENCH_FORCE", "WRENCH_MOMENT", "FRICTION_CASES", "ERROR_SOURCES",
+    "F_EXT_SOURCE", "WHAT_IF", "load_accuracy_robot", "with_friction", "joint_ranges",
+    "random_states", "limit_states", "random_wrenches", "torque_error", "microprogram_float",
+    "error_budget", "sine_table_worst_case", "cordic_worst_case", "measure", "measured_bounds",
+    "report", "main",
 ]
 
 #: Robots measured, in report order.
@@ -69,8 +73,8 @@ STATES = 10_000
 #: Default number of states at the limits per robot.
 LIMIT_STATES = 2_000
 
-#: Friction of the "friction on" case for robots that publish none (UR5, UR10, Panda): a typical
-#: harmonic-drive joint, the same on every joint.
+#: Friction of the "friction on" case for robots that publish none (UR5, UR10, Panda): typical
+#: values of a geared joint (assumed, not measured), the same on every joint.
 TYPICAL_FRICTION = Friction(coulomb=2.0, viscous=1.0, offset=0.0, steepness=100.0)
 
 #: Velocity bound for joints without a velocity limit (Puma 560), rad/s.
@@ -79,6 +83,12 @@ DEFAULT_QD_MAX = math.pi
 #: Acceleration bound for joints without an acceleration limit (all robots here), rad/s^2: of
 #: the order of the Panda's published limits (7.5 to 20 rad/s^2).
 DEFAULT_QDD_MAX = 10.0
+
+#: External wrench of the "with f_ext" measurement: every force component uniform in
+#: ``±WRENCH_FORCE`` N, every moment component in ``±WRENCH_MOMENT`` N·m, on the last and the
+#: middle link (a payload and a contact on the elbow).
+WRENCH_FORCE = 50.0
+WRENCH_MOMENT = 5.0
 
 #: Friction cases measured per robot.
 FRICTION_CASES = ("off", "on")
@@ -89,20 +99,6 @@ ERROR_SOURCES = ("q", "qd", "qdd", "gravity", "kinematics", "inertia", "friction
 
 #: Further error source of :func:`microprogram_float`: the quantisation of ``f_ext``.
 F_EXT_SOURCE = "f_ext"
-
-_SOURCE_DOC = {
-    "q": "Q15.16 quantisation of q (step 1.5e-5 rad)",
-    "qd": "Q15.16 quantisation of qd",
-    "qdd": "Q15.16 quantisation of qdd",
-    "gravity": "Q15.16 quantisation of the base acceleration -g",
-    "kinematics": "quantisation of r = (a, d sin alpha, d cos alpha) (Q15.16), sin/cos alpha "
-                  "(Q1.30), theta offset (phase word) and 1/(2 pi) (32 fractional bits)",
-    "inertia": "Q15.16 quantisation of m, m c, I",
-    "friction": "Q15.16 quantisation of F_c, F_v, F_o, k",
-    "table": "sine table: 18-bit entries and linear interpolation",
-    "cordic": "CORDIC arctangent (24 iterations)",
-    "rounding": "rounding of every result to its register (half up), phase to 2^-32 turn",
-}
 
 #: Budget rows "every source except these": what exact constants (or a better table) would give.
 WHAT_IF = {
@@ -118,6 +114,33 @@ _CONSTANT_GROUPS = {
 }
 
 _PANDA_URDF = "panda_description/urdf/panda.urdf"
+
+
+def _source_doc(source, fmt=Q15_16):
+    """One line on what an error source is, with the formats of the register map."""
+    rmap = microprogram(fmt).registers
+
+    def form(name):
+        bits = rmap[name].format.fraction_bits
+        return f"{bits} fractional bits, step {2.0 ** -bits:.1e}"
+
+    docs = {
+        "q": f"rounding of q to {fmt.name} ({form('q')} rad)",
+        "qd": f"rounding of qd to {fmt.name}",
+        "qdd": f"rounding of qdd to {fmt.name}",
+        "gravity": f"rounding of the base acceleration -g to {fmt.name}",
+        "kinematics": f"rounding of r = (a, d sin alpha, d cos alpha) ({form('r_x')} m), "
+                      f"sin/cos alpha ({form('sin_alpha')}), the theta offset (phase word) and "
+                      f"1/(2 pi) ({form('rate')})",
+        "inertia": f"rounding of m, m c, I ({form('m')})",
+        "friction": f"rounding of F_c, F_v, F_o, k ({form('F_c')})",
+        "table": f"sine table: {SINE_TABLE.size} entries of {SINE_TABLE.entry_bits} bits per "
+                 f"quarter wave, linear interpolation",
+        "cordic": f"CORDIC arctangent ({CORDIC.iterations} iterations)",
+        "rounding": "rounding of every result to its register (half up) and saturation; the "
+                    "phase to 2^-32 turn",
+    }
+    return docs[source]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -251,6 +274,33 @@ def limit_states(robot, count, seed=SEED):
     qd = np.where(upper[:, 1], 1.0, -1.0) * ranges["qd_max"]
     qdd = np.where(upper[:, 2], 1.0, -1.0) * ranges["qdd_max"]
     return q, qd, qdd
+
+
+def random_wrenches(robot, count, seed=SEED):
+    """Return random external wrenches on the last and the middle link.
+
+    Parameters
+    ----------
+    robot : Robot
+        The robot (n links); the middle link is link ``(n + 1) // 2`` (1-based).
+    count : int
+        Number of wrench sets; the first ``k`` do not depend on ``count``.
+    seed : int
+        Random seed.
+
+    Returns
+    -------
+    numpy.ndarray, shape (count, n, 6)
+        ``f_ext`` as for :func:`linkdyn.model.rnea`: force (N, uniform in ``±WRENCH_FORCE``)
+        and moment about the origin of frame ``i`` (N·m, ``±WRENCH_MOMENT``), frame ``i``; zero
+        on the other links.
+    """
+    u = _rng(robot, seed, 3).random((count, 2, 6))
+    scale = np.array([WRENCH_FORCE] * 3 + [WRENCH_MOMENT] * 3)
+    wrenches = np.zeros((count, robot.n, 6))
+    wrenches[:, robot.n - 1] = (2 * u[:, 0] - 1) * scale
+    wrenches[:, (robot.n - 1) // 2] += (2 * u[:, 1] - 1) * scale
+    return wrenches
 
 
 def torque_error(robot, q, qd, qdd, f_ext=None):
@@ -515,16 +565,21 @@ def measure(states=STATES, seed=SEED, robots=ROBOTS, limit_count=LIMIT_STATES, b
     -------
     dict
         ``{robot: {"n": int, "joints": [names], "ranges": joint_ranges, "cases": {case: {...}}}}``
-        where every case holds ``"friction"`` (text), ``"random"`` and ``"limits"`` (the
-        summaries ``max``, ``rms``, ``max_per_joint``, ``rms_per_joint`` in N·m),
+        where every case holds ``"friction"`` (text); the summaries (``max``, ``rms``,
+        ``max_per_joint``, ``rms_per_joint`` in N·m) ``"random"`` (random states),
+        ``"limits"`` (:func:`limit_states`), ``"zero"`` (the zero state: gravity only) and
+        ``"wrench"`` (the random states with :func:`random_wrenches`);
         ``"overflow"`` (any node saturated), ``"max_tau"`` (largest ``|tau|``, N·m),
-        ``"budget"`` (source -> summary) and ``"seconds"`` (golden model time).
+        ``"friction_slope"`` (largest ``F_c k``, N·m·s/rad), ``"budget"`` (summaries per
+        :func:`error_budget` entry, and ``"golden - all"``: golden model minus the float
+        interpreter with every source) and ``"seconds"`` (golden model time).
     """
     results = {}
     for name in robots:
         loaded = load_accuracy_robot(name)
         q, qd, qdd = random_states(loaded, states, seed)
         lq, lqd, lqdd = limit_states(loaded, limit_count, seed)
+        wrenches = random_wrenches(loaded, states, seed)
         entry = {"n": loaded.n, "joints": [link.name for link in loaded.links],
                  "ranges": joint_ranges(loaded), "cases": {}}
         for case in FRICTION_CASES:
@@ -534,12 +589,20 @@ def measure(states=STATES, seed=SEED, robots=ROBOTS, limit_count=LIMIT_STATES, b
             seconds = time.perf_counter() - start
             reference = rnea(robot, q, qd, qdd)
             limits_error, limits_overflow = torque_error(robot, lq, lqd, lqdd)
+            zero = np.zeros(loaded.n)
+            zero_error, zero_overflow = torque_error(robot, zero, zero, zero)
+            wrench_error, wrench_overflow = torque_error(robot, q, qd, qdd, f_ext=wrenches)
             result = {
                 "friction": friction,
                 "random": _summary(fixed.tau - reference),
                 "limits": _summary(limits_error),
-                "overflow": bool(np.any(fixed.overflow)) or limits_overflow,
+                "zero": _summary(zero_error),
+                "wrench": _summary(wrench_error),
+                "overflow": bool(np.any(fixed.overflow)) or limits_overflow or zero_overflow
+                or wrench_overflow,
                 "max_tau": float(np.max(np.abs(reference))),
+                "friction_slope": max(link.friction.coulomb * link.friction.steepness
+                                      for link in robot.links),
                 "seconds": seconds,
             }
             if budget:
@@ -573,7 +636,9 @@ def measured_bounds(states=STATES, seed=SEED, robots=ROBOTS):
         ``{robot: {"friction off": {...}, "friction on": {...}}}``, each with ``"max"`` and
         ``"rms"`` (N·m, over all joints and states), ``"max_per_joint"`` and
         ``"rms_per_joint"`` (tuples, N·m), ``"limits_max"`` (N·m, on
-        :data:`LIMIT_STATES` states at the limits), ``"states"`` and ``"friction"`` (text).
+        :data:`LIMIT_STATES` states at the limits), ``"zero_state_max"`` (N·m, the zero
+        state), ``"wrench_max"`` and ``"wrench_max_per_joint"`` (N·m, the random states with
+        :func:`random_wrenches`), ``"states"`` and ``"friction"`` (text).
     """
     results = measure(states, seed, robots, budget=False)
     bounds = {}
@@ -581,7 +646,9 @@ def measured_bounds(states=STATES, seed=SEED, robots=ROBOTS):
         bounds[name] = {}
         for case, result in entry["cases"].items():
             bounds[name][f"friction {case}"] = dict(
-                result["random"], limits_max=result["limits"]["max"], states=states,
+                result["random"], limits_max=result["limits"]["max"],
+                zero_state_max=result["zero"]["max"], wrench_max=result["wrench"]["max"],
+                wrench_max_per_joint=result["wrench"]["max_per_joint"], states=states,
                 friction=result["friction"])
     return bounds
 
@@ -634,7 +701,7 @@ def report(results, *, states, seed, command, date, cores):
       f"(±pi where a joint has none), `qd` uniform within ±(velocity limit) "
       f"(±{DEFAULT_QD_MAX:.4g} rad/s where a robot publishes none: Puma 560), "
       f"`qdd` uniform within ±{DEFAULT_QDD_MAX:g} rad/s² (none of these robots publishes an "
-      f"acceleration limit; the Panda's manual gives 7.5 to 20 rad/s²).")
+      f"acceleration limit here; Franka's published Panda limits are 7.5 to 20 rad/s²).")
     w(f"- {LIMIT_STATES:,} states at the limits per robot: every `q_i` at its lower or upper "
       "limit, every `qd_i` and `qdd_i` at ± its bound (random corners, the first all lower, the "
       "second all upper).")
@@ -649,15 +716,24 @@ def report(results, *, states, seed, command, date, cores):
     w("")
     w("## Torque error")
     w("")
-    w("| robot | friction | max \\|error\\| (N·m) | RMS (N·m) | max at limits (N·m) | "
-      "max \\|tau\\| (N·m) | overflow |")
-    w("|---|---|---:|---:|---:|---:|---|")
+    w("| robot | friction | max \\|error\\| (N·m) | RMS (N·m) | at the limits: max | "
+      "zero state | with f_ext: max | max \\|tau\\| (N·m) | overflow |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for name, entry in results.items():
         for case, result in entry["cases"].items():
-            w(f"| {_TITLES[name]} | {case} ({result['friction']}) | "
+            w(f"| {_TITLES[name]} | {case} | "
               f"{_e(result['random']['max'])} | {_e(result['random']['rms'])} | "
-              f"{_e(result['limits']['max'])} | {result['max_tau']:.1f} | "
+              f"{_e(result['limits']['max'])} | {_e(result['zero']['max'])} | "
+              f"{_e(result['wrench']['max'])} | {result['max_tau']:.1f} | "
               f"{'yes' if result['overflow'] else 'no'} |")
+    w("")
+    w("Columns: random states; states at the limits; the zero state q = qd = qdd = 0 (gravity "
+      f"only); the random states with an external wrench on the last and the middle link "
+      f"(force components uniform in ±{WRENCH_FORCE:g} N, moments in ±{WRENCH_MOMENT:g} N·m, "
+      "`random_wrenches`); the largest float torque of the random states; whether any node "
+      "saturated. Friction on: "
+      + "; ".join(f"{_TITLES[name]} {entry['cases']['on']['friction']}"
+                  for name, entry in results.items()) + ".")
     w("")
     goal = 1e-3
     above = [f"{_TITLES[name]} (friction {case})" for name, entry in results.items()
@@ -685,14 +761,20 @@ def report(results, *, states, seed, command, date, cores):
     w("## Sine table and CORDIC")
     w("")
     t = SINE_TABLE
+    cordic_exhaustive, cordic_word = cordic_worst_case()
     w(f"- Sine table: {t.size} entries of {t.entry_bits} bits per quarter wave, linear "
-      f"interpolation with a {t.fraction_bits}-bit fraction; worst-case |S - sin| over "
-      f"{1 << 22:,} phases: **{table_error:.3e}** (entry rounding 2^-{t.entry_bits} = "
-      f"{2.0 ** -t.entry_bits:.2e} plus the interpolation error h²/8 = "
-      f"{(math.pi / 2 / t.size) ** 2 / 8:.2e}, h = {math.pi / 2 / t.size:.2e} rad); the result "
-      f"is then rounded to Q1.30 (2^-31 = {2.0 ** -31:.1e}).")
-    w(f"- CORDIC arctangent: {CORDIC.iterations} iterations, {CORDIC.state_bits}-bit state; "
-      f"worst-case |atan - atan| over a dense set of Q15.16 inputs: **{cordic_error:.3e}** rad.")
+      f"interpolation with a {t.fraction_bits}-bit fraction. Worst-case |S - sin| over all "
+      f"2^32 phase words (exact, `sine_table_worst_case`): **{sine_table_worst_case():.4e}**; "
+      f"`SINE_TABLE.worst_case_error()` ({1 << 22:,} phases): {table_error:.4e}. It is the "
+      f"interpolation error h²/8 = {_interpolation_error():.3e} (h = "
+      f"{math.pi / 2 / t.size:.3e} rad) plus the entry rounding, at most 2^-{t.entry_bits} = "
+      f"{2.0 ** -t.entry_bits:.1e}. The node then rounds S to Q1.30 (2^-31 = "
+      f"{2.0 ** -31:.1e}).")
+    w(f"- CORDIC arctangent: {CORDIC.iterations} iterations, {CORDIC.state_bits}-bit state. "
+      f"Worst-case |atan - atan| over every Q15.16 word |x| < 2^20: **{cordic_exhaustive:.4e}** "
+      f"rad, at x = {cordic_word} · 2^-16; `CORDIC.worst_case_error()` (every 37th small word "
+      f"and a log-spaced set): {cordic_error:.4e} rad"
+      + (", which misses that word." if cordic_error < cordic_exhaustive else "."))
     w("")
     w("## Error budget")
     w("")
@@ -703,7 +785,7 @@ def report(results, *, states, seed, command, date, cores):
     w("| source | what |")
     w("|---|---|")
     for source in ERROR_SOURCES:
-        w(f"| {source} | {_SOURCE_DOC[source]} |")
+        w(f"| {source} | {_source_doc(source)} |")
     w("")
     for case in FRICTION_CASES:
         w(f"**Friction {case}**: max (RMS), N·m")
@@ -730,12 +812,7 @@ def report(results, *, states, seed, command, date, cores):
                      for name in names]
             w(f"| what if: {label} | " + " | ".join(cells) + " |")
         w("")
-    slopes = {}
-    for name in results:
-        robot, _ = with_friction(load_accuracy_robot(name), "on")
-        slopes[name] = max(link.friction.coulomb * link.friction.steepness
-                           for link in robot.links)
-    w(_budget_text(results, slopes))
+    w(_budget_text(results))
     w("")
     w("## Schedule")
     w("")
@@ -754,9 +831,57 @@ def report(results, *, states, seed, command, date, cores):
     return "\n".join(out)
 
 
-def _budget_text(results, friction_slopes):
+def _interpolation_error(table=SINE_TABLE):
+    """h²/8, the largest error of linear interpolation of sin with step h (rad)."""
+    return (math.pi / 2 / table.size) ** 2 / 8
+
+
+def sine_table_worst_case(table=SINE_TABLE):
+    """Return the largest ``|S - sin|`` of a sine table over *all* 2**32 phase words.
+
+    The quadrant rule maps every phase word (sine and cosine) to a position ``v`` in
+    ``[0, 2**30]`` with the same error, so the quarter wave suffices. On one interpolation
+    segment ``sin`` is concave, so ``S - sin`` is convex: its largest magnitude is at an end
+    (an entry's rounding) or next to the interior minimum, where ``cos`` equals the chord's
+    slope. Those few words of every segment are evaluated.
+
+    Returns
+    -------
+    float
+        The worst-case error (unrounded interpolation, before the Q1.30 rounding).
+    """
+    entries = [int(v) for v in table.entries]
+    f, e = table.fraction_bits, table.entry_fraction_bits
+    scale = 2 * math.pi / 2 ** 32
+    worst = 0.0
+    for k in range(table.size):
+        delta = entries[k + 1] - entries[k]
+        centre = int(math.floor(math.acos(min(1.0, delta * 2.0 ** -(f + e) / scale)) / scale))
+        v = np.clip(np.array([k << f, (k + 1) << f] + list(range(centre - 2, centre + 4)),
+                             dtype=np.int64), k << f, (k + 1) << f)
+        s = (entries[k] * 2.0 ** f + delta * (v - (k << f)).astype(float)) * 2.0 ** -(f + e)
+        worst = max(worst, float(np.max(np.abs(s - np.sin(v * scale)))))
+    return worst
+
+
+def cordic_worst_case(limit=1 << 20, cordic=CORDIC):
+    """Return the largest CORDIC error over every Q15.16 word ``|w| < limit``.
+
+    Returns
+    -------
+    (float, int)
+        The error (rad) and the word where it occurs.
+    """
+    words = np.arange(-limit + 1, limit, dtype=np.int64)
+    error = np.abs(cordic.atan(words) * 2.0 ** -30 - np.arctan(words * 2.0 ** -16))
+    index = int(np.argmax(error))
+    return float(error[index]), int(words[index])
+
+
+def _budget_text(results):
     """The explanation under the budget tables, with the measured numbers."""
     lsb = Q15_16.resolution / 2
+    r_lsb = 2.0 ** -(microprogram(Q15_16).registers["r_x"].format.fraction_bits + 1)
     table_error = SINE_TABLE.worst_case_error()
     lines = ["**Reading the budget.**", ""]
     for name, entry in results.items():
@@ -766,12 +891,26 @@ def _budget_text(results, friction_slopes):
             top = ", ".join(f"{s} {_e(budget[s]['max'])}" for s in ranked[:3])
             lines.append(f"- {_TITLES[name]}, friction {case}: largest sources {top} N·m "
                          f"(max); all together {_e(result['random']['max'])} N·m.")
+    goal = 1e-3
+    alone = []
+    for source in ERROR_SOURCES:
+        over = [f"{_TITLES[name]} {case} {_e(result['budget'][source]['max'])}"
+                for name, entry in results.items() for case, result in entry["cases"].items()
+                if result["budget"][source]["max"] > goal]
+        if over:
+            alone.append(f"*{source}* ({', '.join(over)})")
+    lines += ["", "Sources that alone exceed the goal of 1e-3 N·m (robot, friction, max N·m): "
+              + ("; ".join(alone) if alone else "none") + ". These need more fractional bits "
+              "(a finer format for that input or constant) to meet the goal; the others only "
+              "add up."]
     exact = all(result["budget"]["golden - all"]["max"] == 0.0
                 for entry in results.values() for result in entry["cases"].values())
     worst_gap = max(result["budget"]["golden - all"]["max"]
                     for entry in results.values() for result in entry["cases"].values())
-    slopes = ", ".join(f"{_TITLES[name]} {slope:.4g} N·m·s/rad ({_e(slope * lsb)} N·m)"
-                       for name, slope in friction_slopes.items())
+    slopes = ", ".join(
+        f"{_TITLES[name]} {entry['cases']['on']['friction_slope']:.4g} N·m·s/rad "
+        f"({_e(entry['cases']['on']['friction_slope'] * lsb)} N·m)"
+        for name, entry in results.items())
     lines += [
         "",
         f"- *q*: rounding `q` to {Q15_16.name} moves an angle by up to 2^-17 = {lsb:.2e} rad; "
@@ -780,15 +919,17 @@ def _budget_text(results, friction_slopes):
         f"qd = 0, so rounding `qd` by up to {lsb:.2e} rad/s costs up to {lsb:.2e} max(F_c k) "
         f"N·m; max(F_c k) with friction on: {slopes}. This is the friction model's own "
         "sensitivity, not the datapath's: a velocity known to 2^-16 rad/s gives the same.",
-        f"- *kinematics*: `r = (a, d sin alpha, d cos alpha)` is rounded to {lsb:.2e} m, which "
-        f"moves the moment of a force of F N by up to about {lsb:.2e} F N·m per link. "
-        "*inertia*: m, m c and I are rounded to the same absolute step; a 1e-3 kg·m² inertia is "
-        "then only known to 0.8 %. The rows *what if* give the error left with exact "
+        f"- *kinematics*: `r = (a, d sin alpha, d cos alpha)` is rounded to {r_lsb:.2e} m, "
+        f"which moves the moment of a force of F N by up to about {r_lsb:.2e} F N·m per link. "
+        f"*inertia*: m, m c and I are rounded to {lsb:.2e} (kg, kg·m, kg·m²); a 1e-3 kg·m² "
+        f"inertia is then only known to {100 * lsb / 1e-3:.1f} %. "
+        "The rows *what if* give the error left with exact "
         "constants (and a table without error): what stays is mostly the rounding of `q` "
         "(row *q*) and, with friction, of `qd`.",
-        f"- *table*: sine and cosine are each off by up to {table_error:.2e} (mostly the "
-        f"rounding of the 18-bit entries, 2^-18 = {2.0 ** -18:.2e}), independently: every "
-        "joint's rotation is off by an angle and a scale of that size, applied to the "
+        f"- *table*: sine and cosine are each off by up to {table_error:.2e} (interpolation "
+        f"error h²/8 = {_interpolation_error():.2e}, entry rounding "
+        f"2^-{SINE_TABLE.entry_bits} = {2.0 ** -SINE_TABLE.entry_bits:.1e}), independently: "
+        "every joint's rotation is off by an angle and a scale of that size, applied to the "
         "gravity vector and to the wrenches at every joint.",
         "- *rounding*: every result is rounded once, to 2^-17 (Q15.16 words) or 2^-31 (Q1.30 "
         "rotation entries); errors of the forward recursion are multiplied by masses and "
@@ -814,19 +955,21 @@ def main(argv=None):
     parser.add_argument("--states", type=int, default=STATES,
                         help=f"random states per robot (default {STATES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"random seed (default {SEED})")
+    parser.add_argument("--robots", nargs="+", choices=ROBOTS, default=list(ROBOTS),
+                        metavar="ROBOT", help=f"robots to measure (default: {' '.join(ROBOTS)})")
     parser.add_argument("--out", metavar="MARKDOWN",
                         help="write the report to this file (default: print it)")
     args = parser.parse_args(argv)
     if args.states < 1:
         parser.error(f"--states must be positive, not {args.states}")
-    command = "python -m linkdyn.model.accuracy"
-    if args.states != STATES:
-        command += f" --states {args.states}"
+    command = f"python -m linkdyn.model.accuracy --states {args.states}"
     if args.seed != SEED:
         command += f" --seed {args.seed}"
+    if list(args.robots) != list(ROBOTS):
+        command += " --robots " + " ".join(args.robots)
     if args.out:
         command += f" --out {args.out}"
-    results = measure(args.states, args.seed,
+    results = measure(args.states, args.seed, args.robots,
                       progress=lambda line: print(line, file=sys.stderr, flush=True))
     text = report(results, states=args.states, seed=args.seed, command=command,
                   date=datetime.date.today().isoformat(), cores=os.cpu_count())

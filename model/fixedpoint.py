@@ -134,15 +134,25 @@ class QFormat:
         array = np.asarray(value, dtype=float)
         if not np.all(np.isfinite(array)):
             bad = array[~np.isfinite(array)].flat[0]
-            raise FixedPointRangeError(f"{what} = {bad!r} is not finite")
-        words = np.floor(array * (2.0 ** self.fraction_bits) + 0.5)
-        too_big = (words > self.max_word) | (words < self.min_word)
+            raise FixedPointRangeError(f"{what} = {float(bad)!r} is not finite")
+        words, too_big = self._round(array)
         if np.any(too_big):
             bad = array[too_big].flat[0]
             raise FixedPointRangeError(
-                f"{what} = {bad!r} does not fit {self.name} "
+                f"{what} = {float(bad)!r} does not fit {self.name} "
                 f"[{self.min_value!r}, {self.max_value!r}]")
         return words.astype(np.int64)
+
+    def _round(self, array):
+        # Exact in float64: scaling by a power of two, floor, and the difference are exact, and
+        # the range limits are powers of two (no float sum that could round, e.g. s + 0.5).
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = array * (2.0 ** self.fraction_bits)
+            words = np.floor(scaled)
+            words = words + (scaled - words >= 0.5)
+        limit = 2.0 ** (self.width - 1)
+        too_big = ~np.isfinite(words) | (words >= limit) | (words < -limit)
+        return np.where(too_big, 0.0, words), too_big
 
     def decode(self, words):
         """Return the float values of words (array_like of int) as a float64 array."""
@@ -153,8 +163,7 @@ class QFormat:
         array = np.asarray(value, dtype=float)
         if not np.all(np.isfinite(array)):
             return False
-        words = np.floor(array * (2.0 ** self.fraction_bits) + 0.5)
-        return bool(np.all((words <= self.max_word) & (words >= self.min_word)))
+        return not bool(np.any(self._round(array)[1]))
 
 
 #: The default number format: 32-bit signed, 16 fractional bits (source paper; DESIGN.md Sect. 4).

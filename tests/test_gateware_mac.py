@@ -13,7 +13,7 @@ import pytest
 from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.mac import MultiplyAccumulate, accumulator_width
+from linkdyn.gateware.mac import MultiplyAccumulate, accumulator_width, product_alignments
 from linkdyn.model.golden import microprogram
 
 WORD_MIN, WORD_MAX = -(1 << 31), (1 << 31) - 1
@@ -49,15 +49,23 @@ def random_operand(rng):
     return rng.randint(WORD_MIN, WORD_MAX)
 
 
+def product_align_indices(dut):
+    """Indices into ``dut.aligns`` that product terms may use."""
+    return [i for i, align in enumerate(dut.aligns) if align in dut.product_aligns]
+
+
 def random_dot(rng, dut, *, big=False):
-    """A random Dot: 1..max_terms terms, random kinds, signs, alignments; random shift/wrap."""
+    """A random Dot: 1..max_terms terms, random kinds, signs, alignments (any for sums, the
+    product alignments for products); random shift and wrap."""
     terms = []
     for _ in range(rng.randint(1, dut.max_terms)):
         a, b = random_operand(rng), random_operand(rng)
         if big:
             a, b = rng.choice((WORD_MIN, WORD_MAX)), rng.choice((WORD_MIN, WORD_MAX))
-        terms.append((a, b, rng.random() < 0.25, rng.random() < 0.5,
-                      rng.randrange(len(dut.aligns))))
+        add = rng.random() < 0.25
+        align = (rng.randrange(len(dut.aligns)) if add
+                 else rng.choice(product_align_indices(dut)))
+        terms.append((a, b, add, rng.random() < 0.5, align))
     return terms, rng.randrange(len(dut.shifts)), rng.random() < 0.2
 
 
@@ -117,10 +125,17 @@ def test_accumulator_is_wide_enough_for_the_microprogram():
     dut = MultiplyAccumulate()
     assert dut.aligns == program.aligns and dut.shifts == program.shifts
     assert dut.max_terms == program.max_terms
-    worst = dut.max_terms * (1 << 62) * (1 << max(dut.aligns)) + (1 << max(dut.shifts))
+    assert dut.product_aligns == product_alignments(program)
+    # Every product term of the program uses a product alignment.
+    for segment in program.segments.values():
+        for slot in segment.slots:
+            if slot.op == "term" and slot.kind == "mul":
+                assert slot.align in dut.product_aligns
+    worst_term = max((1 << 62) << max(dut.product_aligns), (1 << 32) << max(dut.aligns))
+    worst = dut.max_terms * worst_term + (1 << max(dut.shifts))
     assert worst < 1 << (dut.accumulator_width - 1)
-    assert dut.accumulator_width == accumulator_width(32, program.aligns, program.shifts,
-                                                      program.max_terms)
+    assert dut.accumulator_width == accumulator_width(32, program.aligns, dut.product_aligns,
+                                                      program.shifts, program.max_terms)
 
 
 def test_mac_matches_exact_integer_arithmetic_on_random_dots():
@@ -130,7 +145,7 @@ def test_mac_matches_exact_integer_arithmetic_on_random_dots():
     # Every (shift, align, kind, negate) combination at least once, with one-term Dots.
     for shift in range(len(dut.shifts)):
         for align in range(len(dut.aligns)):
-            for add in (False, True):
+            for add in (False, True) if align in product_align_indices(dut) else (True,):
                 for negate in (False, True):
                     for wraps in (False, True):
                         terms = [(random_operand(rng), random_operand(rng), add, negate, align)]
@@ -161,8 +176,10 @@ def test_mac_saturates_both_ways_and_sets_sticky_overflow(sign):
         ([(big, sign, True, False, 0)], dut.shifts.index(0), False),
         # The same wrapping (phase words) raises no flag.
         ([(big, sign, True, False, 0)], dut.shifts.index(0), True),
-        # The most extreme Dot the accumulator has to hold exactly.
-        ([(WORD_MIN, WORD_MIN, False, sign < 0, len(dut.aligns) - 1)] * dut.max_terms,
+        # The most extreme Dots the accumulator has to hold exactly: products and sums.
+        ([(WORD_MIN, WORD_MIN, False, sign < 0, product_align_indices(dut)[-1])]
+         * dut.max_terms, len(dut.shifts) - 1, False),
+        ([(WORD_MIN, WORD_MIN, True, sign > 0, len(dut.aligns) - 1)] * dut.max_terms,
          len(dut.shifts) - 1, False),
         # Exactly the limits: no overflow.
         ([(WORD_MAX if sign > 0 else WORD_MIN, 0, True, False, 0)], 0, False),
@@ -172,7 +189,7 @@ def test_mac_saturates_both_ways_and_sets_sticky_overflow(sign):
     want = expected(dut, dots)
     assert results == want
     assert want[0] == ((WORD_MAX if sign > 0 else WORD_MIN), True, 0)
-    assert want[2][1] is False and want[4][1] is False
+    assert want[2][1] is False and want[5][1] is False
     assert sticky
 
 
@@ -225,6 +242,8 @@ def test_clear_overflow_clears_the_sticky_flag():
     ({"aligns": ()}, ValueError),
     ({"shifts": (-1,)}, ValueError),
     ({"max_terms": 0}, ValueError),
+    ({"aligns": (0, 31)}, ValueError),
+    ({"aligns": (0, 16), "product_aligns": (14,)}, ValueError),
 ])
 def test_mac_rejects_bad_parameters(kwargs, error):
     with warnings.catch_warnings():

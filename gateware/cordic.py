@@ -1,0 +1,119 @@
+"""The arctangent of the friction model (eq. 20): CORDIC in vectoring mode, one step per cycle.
+
+Bit-exact with :meth:`linkdyn.model.tables.Cordic.atan`: the vector ``(X, Y) = (2**30, x << 14)``
+is rotated towards the x axis; step ``i`` (``i = 0 .. iterations - 1``)::
+
+    if Y >= 0:  X, Y, Z = X + (Y >> i), Y - (X >> i), Z + A[i]
+    else:       X, Y, Z = X - (Y >> i), Y + (X >> i), Z - A[i]
+
+with arithmetic right shifts and the angle ROM ``A[i]`` of the model. ``X`` only grows from
+``2**30`` (each step adds ``|Y >> i|``), so it is held unsigned.
+"""
+
+from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from linkdyn.model.fixedpoint import WORD_WIDTH
+from linkdyn.model.tables import CORDIC, Cordic
+
+__all__ = ["CordicArctangent"]
+
+
+class CordicArctangent(wiring.Component):
+    """``atan(x)`` of a Q15.16 word as a Q1.30 word, by an iterative CORDIC.
+
+    A ``start`` in cycle ``c`` samples ``x``; ``result`` holds ``atan(x)`` from cycle
+    ``c + latency`` (:attr:`latency` = ``iterations + 1``), when ``done`` pulses, until the next
+    ``start``. A ``start`` while ``busy`` restarts the unit.
+
+    Parameters
+    ----------
+    cordic : Cordic
+        The CORDIC definition (default :data:`linkdyn.model.tables.CORDIC`: 24 steps, 48-bit
+        state).
+
+    Members
+    -------
+    start : In(1)
+        Sample ``x`` and start.
+    x : In(signed(32))
+        The argument, a Q15.16 word.
+    result : Out(signed(32))
+        ``Z``, the angle in Q1.30 (rad); changes while ``busy``.
+    busy : Out(1)
+        The iterations run.
+    done : Out(1)
+        Pulses in the first cycle ``result`` is final.
+
+    Raises
+    ------
+    TypeError
+        If ``cordic`` is not a :class:`~linkdyn.model.tables.Cordic`.
+    """
+
+    def __init__(self, cordic=CORDIC):
+        if not isinstance(cordic, Cordic):
+            raise TypeError(f"cordic must be a Cordic, not {cordic!r}")
+        self._cordic = cordic
+        super().__init__({
+            "start": In(1),
+            "x": In(signed(WORD_WIDTH)),
+            "result": Out(signed(WORD_WIDTH)),
+            "busy": Out(1),
+            "done": Out(1),
+        })
+
+    @property
+    def cordic(self):
+        """Cordic: the definition implemented."""
+        return self._cordic
+
+    @staticmethod
+    def latency_of(cordic):
+        """Return the cycles from ``start`` to ``done`` for a definition: ``iterations + 1``."""
+        return cordic.iterations + 1
+
+    @property
+    def latency(self):
+        """int: cycles from ``start`` to ``done``, ``iterations + 1``."""
+        return self.latency_of(self._cordic)
+
+    def elaborate(self, platform):
+        m = Module()
+        c = self._cordic
+        n = c.iterations
+        # X >= 2**30 > 0 always; it fits the model's state_bits as a non-negative number.
+        big_x = Signal(unsigned(c.state_bits - 1))
+        big_y = Signal(signed(c.state_bits))
+        z = self.result
+        step = Signal(range(n))
+        angles = Array(Const(angle, signed(WORD_WIDTH)) for angle in c.angles)
+
+        dx = Signal(signed(c.state_bits))
+        dy = Signal(unsigned(c.state_bits - 1))
+        m.d.comb += [
+            dx.eq(big_y >> step),
+            dy.eq(big_x >> step),
+        ]
+        angle = angles[step]
+        m.d.sync += self.done.eq(0)
+        with m.If(self.start):
+            m.d.sync += [
+                big_x.eq(1 << 30),
+                big_y.eq(self.x << c.input_shift),
+                z.eq(0),
+                step.eq(0),
+                self.busy.eq(1),
+            ]
+        with m.Elif(self.busy):
+            positive = ~big_y[-1]
+            m.d.sync += [
+                big_x.eq(Mux(positive, big_x + dx, big_x - dx)),
+                big_y.eq(Mux(positive, big_y - dy, big_y + dy)),
+                z.eq(Mux(positive, z + angle, z - angle)),
+                step.eq(step + 1),
+            ]
+            with m.If(step == n - 1):
+                m.d.sync += [self.busy.eq(0), self.done.eq(1)]
+        return m

@@ -1,0 +1,694 @@
+"""The protocol engine: request frames in, reply frames out, register-bus transactions between.
+
+Everything the engine knows about the protocol (frame layout, codes, payload layouts, the
+control map, the node access rules, the build information) comes from
+:mod:`linkdyn.model.protocol`; :class:`linkdyn.model.protocol.ReferenceEngine` is its executable
+reference, and the tests hold the two equal byte for byte.
+"""
+
+from amaranth import *
+from amaranth.lib import crc, data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..model.fixedpoint import Q15_16
+from ..model.protocol import (
+    BLOCK_FIELDS, CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, CRC16,
+    INFO_COUNT, INFO_FIRST, INTER_BYTE_TIMEOUT, PROTOCOL_VERSION, REPLY_HEADER,
+    REPLY_SYNC, REQUEST_HEADER, REQUEST_HEADER_BYTES, REPLY_HEADER_BYTES, REQUEST_SYNC,
+    STATE_CHANGING, STATUS_BUSY, STATUS_COUNT, STATUS_DONE, STATUS_FIRST, STEP_CONTROL_COUNT,
+    STEP_CONTROL_FIRST, WORD_BYTES, Command, ErrorCode, ProtocolSpec, control_register,
+)
+from .bus import RegisterBusSignature
+from .uart import UARTErrors
+
+__all__ = ["ProtocolEngine", "EngineRegisters", "AccessCheck", "RequestHeader", "ReplyHeader",
+           "BlockWord", "crc_parameters"]
+
+#: Layout of a request header, first byte in the low bits (little-endian fields).
+RequestHeader = data.StructLayout(dict(REQUEST_HEADER))
+#: Layout of a reply header.
+ReplyHeader = data.StructLayout(dict(REPLY_HEADER))
+#: Layout of the block word of READ and WRITE.
+BlockWord = data.StructLayout(dict(BLOCK_FIELDS))
+
+_CONTROL_ADDR = control_register("CONTROL").address
+_STATUS_ADDR = control_register("STATUS").address
+
+
+def crc_parameters():
+    """Return the :class:`amaranth.lib.crc.Parameters` of the frame CRC, bytewise."""
+    return crc.Algorithm(crc_width=CRC16.crc_width, polynomial=CRC16.polynomial,
+                         initial_crc=CRC16.initial_crc, reflect_input=CRC16.reflect_input,
+                         reflect_output=CRC16.reflect_output, xor_output=CRC16.xor_output)(8)
+
+
+def _check_cycles(name, value, minimum=1):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer number of cycles, not {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum} cycles, not {value!r}")
+
+
+class AccessCheck(wiring.Component):
+    """The host access rules of :meth:`ProtocolSpec.access`, combinationally.
+
+    Parameters
+    ----------
+    spec : ProtocolSpec
+
+    Members
+    -------
+    node : In(8)
+        Node index or :data:`CONTROL_NODE`.
+    addr : In(17)
+        Word address (addresses from 256 up do not exist).
+    exists : Out(1)
+        The word exists (an invalid node has no words).
+    writable : Out(1)
+        The host may write it.
+    local : Out(1)
+        A control word answered by the engine itself (:class:`EngineRegisters`).
+    """
+
+    node: In(8)
+    addr: In(17)
+    exists: Out(1)
+    writable: Out(1)
+    local: Out(1)
+
+    def __init__(self, spec):
+        self.spec = spec
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        spec = self.spec
+        with m.If(self.addr[8:].any()):
+            pass
+        with m.Elif(self.node == CONTROL_NODE):
+            with m.Switch(self.addr[:8]):
+                for reg in CONTROL_REGISTERS:
+                    with m.Case(reg.address):
+                        m.d.comb += [self.exists.eq(1), self.writable.eq(reg.access == "w"),
+                                     self.local.eq(reg.owner == "engine")]
+        with m.Elif(self.node < spec.n_nodes):
+            m.d.comb += [
+                self.exists.eq(self.addr < spec.node_map_size),
+                self.writable.eq(self.addr < Mux(self.node == 0, spec.writable_end_node0,
+                                                 spec.writable_end)),
+            ]
+        return m
+
+
+class CommandDecoder(wiring.Component):
+    """Decode a request's command byte and check its payload length (combinationally).
+
+    Parameters
+    ----------
+    spec : ProtocolSpec
+
+    Members
+    -------
+    command : In(8)
+        The command byte.
+    length : In(16)
+        The payload length, bytes.
+    block : In(BlockWord)
+        Payload word 0 (READ / WRITE block word).
+    known : Out(1)
+        The command is defined.
+    length_ok : Out(1)
+        The length (and the block count of READ / WRITE) is valid for the command.
+    state_changing : Out(1)
+        The command needs the chain idle.
+    """
+
+    command: In(8)
+    length: In(16)
+    block: In(BlockWord)
+    known: Out(1)
+    length_ok: Out(1)
+    state_changing: Out(1)
+
+    def __init__(self, spec):
+        self.spec = spec
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        spec = self.spec
+        length, block = self.length, self.block
+        with m.Switch(self.command):
+            for cmd in Command:
+                with m.Case(cmd.value):
+                    m.d.comb += [self.known.eq(1),
+                                 self.state_changing.eq(cmd in STATE_CHANGING)]
+                    if cmd is Command.READ:
+                        ok = ((length == WORD_BYTES) & (block.count != 0)
+                              & (block.count <= spec.buffer_words))
+                    elif cmd is Command.WRITE:
+                        ok = ((length[:2] == 0) & (length >= 2 * WORD_BYTES)
+                              & (block.count == (length >> 2) - 1))
+                    else:
+                        ok = Cat(*[length == value for value in spec.request_lengths(cmd)]).any()
+                    m.d.comb += self.length_ok.eq(ok)
+        return m
+
+
+class EngineRegisters(wiring.Component):
+    """The control words answered by the engine: frame and error counters, build information.
+
+    Counters count one event per cycle; the error and UART counters saturate at
+    ``2**counter_width - 1``, FRAME_COUNT (32 bits) wraps. ``clear`` zeroes every counter but
+    FRAME_COUNT.
+
+    Parameters
+    ----------
+    spec : ProtocolSpec
+        Gives the build information words.
+    counter_width : int
+        Width of the saturating counters, bits.
+
+    Members
+    -------
+    addr : In(8)
+        Control-block address to read.
+    rdata : Out(32)
+        The word at ``addr`` (0 for an address the engine does not own).
+    count : In(1)
+        Count a reply with status ``status`` (OK counts in FRAME_COUNT).
+    status : In(8)
+        :class:`~linkdyn.model.protocol.ErrorCode` of the reply.
+    uart_errors : In(UARTErrors)
+        UART error pulses, counted in UART_FRAME_ERRORS and UART_OVERFLOWS.
+    clear : In(1)
+        Zero the error counters.
+    """
+
+    addr: In(8)
+    rdata: Out(32)
+    count: In(1)
+    status: In(8)
+    uart_errors: In(UARTErrors)
+    clear: In(1)
+
+    def __init__(self, spec, counter_width=16):
+        self.spec = spec
+        self.counter_width = counter_width
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = {}
+        for reg in CONTROL_REGISTERS:
+            if reg.owner == "engine" and reg.address < INFO_FIRST:
+                width = 32 if reg.name == "FRAME_COUNT" else self.counter_width
+                counters[reg.name] = Signal(width, name=reg.name.lower())
+        events = {name: Signal(name=f"count_{name.lower()}") for name in counters}
+        m.d.comb += [
+            events["UART_FRAME_ERRORS"].eq(self.uart_errors.frame),
+            events["UART_OVERFLOWS"].eq(self.uart_errors.overflow),
+        ]
+        with m.If(self.count):
+            with m.Switch(self.status):
+                for code in ErrorCode:
+                    with m.Case(code.value):
+                        name = "FRAME_COUNT" if code is ErrorCode.OK else f"ERRORS_{code.name}"
+                        m.d.comb += events[name].eq(1)
+        for name, counter in counters.items():
+            if name == "FRAME_COUNT":
+                with m.If(events[name]):
+                    m.d.sync += counter.eq(counter + 1)
+                continue
+            with m.If(self.clear):
+                m.d.sync += counter.eq(0)
+            with m.Elif(events[name] & (counter != (1 << len(counter)) - 1)):
+                m.d.sync += counter.eq(counter + 1)
+
+        info = self.spec.build_info()
+        with m.Switch(self.addr):
+            for reg in CONTROL_REGISTERS:
+                if reg.owner != "engine":
+                    continue
+                with m.Case(reg.address):
+                    value = counters[reg.name] if reg.name in counters else info[reg.name]
+                    m.d.comb += self.rdata.eq(value)
+        return m
+
+
+class ProtocolEngine(wiring.Component):
+    """Protocol engine of the host link (see ``docs/protocol.md``).
+
+    Received bytes come in on ``rx``; the engine hunts for the request sync byte, collects the
+    header, stores the payload in a block-RAM frame buffer (one 32-bit word per row) while it
+    updates the CRC, and after the CRC validates the whole frame: CRC, version, command,
+    length, node, every address of a READ/WRITE block (one per cycle), write access, and, for
+    state-changing commands, a STATUS read that the chain is idle. Only then does it execute the
+    command as register-bus transactions toward the chain (``bus``); words read are stored in
+    the same buffer, which then holds the reply payload. The reply (header, payload, CRC) leaves
+    on ``tx``. An error reply carries an empty payload.
+
+    While it executes or replies the engine takes no bytes (``rx.ready`` is low); put a FIFO
+    in front of it when the source cannot wait (a UART; see
+    :class:`linkdyn.gateware.hostlink.HostLink`). A gap of ``timeout_cycles`` without a byte
+    inside a frame (counted only while the engine waits for that byte) ends it with a TRUNCATED
+    reply. After any reply the engine hunts for the next sync byte.
+
+    Registers of the control block owned by the engine (error counters, build information) are
+    answered by the engine itself and never appear on the bus. A CONTROL write with the clear
+    bit (CLEAR, or WRITE) clears the error counters when the chain accepts it.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Number of nodes of the chain, ``1 .. 32``.
+    fmt : QFormat
+        Node word format (default Q15.16): register map and INFO.
+    clock_hz : int
+        Clock frequency, Hz (INFO; default timeouts).
+    baudrate : int
+        Line rate, baud (INFO only).
+    board_id : int
+        Board identifier (INFO only).
+    timeout_cycles : int, optional
+        Inter-byte timeout, cycles; default ``clock_hz * INTER_BYTE_TIMEOUT``.
+    step_timeout_cycles : int, optional
+        Longest wait for an update to finish after STEP's start, cycles; default 10 ms of
+        ``clock_hz`` (``2**20`` without a clock).
+    counter_width : int
+        Width of the saturating error counters, bits (default 16).
+
+    Members
+    -------
+    rx : In(stream.Signature(8))
+        Received bytes.
+    tx : Out(stream.Signature(8))
+        Reply bytes.
+    bus : Out(RegisterBusSignature())
+        Register bus initiator toward the chain.
+    uart_errors : In(UARTErrors)
+        Error pulses of the UART receiver, counted in UART_FRAME_ERRORS / UART_OVERFLOWS.
+
+    Attributes
+    ----------
+    spec : ProtocolSpec
+        The protocol parameters of this engine.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a parameter has the wrong type or range, or no timeout is given without a clock.
+    """
+
+    rx: In(stream.Signature(8))
+    tx: Out(stream.Signature(8))
+    bus: Out(RegisterBusSignature())
+    uart_errors: In(UARTErrors)
+
+    def __init__(self, n_nodes, *, fmt=Q15_16, clock_hz=0, baudrate=0, board_id=0,
+                 timeout_cycles=None, step_timeout_cycles=None, counter_width=16):
+        self.spec = ProtocolSpec(n_nodes, fmt, clock_hz=clock_hz, baudrate=baudrate,
+                                 board_id=board_id)
+        if timeout_cycles is None:
+            if not clock_hz:
+                raise ValueError("Without clock_hz, timeout_cycles must be given")
+            timeout_cycles = max(1, round(clock_hz * INTER_BYTE_TIMEOUT))
+        if step_timeout_cycles is None:
+            step_timeout_cycles = round(clock_hz * 0.01) if clock_hz else 1 << 20
+        _check_cycles("Inter-byte timeout", timeout_cycles, 2)
+        _check_cycles("Step timeout", step_timeout_cycles, 2)
+        if not isinstance(counter_width, int) or not 1 <= counter_width <= 32:
+            raise ValueError(f"Counter width must be 1 .. 32 bits, not {counter_width!r}")
+        self.timeout_cycles = timeout_cycles
+        self.step_timeout_cycles = step_timeout_cycles
+        self.counter_width = counter_width
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        spec = self.spec
+        n = spec.n_nodes
+        depth = spec.buffer_words
+
+        m.submodules.buffer = buffer = Memory(shape=32, depth=depth, init=[])
+        wr = buffer.write_port()
+        rd = buffer.read_port()
+
+        m.submodules.rx_crc = rx_crc = crc_parameters().create()
+        m.submodules.tx_crc = tx_crc = crc_parameters().create()
+
+        # -- registers ---------------------------------------------------------------------------
+        header = Signal(RequestHeader)
+        header_index = Signal(range(REQUEST_HEADER_BYTES))
+        byte_index = Signal(16)                        # payload byte being received
+        assembly = Signal(32)                          # payload word being assembled
+        block = Signal(BlockWord)                      # payload word 0 (READ / WRITE)
+        crc_received = Signal(16)
+        idle = Signal(range(self.timeout_cycles))
+        status = Signal(8)
+
+        phase = Signal(range(8))
+        check_index = Signal(16)                       # VALIDATE: word of the block
+        x_node = Signal(8)
+        x_node_last = Signal(8)
+        x_addr_base = Signal(8)
+        x_addr = Signal(8)
+        x_count = Signal(16)
+        x_index = Signal(16)
+        x_we = Signal()
+        x_constant = Signal()
+        x_constant_data = Signal(32)
+        wdata = Signal(32)
+        pointer = Signal(range(depth + 1))              # buffer word of transfer and reply
+        poll_cycles = Signal(range(self.step_timeout_cycles + 1))
+
+        reply_words = Signal(range(depth + 1))
+        tx_index = Signal(range(REPLY_HEADER_BYTES))
+        tx_byte = Signal(2)
+
+        m.d.comb += rd.addr.eq(pointer)
+
+        # -- the control words the engine answers, and the access rules ------------------------
+        m.submodules.registers = registers = EngineRegisters(spec, self.counter_width)
+        m.d.comb += registers.uart_errors.eq(self.uart_errors)
+        m.submodules.check_access = check_access = AccessCheck(spec)
+        m.submodules.transfer_access = transfer_access = AccessCheck(spec)
+
+        # -- command decoding ------------------------------------------------------------------
+        command = header.command
+        length = header.length
+        m.submodules.decoder = decoder = CommandDecoder(spec)
+        m.d.comb += [decoder.command.eq(command), decoder.length.eq(length),
+                     decoder.block.eq(block)]
+        known, length_ok = decoder.known, decoder.length_ok
+        state_changing = decoder.state_changing
+        is_block = (command == Command.READ) | (command == Command.WRITE)
+
+        check_addr = Signal(17)
+        m.d.comb += [
+            check_addr.eq(block.addr + check_index),
+            check_access.node.eq(block.node),
+            check_access.addr.eq(check_addr),
+            transfer_access.node.eq(x_node),
+            transfer_access.addr.eq(x_addr),
+            registers.addr.eq(x_addr),
+        ]
+
+        step_count = Mux(length == WORD_BYTES * spec.step_words(True), spec.input_count, 3)
+
+        def transfer(node, node_last, addr, count, we, constant=None, pointer_start=None):
+            stmts = [x_node.eq(node), x_node_last.eq(node_last), x_addr_base.eq(addr),
+                     x_addr.eq(addr), x_count.eq(count), x_index.eq(0), x_we.eq(we),
+                     x_constant.eq(constant is not None),
+                     x_constant_data.eq(0 if constant is None else constant)]
+            if pointer_start is not None:
+                stmts.append(pointer.eq(pointer_start))
+            m.d.sync += stmts
+            m.next = "TRANSFER_FETCH"
+
+        def poll():
+            m.d.sync += poll_cycles.eq(0)
+            m.next = "POLL"
+
+        # Per command, its phases: bus transfers (and STEP's poll), in order.
+        control = CONTROL_NODE
+        phases = {
+            Command.INFO: [lambda: transfer(control, control, INFO_FIRST, INFO_COUNT, 0,
+                                            pointer_start=0)],
+            Command.STATUS: [lambda: transfer(control, control, STATUS_FIRST, STATUS_COUNT, 0,
+                                              pointer_start=0)],
+            Command.READ: [lambda: transfer(block.node, block.node, block.addr, block.count, 0,
+                                            pointer_start=0)],
+            Command.WRITE: [lambda: transfer(block.node, block.node, block.addr, block.count, 1,
+                                             pointer_start=1)],
+            Command.CLEAR: [lambda: transfer(control, control, _CONTROL_ADDR, 1, 1,
+                                             constant=CONTROL_CLEAR)],
+            Command.LOAD_ROBOT: [
+                lambda: transfer(0, n - 1, 0, spec.constant_count, 1, pointer_start=0),
+                lambda: transfer(0, 0, spec.base_motion_address, spec.base_motion_count, 1),
+            ],
+            Command.STEP: [
+                lambda: transfer(0, n - 1, spec.input_address, step_count, 1, pointer_start=0),
+                lambda: transfer(control, control, _CONTROL_ADDR, 1, 1, constant=CONTROL_START),
+                poll,
+                lambda: transfer(0, n - 1, spec.tau_address, 1, 0, pointer_start=0),
+                lambda: transfer(control, control, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT, 0),
+            ],
+        }
+        reply_sizes = {
+            Command.INFO: INFO_COUNT, Command.STATUS: STATUS_COUNT, Command.READ: block.count,
+            Command.STEP: spec.step_reply_words,
+        }
+
+        def fail(code):
+            m.d.sync += status.eq(code)
+            m.next = "REPLY"
+
+        def advance():
+            """Step the transfer to the next word, node, or phase."""
+            m.d.sync += pointer.eq(pointer + 1)
+            with m.If(x_index == x_count - 1):
+                m.d.sync += [x_index.eq(0), x_addr.eq(x_addr_base)]
+                with m.If(x_node == x_node_last):
+                    m.d.sync += phase.eq(phase + 1)
+                    m.next = "EXECUTE"
+                with m.Else():
+                    m.d.sync += x_node.eq(x_node + 1)
+                    m.next = "TRANSFER_FETCH"
+            with m.Else():
+                m.d.sync += [x_index.eq(x_index + 1), x_addr.eq(x_addr + 1)]
+                m.next = "TRANSFER_FETCH"
+
+        def wait_byte():
+            """Accept a byte of a frame; count the gap; end the frame on the timeout."""
+            m.d.comb += self.rx.ready.eq(1)
+            with m.If(self.rx.valid):
+                m.d.sync += idle.eq(0)
+                m.d.comb += [rx_crc.data.eq(self.rx.payload)]
+            with m.Elif(idle == self.timeout_cycles - 1):
+                fail(ErrorCode.TRUNCATED)
+            with m.Else():
+                m.d.sync += idle.eq(idle + 1)
+
+        reply_header = Signal(ReplyHeader)
+        m.d.comb += [
+            reply_header.sync.eq(REPLY_SYNC),
+            reply_header.version.eq(PROTOCOL_VERSION),
+            reply_header.seq.eq(header.seq),
+            reply_header.command.eq(header.command),
+            reply_header.status.eq(status),
+            reply_header.length.eq(reply_words * WORD_BYTES),
+        ]
+
+        # -- the engine ------------------------------------------------------------------------
+        with m.FSM():
+            with m.State("HUNT"):
+                m.d.comb += self.rx.ready.eq(1)
+                with m.If(self.rx.valid & (self.rx.payload == REQUEST_SYNC)):
+                    m.d.sync += [header.eq(REQUEST_SYNC), header_index.eq(1), idle.eq(0),
+                                 block.eq(0), status.eq(ErrorCode.OK), phase.eq(0)]
+                    m.d.comb += rx_crc.start.eq(1)
+                    m.next = "HEADER"
+
+            with m.State("HEADER"):
+                wait_byte()
+                with m.If(self.rx.valid):
+                    m.d.comb += rx_crc.valid.eq(1)
+                    m.d.sync += [header.as_value().word_select(header_index, 8)
+                                 .eq(self.rx.payload), header_index.eq(header_index + 1)]
+                    with m.If(header_index == REQUEST_HEADER_BYTES - 1):
+                        m.next = "LENGTH"
+
+            with m.State("LENGTH"):
+                m.d.sync += byte_index.eq(0)
+                with m.If(length > spec.max_payload_bytes):
+                    fail(ErrorCode.BAD_LENGTH)
+                with m.Elif(length == 0):
+                    m.next = "CRC_LOW"
+                with m.Else():
+                    m.next = "PAYLOAD"
+
+            with m.State("PAYLOAD"):
+                wait_byte()
+                with m.If(self.rx.valid):
+                    word = Cat(assembly[8:], self.rx.payload)
+                    m.d.comb += rx_crc.valid.eq(1)
+                    m.d.sync += [assembly.eq(word), byte_index.eq(byte_index + 1)]
+                    with m.If(byte_index[:2] == WORD_BYTES - 1):
+                        m.d.comb += [wr.addr.eq(byte_index >> 2), wr.data.eq(word),
+                                     wr.en.eq(1)]
+                        with m.If(byte_index < WORD_BYTES):
+                            m.d.sync += block.eq(word)
+                    with m.If(byte_index == length - 1):
+                        m.next = "CRC_LOW"
+
+            with m.State("CRC_LOW"):
+                wait_byte()
+                with m.If(self.rx.valid):
+                    m.d.sync += crc_received[:8].eq(self.rx.payload)
+                    m.next = "CRC_HIGH"
+
+            with m.State("CRC_HIGH"):
+                wait_byte()
+                with m.If(self.rx.valid):
+                    m.d.sync += crc_received[8:].eq(self.rx.payload)
+                    m.next = "CHECK"
+
+            with m.State("CHECK"):
+                m.d.sync += check_index.eq(0)
+                with m.If(crc_received != rx_crc.crc):
+                    fail(ErrorCode.BAD_CRC)
+                with m.Elif(header.version != PROTOCOL_VERSION):
+                    fail(ErrorCode.BAD_VERSION)
+                with m.Elif(~known):
+                    fail(ErrorCode.UNKNOWN_COMMAND)
+                with m.Elif(~length_ok):
+                    fail(ErrorCode.BAD_LENGTH)
+                with m.Elif(is_block & ~((block.node == CONTROL_NODE) | (block.node < n))):
+                    fail(ErrorCode.BAD_NODE)
+                with m.Elif(is_block):
+                    m.next = "VALIDATE"
+                with m.Elif(state_changing):
+                    m.next = "BUSY_CHECK"
+                with m.Else():
+                    m.next = "EXECUTE"
+
+            with m.State("VALIDATE"):
+                # One word of the block per cycle, in address order.
+                with m.If(~check_access.exists):
+                    fail(ErrorCode.BAD_ADDRESS)
+                with m.Elif((command == Command.WRITE) & ~check_access.writable):
+                    fail(ErrorCode.READ_ONLY)
+                with m.Elif(check_index != block.count - 1):
+                    m.d.sync += check_index.eq(check_index + 1)
+                with m.Elif(state_changing):
+                    m.next = "BUSY_CHECK"
+                with m.Else():
+                    m.next = "EXECUTE"
+
+            with m.State("BUSY_CHECK"):
+                m.d.comb += [self.bus.valid.eq(1), self.bus.node.eq(CONTROL_NODE),
+                             self.bus.addr.eq(_STATUS_ADDR)]
+                with m.If(self.bus.ready):
+                    with m.If(self.bus.error):
+                        fail(ErrorCode.BUS_ERROR)
+                    with m.Elif(self.bus.rdata & STATUS_BUSY):
+                        fail(ErrorCode.BUSY)
+                    with m.Else():
+                        m.next = "EXECUTE"
+
+            with m.State("EXECUTE"):
+                with m.Switch(command):
+                    for cmd, steps in phases.items():
+                        with m.Case(cmd.value):
+                            with m.Switch(phase):
+                                for index, step in enumerate(steps):
+                                    with m.Case(index):
+                                        step()
+                                with m.Default():
+                                    m.next = "REPLY"
+
+            with m.State("TRANSFER_FETCH"):
+                # The buffer word at `pointer` is read during this cycle.
+                m.next = "TRANSFER_ISSUE"
+
+            with m.State("TRANSFER_ISSUE"):
+                m.d.sync += wdata.eq(Mux(x_constant, x_constant_data, rd.data))
+                with m.If(transfer_access.local & ~x_we):
+                    # Engine-owned control word: answered here, never on the bus.
+                    m.d.comb += [wr.addr.eq(pointer), wr.data.eq(registers.rdata), wr.en.eq(1)]
+                    advance()
+                with m.Else():
+                    m.next = "TRANSFER_WAIT"
+
+            with m.State("TRANSFER_WAIT"):
+                m.d.comb += [self.bus.valid.eq(1), self.bus.node.eq(x_node),
+                             self.bus.addr.eq(x_addr), self.bus.we.eq(x_we),
+                             self.bus.wdata.eq(wdata)]
+                with m.If(self.bus.ready):
+                    with m.If(self.bus.error):
+                        fail(ErrorCode.BUS_ERROR)
+                    with m.Else():
+                        with m.If(~x_we):
+                            m.d.comb += [wr.addr.eq(pointer), wr.data.eq(self.bus.rdata),
+                                         wr.en.eq(1)]
+                        with m.If(x_we & (x_node == CONTROL_NODE) & (x_addr == _CONTROL_ADDR)
+                                  & (wdata & CONTROL_CLEAR).any()):
+                            m.d.comb += registers.clear.eq(1)
+                        advance()
+
+            with m.State("POLL"):
+                m.d.sync += poll_cycles.eq(poll_cycles + 1)
+                m.d.comb += [self.bus.valid.eq(1), self.bus.node.eq(CONTROL_NODE),
+                             self.bus.addr.eq(_STATUS_ADDR)]
+                with m.If(self.bus.ready):
+                    with m.If(self.bus.error):
+                        fail(ErrorCode.BUS_ERROR)
+                    with m.Elif((self.bus.rdata & STATUS_DONE).any()
+                                & ~(self.bus.rdata & STATUS_BUSY).any()):
+                        m.d.sync += phase.eq(phase + 1)
+                        m.next = "EXECUTE"
+                    with m.Else():
+                        m.next = "POLL_GAP"
+
+            with m.State("POLL_GAP"):
+                # One cycle without a transaction; the timeout never abandons one.
+                m.d.sync += poll_cycles.eq(poll_cycles + 1)
+                with m.If(poll_cycles >= self.step_timeout_cycles - 1):
+                    fail(ErrorCode.TIMEOUT)
+                with m.Else():
+                    m.next = "POLL"
+
+            with m.State("REPLY"):
+                # `status` is final: count the frame, size the reply, start its CRC.
+                m.d.comb += [registers.count.eq(1), registers.status.eq(status)]
+                m.d.sync += [reply_words.eq(0), tx_index.eq(0), tx_byte.eq(0), pointer.eq(0)]
+                with m.If(status == ErrorCode.OK):
+                    with m.Switch(command):
+                        for cmd, size in reply_sizes.items():
+                            with m.Case(cmd.value):
+                                m.d.sync += reply_words.eq(size)
+                m.d.comb += tx_crc.start.eq(1)
+                m.next = "SEND_HEADER"
+
+            with m.State("SEND_HEADER"):
+                m.d.comb += [self.tx.valid.eq(1),
+                             self.tx.payload.eq(reply_header.as_value().word_select(tx_index, 8))]
+                with m.If(self.tx.ready):
+                    m.d.comb += [tx_crc.valid.eq(tx_index != 0),
+                                 tx_crc.data.eq(self.tx.payload)]
+                    m.d.sync += tx_index.eq(tx_index + 1)
+                    with m.If(tx_index == REPLY_HEADER_BYTES - 1):
+                        with m.If(reply_words == 0):
+                            m.next = "SEND_CRC_LOW"
+                        with m.Else():
+                            m.next = "SEND_FETCH"
+
+            with m.State("SEND_FETCH"):
+                m.next = "SEND_WORD"
+
+            with m.State("SEND_WORD"):
+                m.d.comb += [self.tx.valid.eq(1),
+                             self.tx.payload.eq(rd.data.word_select(tx_byte, 8))]
+                with m.If(self.tx.ready):
+                    m.d.comb += [tx_crc.valid.eq(1), tx_crc.data.eq(self.tx.payload)]
+                    m.d.sync += tx_byte.eq(tx_byte + 1)
+                    with m.If(tx_byte == WORD_BYTES - 1):
+                        m.d.sync += pointer.eq(pointer + 1)
+                        with m.If(pointer == reply_words - 1):
+                            m.next = "SEND_CRC_LOW"
+                        with m.Else():
+                            m.next = "SEND_FETCH"
+
+            with m.State("SEND_CRC_LOW"):
+                m.d.comb += [self.tx.valid.eq(1), self.tx.payload.eq(tx_crc.crc[:8])]
+                with m.If(self.tx.ready):
+                    m.next = "SEND_CRC_HIGH"
+
+            with m.State("SEND_CRC_HIGH"):
+                m.d.comb += [self.tx.valid.eq(1), self.tx.payload.eq(tx_crc.crc[8:])]
+                with m.If(self.tx.ready):
+                    m.next = "HUNT"
+
+        return m

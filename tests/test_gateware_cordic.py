@@ -1,0 +1,66 @@
+"""The CORDIC arctangent gateware equals :meth:`linkdyn.model.tables.Cordic.atan` bit for bit."""
+
+import gc
+import random
+import warnings
+
+import numpy as np
+import pytest
+from amaranth.hdl import UnusedElaboratable
+from amaranth.sim import Simulator
+
+from linkdyn.gateware.cordic import CordicArctangent
+from linkdyn.model.tables import CORDIC
+
+WORD_MIN, WORD_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def run_atan(inputs):
+    """Return the gateware's ``atan`` words; also checks ``done``/``busy`` timing."""
+    dut = CordicArctangent()
+    results = []
+
+    async def bench(ctx):
+        for x in inputs:
+            ctx.set(dut.x, x)
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            for cycle in range(1, dut.latency + 1):
+                assert ctx.get(dut.done) == (cycle == dut.latency)
+                assert ctx.get(dut.busy) == (cycle < dut.latency)
+                if cycle < dut.latency:
+                    await ctx.tick()
+            results.append(ctx.get(dut.result))
+            # The result is held until the next start.
+            await ctx.tick()
+            assert ctx.get(dut.result) == results[-1] and not ctx.get(dut.done)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return results
+
+
+def test_cordic_matches_model_on_extreme_inputs():
+    inputs = [0, 1, -1, 2, -2, 1 << 16, -(1 << 16), 3 << 15, WORD_MIN, WORD_MIN + 1, WORD_MAX,
+              WORD_MAX - 1, 1 << 30, -(1 << 30), 1 << 20, -(1 << 20), 100 << 16, -(100 << 16)]
+    inputs += [(1 << e) + d for e in range(31) for d in (-1, 0, 1) if (1 << e) + d <= WORD_MAX]
+    inputs += [-x for x in inputs if WORD_MIN <= -x <= WORD_MAX]
+    assert run_atan(inputs) == [int(v) for v in CORDIC.atan(np.array(inputs))]
+
+
+def test_cordic_matches_model_on_random_inputs():
+    rng = random.Random(1959)
+    inputs = ([rng.randint(WORD_MIN, WORD_MAX) for _ in range(300)]
+              + [rng.randint(-(8 << 16), 8 << 16) for _ in range(300)])
+    assert run_atan(inputs) == [int(v) for v in CORDIC.atan(np.array(inputs))]
+
+
+def test_cordic_rejects_a_definition_that_is_not_a_cordic():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(TypeError, match="Cordic"):
+            CordicArctangent(24)
+        gc.collect()
