@@ -6,9 +6,22 @@ is rotated towards the x axis; step ``i`` (``i = 0 .. iterations - 1``)::
     if Y >= 0:  X, Y, Z = X + (Y >> i), Y - (X >> i), Z + A[i]
     else:       X, Y, Z = X - (Y >> i), Y + (X >> i), Z - A[i]
 
-with arithmetic right shifts and the angle ROM ``A[i]`` of the model. ``X`` only grows from
-``2**30`` (each step adds ``|Y >> i|``), so it is held unsigned.
+with arithmetic right shifts and the angle ROM ``A[i]`` of the model.
+
+The model's registers are ``state_bits`` (48) wide; the values need fewer bits, and the
+gateware holds them in the fewest that provably never overflow (:func:`state_widths`), so its
+results are the model's for every input:
+
+- ``X`` only grows from ``2**30`` (each step adds ``|Y >> i|``) and stays below the length of the
+  vector: ``|(X, Y)_(i+1)| <= sqrt(1 + 2**-2i) |(X, Y)_i| + sqrt(2)`` (each truncating shift
+  errs by less than one in each coordinate), so ``X < K (|(X, Y)_0| + sqrt(2) n)`` with the
+  CORDIC gain ``K``: below ``2**46`` for a 32-bit input. It is held unsigned.
+- ``|Y_(i+1)| = ||Y_i| - (X_i >> i)| <= max(|Y_i|, X_i >> i)``: ``Y`` never exceeds its start
+  ``x << 14`` (46 bits signed) or ``X_i >> i`` (``X_0 = 2**30``; ``X >> i < 2**45`` for
+  ``i >= 1``).
 """
+
+import math
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
@@ -17,7 +30,39 @@ from amaranth.lib.wiring import In, Out
 from linkdyn.model.fixedpoint import WORD_WIDTH
 from linkdyn.model.tables import CORDIC, Cordic
 
-__all__ = ["CordicArctangent"]
+__all__ = ["CordicArctangent", "state_widths"]
+
+
+def state_widths(cordic=CORDIC, input_width=WORD_WIDTH):
+    """Return the widths the CORDIC state needs: ``(x_bits, y_bits)``.
+
+    Parameters
+    ----------
+    cordic : Cordic
+        The definition.
+    input_width : int
+        Width of the signed input word.
+
+    Returns
+    -------
+    (int, int)
+        Bits of the unsigned ``X`` and of the signed ``Y`` (see the module docstring).
+
+    Raises
+    ------
+    ValueError
+        If the model's ``state_bits`` would not hold the state (the model itself overflows).
+    """
+    y_start = 1 << (input_width - 1 + cordic.input_shift)  # |x << 14| <= 2**45
+    gain = math.prod(math.sqrt(1 + 2.0 ** (-2 * i)) for i in range(cordic.iterations))
+    length = gain * (math.hypot(1 << 30, y_start) + math.sqrt(2) * cordic.iterations)
+    x_bits = math.ceil(math.log2(length))
+    # |Y| <= max(|Y_0|, X_0 = 2**30, X >> 1): |Y| <= y_start.
+    y_bits = max(input_width + cordic.input_shift, x_bits)
+    if max(x_bits + 1, y_bits) > cordic.state_bits:
+        raise ValueError(f"the CORDIC state needs {max(x_bits + 1, y_bits)} bits, "
+                         f"more than state_bits = {cordic.state_bits}")
+    return x_bits, y_bits
 
 
 class CordicArctangent(wiring.Component):
@@ -83,15 +128,15 @@ class CordicArctangent(wiring.Component):
         m = Module()
         c = self._cordic
         n = c.iterations
-        # X >= 2**30 > 0 always; it fits the model's state_bits as a non-negative number.
-        big_x = Signal(unsigned(c.state_bits - 1))
-        big_y = Signal(signed(c.state_bits))
+        x_bits, y_bits = state_widths(c)
+        big_x = Signal(unsigned(x_bits))
+        big_y = Signal(signed(y_bits))
         z = self.result
         step = Signal(range(n))
         angles = Array(Const(angle, signed(WORD_WIDTH)) for angle in c.angles)
 
-        dx = Signal(signed(c.state_bits))
-        dy = Signal(unsigned(c.state_bits - 1))
+        dx = Signal(signed(y_bits))
+        dy = Signal(unsigned(x_bits))
         m.d.comb += [
             dx.eq(big_y >> step),
             dy.eq(big_x >> step),

@@ -17,12 +17,12 @@ from amaranth import *
 from amaranth.hdl import MemoryData
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from ..model.fixedpoint import Q15_16
 from ..model.protocol import (
     CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, STATUS_BUSY, STATUS_DONE,
-    STATUS_OVERFLOW, ProtocolSpec, RegisterTarget, control_register,
+    STATUS_OVERFLOW, ProtocolSpec, RegisterTarget,
 )
 from .bus import RegisterBusSignature
 

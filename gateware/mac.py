@@ -357,15 +357,24 @@ class MultiplyAccumulate(wiring.Component):
                         shifted.eq(acc[shift:shift + w]),
                         fits.eq(high.all() | ~high.any()),
                     ]
-        saturated = Mux(acc[-1], Const(-(1 << (w - 1)), signed(w)),
-                        Const((1 << (w - 1)) - 1, signed(w)))
         clamp = ~fits & ~s3_wraps
+        # The round register holds the shifted word and the clamp decision; the saturation
+        # itself is a multiplexer behind it (it merges with whatever selects the result next,
+        # e.g. a register-file write multiplexer).
+        rounded = Signal(signed(w))
+        clamped = Signal()
+        negative = Signal()
         m.d.sync += [
+            rounded.eq(shifted),
+            clamped.eq(clamp),
+            negative.eq(acc[-1]),
             self.result_valid.eq(s3_result),
             self.result_tag.eq(s3_tag),
-            self.result.eq(Mux(clamp, saturated, shifted)),
             self.result_overflow.eq(s3_result & clamp),
         ]
+        saturated = Mux(negative, Const(-(1 << (w - 1)), signed(w)),
+                        Const((1 << (w - 1)) - 1, signed(w)))
+        m.d.comb += self.result.eq(Mux(clamped, saturated, rounded))
         with m.If(self.clear_overflow):
             m.d.sync += self.overflow.eq(0)
         with m.If(s3_result & clamp):

@@ -6,7 +6,7 @@ Structure (source paper Fig. 5-6; DESIGN.md Sect. 5)::
                                         |  read a        |  read b
                      latches -------> operand mux -> MultiplyAccumulate --write--> register file
                   (sine table, CORDIC)      |
-    schedule ROM -> sequencer (issue one slot per cycle) ; Lookup -> SineCosineLookup,
+    schedule ROM -> sequencer (issues one slot per cycle); Lookup -> SineCosineLookup,
                                                            Atan   -> CordicArctangent
 
 The register file is laid out by :class:`linkdyn.model.microprogram.RegisterMap`; latches are
@@ -19,9 +19,12 @@ cycles that drain its last results, so that a segment lasts exactly its ``.cycle
   goes on); the overflow flag is cleared when the request is taken.
 * ``start_backward`` runs ``distal``; ``backward_done`` pulses when it has finished.
 
-Pipeline of one issued term (cycle ``t``): read operands (``t``, block-RAM address), operand
-registers (``t + 1``), product (``t + 2``), accumulator (``t + 3``), round/saturate (``t + 4``),
-write (``t + 5``): the microprogram's :class:`~linkdyn.model.microprogram.MacTiming`.
+Pipeline of one term issued in cycle ``t`` (its slot is the schedule ROM's output register):
+operand addresses to the block RAMs (``t``), operands out of the RAMs or latches, into the MAC's
+operand registers (``t + 1``), product (``t + 2``), accumulator (``t + 3``), round/saturate
+(``t + 4``), register-file write (``t + 5``); a term issued in ``t + 6`` reads the result: the
+microprogram's :class:`~linkdyn.model.microprogram.MacTiming` (latency 6). A Lookup or Atan
+starts its unit in ``t + 1`` with the word read from the register file.
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed
@@ -38,7 +41,7 @@ from .cordic import CordicArctangent
 from .mac import MultiplyAccumulate
 from .sincos import SineCosineLookup
 
-__all__ = ["LinkDynNode", "SLOT_OPS", "COUNTER_WIDTH"]
+__all__ = ["LinkDynNode", "ScheduleRom", "SLOT_OPS", "COUNTER_WIDTH"]
 
 #: Slot operations, encoded as their index in the schedule ROM.
 SLOT_OPS = ("nop", "term", "lookup", "atan")
@@ -50,9 +53,44 @@ COUNTER_WIDTH = 16
 #: fields; the microprogram must be scheduled for it.
 _PIPELINE = {"read": 1, "multiply": 2, "accumulate": 1, "round": 1, "write": 1}
 
-#: Operand width of the MAC for each latch and whether it is signed.
-_LATCH_SIGNED = {"sin_base": True, "sin_delta": True, "sin_fraction": False,
-                 "cos_base": True, "cos_delta": True, "cos_fraction": False, "atan": True}
+
+class ScheduleRom(wiring.Component):
+    """The node's schedule ROM: one slot per row, synchronous read, in logic (not block RAM).
+
+    A component of its own so that synthesis keeps the ROM's logic apart from the sequencer
+    that computes its address (merged, the two grow larger).
+
+    Parameters
+    ----------
+    layout : data.StructLayout
+        The slot layout.
+    rows : list of dict
+        The ROM contents.
+
+    Members
+    -------
+    addr : In(range(len(rows)))
+        Row to read.
+    data : Out(layout)
+        The row addressed in the previous cycle.
+    """
+
+    def __init__(self, layout, rows):
+        self._layout = layout
+        self._rows = list(rows)
+        super().__init__({
+            "addr": In(range(len(self._rows))),
+            "data": Out(layout),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.memory = memory = Memory(
+            shape=self._layout, depth=len(self._rows), init=self._rows,
+            attrs={"rom_style": "logic"})
+        port = memory.read_port()
+        m.d.comb += [port.addr.eq(self.addr), self.data.eq(port.data)]
+        return m
 
 
 class LinkDynNode(wiring.Component):
@@ -67,8 +105,9 @@ class LinkDynNode(wiring.Component):
 
     External port: ``ext_addr`` selects a register-file word. A write (``ext_write_enable``) is
     accepted only while ``ready``, else ignored. ``ext_read_data`` is the word at the
-    ``ext_addr`` of the previous cycle, valid while the node was ``ready`` in that cycle (while
-    busy it shows the sequencer's operands).
+    ``ext_addr`` of the previous cycle if the node was not ``busy`` in that cycle (while busy it
+    shows the sequencer's operands). ``result_*`` show every register-file write of the MAC as
+    it happens, e.g. for a mailbox that forwards the outputs while the node runs on.
 
     Parameters
     ----------
@@ -151,7 +190,6 @@ class LinkDynNode(wiring.Component):
             "add": 1,
             "negate": 1,
             "align": range(len(program.aligns)),
-            "first": 1,
             "last": 1,
             "dst": self._addr_width,
             "shift": range(len(program.shifts)),
@@ -187,7 +225,13 @@ class LinkDynNode(wiring.Component):
         Each segment's slots are followed by NOPs up to its ``.cycles``; a Dot's ``shift`` and
         ``wraps`` are given with its first and its last term (the MAC samples them there).
         Fields a slot does not use repeat the previous slot's value, which makes the ROM's
-        logic smaller.
+        logic smaller. ``first`` is not stored: a term is the first of its Dot unless the slot
+        before it is a term that is not the last of its Dot (a Dot's terms issue back to back).
+
+        Raises
+        ------
+        ValueError
+            If the schedule does not issue a Dot's terms on consecutive cycles.
         """
         rows = []
         starts = {}
@@ -201,7 +245,13 @@ class LinkDynNode(wiring.Component):
                     shift, wraps = program.shifts.index(slot.shift), int(slot.wraps)
                 dot_shift.append((shift, wraps))
             dot_shift.reverse()
+            open_dot = False
             for slot, (shift, wraps) in zip(segment.slots, dot_shift):
+                is_term = slot.op == "term"
+                if is_term and slot.first == open_dot:
+                    raise ValueError(f"segment {name}: the terms of a Dot must issue on "
+                                     f"consecutive cycles")
+                open_dot = is_term and not slot.last
                 row = {"op": SLOT_OPS.index(slot.op)}
                 if slot.op in ("lookup", "atan"):
                     row["a"] = slot.a
@@ -212,7 +262,6 @@ class LinkDynNode(wiring.Component):
                         "add": int(slot.kind == "add"),
                         "negate": int(slot.negate),
                         "align": program.aligns.index(slot.align),
-                        "first": int(slot.first),
                         "last": int(slot.last),
                     })
                     if slot.last:
@@ -223,8 +272,8 @@ class LinkDynNode(wiring.Component):
             rows += [{"op": SLOT_OPS.index("nop")}] * (segment.cycles - len(segment.slots))
         starts["end"] = len(rows)
         rom = []
-        previous = dict.fromkeys(("a", "b", "add", "negate", "align", "first", "last", "dst",
-                                  "shift", "wraps"), 0)
+        previous = dict.fromkeys(("a", "b", "add", "negate", "align", "last", "dst", "shift",
+                                  "wraps"), 0)
         for row in rows:
             previous = {**previous, **row}
             rom.append(previous)
@@ -285,19 +334,19 @@ class LinkDynNode(wiring.Component):
             copies.append((memory.read_port(), memory.write_port()))
         (read_a, write_a), (read_b, write_b) = copies
 
-        # -- schedule ROM (asynchronous read: the slot of `pc` issues in the same cycle) --
-        m.submodules.schedule = schedule = Memory(
-            shape=self._slot_layout, depth=len(self._rom), init=self._rom)
-        rom_port = schedule.read_port(domain="comb")
+        # -- schedule ROM, read one cycle ahead: its output register holds the slot of `pc`,
+        #    the slot that issues in this cycle. --
+        m.submodules.schedule = rom_port = ScheduleRom(self._slot_layout, self._rom)
         slot = rom_port.data
 
         # -- sequencer --
         pc = Signal(range(len(self._rom)))
+        pc_next = Signal.like(pc)
         running = Signal()
         backward = Signal()  # the running request is the backward one
         pending_forward = Signal()
         pending_backward = Signal()
-        count = Signal(COUNTER_WIDTH)
+        count = Signal(range(len(self._rom) + 1))
         idle = ~running
         take_backward = idle & pending_backward
         take_forward = idle & pending_forward & ~pending_backward
@@ -306,7 +355,7 @@ class LinkDynNode(wiring.Component):
             self.backward_ack.eq(take_backward),
             self.busy.eq(running),
             self.ready.eq(idle & ~pending_forward & ~pending_backward),
-            rom_port.addr.eq(pc),
+            rom_port.addr.eq(pc_next),
             mac.clear_overflow.eq(take_forward),
             self.overflow.eq(mac.overflow),
         ]
@@ -315,16 +364,19 @@ class LinkDynNode(wiring.Component):
             pending_backward.eq((pending_backward | self.start_backward) & ~take_backward),
             self.forward_done.eq(0),
             self.backward_done.eq(0),
+            pc.eq(pc_next),
         ]
+        m.d.comb += pc_next.eq(pc)
         with m.If(take_forward | take_backward):
+            m.d.comb += pc_next.eq(Mux(take_backward, starts["distal"], starts["joint"]))
             m.d.sync += [
                 running.eq(1),
                 backward.eq(take_backward),
-                pc.eq(Mux(take_backward, starts["distal"], starts["joint"])),
                 count.eq(0),
             ]
         with m.Elif(running):
-            m.d.sync += [pc.eq(pc + 1), count.eq(count + 1)]
+            m.d.comb += pc_next.eq(pc + 1)
+            m.d.sync += count.eq(count + 1)
             with m.If(~backward & (pc == starts["local"] - 1)):
                 m.d.sync += self.forward_done.eq(1)
             with m.If(~backward & (pc == starts["distal"] - 1)):
@@ -347,6 +399,9 @@ class LinkDynNode(wiring.Component):
         issued_valid = Signal()
         m.d.sync += [issued.eq(slot), issued_valid.eq(running)]
         is_term = issued_valid & (issued.op == SLOT_OPS.index("term"))
+        # A term opens a Dot unless the term before it left one open.
+        dot_open = Signal()
+        m.d.sync += dot_open.eq(is_term & ~issued.last)
         is_lookup = issued_valid & (issued.op == SLOT_OPS.index("lookup"))
         is_atan = issued_valid & (issued.op == SLOT_OPS.index("atan"))
 
@@ -389,7 +444,7 @@ class LinkDynNode(wiring.Component):
             mac.add.eq(issued.add),
             mac.negate.eq(issued.negate),
             mac.align.eq(issued.align),
-            mac.first.eq(issued.first),
+            mac.first.eq(~dot_open),
             mac.last.eq(issued.last),
             mac.shift.eq(issued.shift),
             mac.wraps.eq(issued.wraps),

@@ -10,13 +10,17 @@ to the done pulse, independently of the node's counters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
 
 from amaranth.sim import Simulator
 
 from linkdyn.model.microprogram import SEGMENTS
 
-__all__ = ["NodeState", "NodeRun", "simulate_node", "output_names"]
+__all__ = ["NodeState", "NodeRun", "simulate_node", "simulate_node_parallel", "output_names",
+           "write_registers", "read_registers", "run_request", "run_states"]
 
 
 @dataclass
@@ -31,11 +35,14 @@ class NodeState:
         The forward mailbox (``omega_in_x`` ...).
     backward_in : dict of str to int
         The backward mailbox (``f_in_x`` ...).
+    constants : dict of str to int, optional
+        Constant words written before this state (another link's constants).
     """
 
     inputs: dict
     forward_in: dict
     backward_in: dict
+    constants: dict | None = None
 
 
 @dataclass
@@ -76,7 +83,9 @@ def output_names(registers):
             if reg.kind in ("forward_out", "backward_out", "output")]
 
 
-async def _write(ctx, node, registers, words):
+async def write_registers(ctx, node, words):
+    """Write ``{register name: word}`` through the external port, one word per cycle."""
+    registers = node.program.registers
     for name, word in words.items():
         ctx.set(node.ext_addr, registers[name].address)
         ctx.set(node.ext_write_data, int(word))
@@ -85,7 +94,9 @@ async def _write(ctx, node, registers, words):
     ctx.set(node.ext_write_enable, 0)
 
 
-async def _read(ctx, node, registers, names):
+async def read_registers(ctx, node, names):
+    """Read registers through the external port; return ``{name: word}``."""
+    registers = node.program.registers
     words = {}
     for name in names:
         ctx.set(node.ext_addr, registers[name].address)
@@ -94,8 +105,9 @@ async def _read(ctx, node, registers, names):
     return words
 
 
-async def _run(ctx, node, start, ack, done, measure, measure_segments):
-    """Request a run and wait for it to end.
+async def run_request(ctx, node, start, ack, done, measure=True, measure_segments=False):
+    """Request a run of an idle node (``start``/``ack``/``done`` of one request) and wait for
+    it to end.
 
     Returns
     -------
@@ -139,19 +151,22 @@ async def run_states(ctx, node, constants, states, results, *, measure_every=1,
     """
     registers = node.program.registers
     names = output_names(registers)
-    await _write(ctx, node, registers, constants)
+    if constants:
+        await write_registers(ctx, node, constants)
     for index, state in enumerate(states):
         measure = index % measure_every == 0
-        await _write(ctx, node, registers, {**state.inputs, **state.forward_in})
-        forward, forward_done, segments = await _run(
+        if state.constants:
+            await write_registers(ctx, node, state.constants)
+        await write_registers(ctx, node, {**state.inputs, **state.forward_in})
+        forward, forward_done, segments = await run_request(
             ctx, node, node.start_forward, node.forward_ack, node.forward_done,
             measure, measure_segments)
-        await _write(ctx, node, registers, state.backward_in)
-        backward, _, distal = await _run(
+        await write_registers(ctx, node, state.backward_in)
+        backward, _, distal = await run_request(
             ctx, node, node.start_backward, node.backward_ack, node.backward_done,
             measure, measure_segments)
         segments.update(distal)
-        words = await _read(ctx, node, registers, names)
+        words = await read_registers(ctx, node, names)
         results.append(NodeRun(
             words=words, overflow=bool(ctx.get(node.overflow)),
             forward_cycles=ctx.get(node.forward_cycles),
@@ -168,8 +183,9 @@ def simulate_node(node, constants, states, *, measure_every=1, measure_segments=
     ----------
     node : LinkDynNode
         The node (elaborated by the simulator).
-    constants : dict of str to int
-        The node's constant words (:func:`linkdyn.model.golden.encode_robot` of one link).
+    constants : dict of str to int or None
+        The node's constant words (:func:`linkdyn.model.golden.encode_robot` of one link);
+        states may also carry their own.
     states : list of NodeState
         The updates, run back to back.
     measure_every : int
@@ -199,3 +215,61 @@ def simulate_node(node, constants, states, *, measure_every=1, measure_segments=
         with sim.write_vcd(vcd_file):
             sim.run()
     return results
+
+
+def _simulate_chunk(args):
+    fmt, states, measure_every = args
+    from .node import LinkDynNode
+    return simulate_node(LinkDynNode(fmt), None, states, measure_every=measure_every)
+
+
+def simulate_node_parallel(fmt, states, *, processes=None, measure_every=1):
+    """Simulate states like :func:`simulate_node`, split over several processes.
+
+    Each process simulates its own :class:`~linkdyn.gateware.node.LinkDynNode` through a
+    contiguous share of ``states``; a share starts with the constants of the node its first
+    state belongs to (the last ``constants`` given before it).
+
+    Parameters
+    ----------
+    fmt : QFormat
+        The nodes' word format.
+    states : list of NodeState
+        The updates; the first must carry ``constants``.
+    processes : int, optional
+        Number of processes (default: the CPUs available, at most 4; 1 runs in this process).
+    measure_every : int
+        See :func:`simulate_node`.
+
+    Returns
+    -------
+    list of NodeRun
+        One per state, in order.
+
+    Raises
+    ------
+    ValueError
+        If the first state has no constants.
+    """
+    if states and not states[0].constants:
+        raise ValueError("the first state must carry the node's constants")
+    if processes is None:
+        processes = min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                        else os.cpu_count() or 1)
+    processes = max(1, min(processes, len(states)))
+    size = -(-len(states) // processes) if states else 0
+    chunks = []
+    constants = None
+    for start in range(0, len(states), size or 1):
+        chunk = list(states[start:start + size])
+        for state in states[:start + 1]:
+            if state.constants:
+                constants = state.constants
+        if not chunk[0].constants:
+            chunk[0] = replace(chunk[0], constants=constants)
+        chunks.append((fmt, chunk, measure_every))
+    if processes == 1:
+        return [run for chunk in chunks for run in _simulate_chunk(chunk)]
+    context = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    with ProcessPoolExecutor(max_workers=processes, mp_context=context) as pool:
+        return [run for runs in pool.map(_simulate_chunk, chunks) for run in runs]

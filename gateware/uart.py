@@ -1,9 +1,9 @@
 """UART (8N1) receiver and transmitter with stream interfaces.
 
 The structure follows amaranth-stdio's ``serial.py``: separate receiver and transmitter
-components, a fixed clock ``divisor`` (clock cycles per bit), the receive input passed through an
-:class:`~amaranth.lib.cdc.FFSynchronizer`, and error flags as a :class:`~amaranth.lib.data.StructLayout`.
-Bytes leave the receiver and enter the transmitter as :mod:`amaranth.lib.stream` payloads.
+components, a fixed clock ``divisor`` (clock cycles per bit), the receive input passed through
+an :class:`~amaranth.lib.cdc.FFSynchronizer`, and error flags as a
+:class:`~amaranth.lib.data.StructLayout`. Bytes leave the receiver and enter the transmitter as :mod:`amaranth.lib.stream` payloads.
 :func:`uart_divisor` computes a divisor from the clock and the baud rate and refuses a rate the
 clock cannot make closely enough.
 """

@@ -44,7 +44,7 @@ import enum
 import struct
 import sys
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .fixedpoint import Q15_16, QFormat, WORD_WIDTH
 
@@ -52,7 +52,10 @@ __all__ = [
     "PROTOCOL_VERSION", "REQUEST_SYNC", "REPLY_SYNC", "WORD_BYTES",
     "REQUEST_HEADER", "REPLY_HEADER", "REQUEST_HEADER_BYTES", "REPLY_HEADER_BYTES",
     "CRC_BYTES", "BLOCK_FIELDS", "CRC16", "crc16", "CONTROL_NODE", "MAX_NODES",
-    "INTER_BYTE_TIMEOUT", "DEFAULT_BAUDRATE", "Command", "ErrorCode", "ControlRegister",
+    "INTER_BYTE_TIMEOUT", "STEP_TIMEOUT", "DEFAULT_BAUDRATE", "Command", "ErrorCode",
+    "STATE_CHANGING", "ControlRegister", "MAGIC", "CONTROL_START", "CONTROL_CLEAR",
+    "STATUS_BUSY", "STATUS_DONE", "STATUS_OVERFLOW", "STATUS_FIRST", "STATUS_COUNT",
+    "INFO_FIRST", "INFO_COUNT", "STEP_CONTROL_FIRST", "STEP_CONTROL_COUNT",
     "ControlField", "CONTROL_REGISTERS", "CONTROL_FIELDS", "STATUS_FIELDS", "control_register",
     "ProtocolSpec", "Access", "Request", "Reply", "BuildInfo", "ChainStatus", "StepResult",
     "ProtocolError", "FrameSyncError", "TruncatedFrameError", "ChecksumError", "VersionError",
@@ -95,6 +98,8 @@ MAX_NODES = 32
 
 #: Inter-byte timeout inside a frame, seconds: a longer gap truncates the frame.
 INTER_BYTE_TIMEOUT = 0.005
+#: Default longest wait for an update started by STEP, seconds (then a TIMEOUT reply).
+STEP_TIMEOUT = 0.01
 #: Default line rate, baud (8N1), where the clock allows it.
 DEFAULT_BAUDRATE = 3_000_000
 
@@ -790,12 +795,20 @@ def decode_request(data):
 class ReplyDecoder:
     """Incremental decoder of a byte stream of replies, for the host.
 
-    Feed it the bytes read from the port; it returns the complete replies. Bytes that do not
-    form a valid frame are skipped by hunting for the next sync byte (each skip is counted in
-    :attr:`discarded` and the last reason kept in :attr:`last_error`).
+    Feed it the bytes read from the port; it returns the complete replies, in order. Bytes that
+    do not form a valid frame are skipped one at a time, hunting for the next sync byte (each
+    skipped byte is counted in :attr:`discarded`, the last reason kept in :attr:`last_error`),
+    so that a damaged frame costs only itself.
+
+    Parameters
+    ----------
+    max_payload : int
+        Longest payload a reply can have, bytes (``ProtocolSpec.max_payload_bytes`` of the
+        board, or 65535): a header announcing more is rejected at once instead of waited for.
     """
 
-    def __init__(self):
+    def __init__(self, max_payload=0xFFFF):
+        self.max_payload = max_payload
         self._buffer = bytearray()
         self.discarded = 0
         self.last_error = None
@@ -814,6 +827,11 @@ class ReplyDecoder:
                 self.discarded += start
                 del self._buffer[:start]
             try:
+                if len(self._buffer) >= REPLY_HEADER_BYTES:
+                    length = struct.unpack_from("<H", self._buffer, REPLY_HEADER_BYTES - 2)[0]
+                    if length > self.max_payload:
+                        raise PayloadError(f"reply announces {length} payload bytes, more "
+                                           f"than {self.max_payload}")
                 frame, rest = split_frame(self._buffer, reply=True)
             except TruncatedFrameError:
                 break
@@ -826,15 +844,20 @@ class ReplyDecoder:
             self._buffer = bytearray(rest)
         return replies
 
+    def flush(self):
+        """Give up on the frame in progress (the line went idle); return the replies found in
+        the bytes held after its sync byte."""
+        replies = []
+        while self._buffer:
+            self.discarded += 1
+            del self._buffer[:1]
+            replies += self.feed(b"")
+        return replies
+
     @property
     def pending(self):
         """int: bytes held while waiting for the rest of a frame."""
         return len(self._buffer)
-
-    def reset(self):
-        """Drop the bytes held (after a timeout)."""
-        self.discarded += len(self._buffer)
-        self._buffer.clear()
 
 
 # -- payloads ----------------------------------------------------------------------------------
@@ -1220,6 +1243,11 @@ class _Abort(Exception):
 
 # -- documentation -----------------------------------------------------------------------------
 
+def _row(*cells):
+    """Return a Markdown table row, with ``|`` inside cells escaped."""
+    return "| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |"
+
+
 def _frame_table(header, reply):
     lines = ["| offset | bytes | field | value |", "|---:|---:|---|---|"]
     offset = 0
@@ -1233,11 +1261,11 @@ def _frame_table(header, reply):
         "length": "payload length L in bytes",
     }
     for name, bits in header:
-        lines.append(f"| {offset} | {bits // 8} | {name} | {values[name]} |")
+        lines.append(_row(offset, bits // 8, name, values[name]))
         offset += bits // 8
-    lines.append(f"| {offset} | L | payload | 32-bit little-endian words |")
-    lines.append(f"| {offset}+L | {CRC_BYTES} | crc | {CRC16.name} of bytes 1 .. {offset - 1}+L "
-                 f"(little-endian) |")
+    lines.append(_row(offset, "L", "payload", "32-bit little-endian words"))
+    lines.append(_row(f"{offset}+L", CRC_BYTES, "crc",
+                      f"{CRC16.name} of bytes 1 .. {offset - 1}+L (little-endian)"))
     return "\n".join(lines)
 
 
@@ -1324,7 +1352,7 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
     }
     for cmd in Command:
         req, rep = rows[cmd]
-        w(f"| `{cmd.value:#04x}` | {cmd.name} | {req} | {rep} |")
+        w(_row(f"`{cmd.value:#04x}`", cmd.name, req, rep))
     w("")
     w("What the commands do, as bus transactions on the chain (`CONTROL_NODE` = "
       f"`{CONTROL_NODE:#04x}`):")
@@ -1337,7 +1365,8 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
       "block: see the map; CONTROL is the only writable word.")
     w(f"- LOAD_ROBOT: writes constants `0` .. `{c - 1}` of every node, then the base motion.")
     w(f"- STEP: writes inputs from `{spec.input_address}` (q, qd, qdd [, f_ext, mu_ext]) of "
-      "every node, writes CONTROL.start, polls STATUS until done (else TIMEOUT), reads `tau` "
+      "every node, writes CONTROL.start, polls STATUS until done (else TIMEOUT, after "
+      f"{STEP_TIMEOUT * 1e3:g} ms by default), reads `tau` "
       f"(address `{spec.tau_address}`) of every node and OVERFLOW .. UPDATE_COUNT. Without the "
       "wrench words the external wrench registers keep their values.")
     w("- CLEAR: writes CONTROL.clear (the chain clears its sticky overflow flags, the engine "
@@ -1355,7 +1384,7 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
     w("| code | name | meaning |")
     w("|---:|---|---|")
     for code in ErrorCode:
-        w(f"| `{code.value:#04x}` | {code.name} | {_ERROR_DOCS[code]} |")
+        w(_row(f"`{code.value:#04x}`", code.name, _ERROR_DOCS[code]))
     w("")
     w(f"## Control block (node `{CONTROL_NODE:#04x}`)")
     w("")
@@ -1366,8 +1395,7 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
     w("| address | name | access | owner | unit | meaning |")
     w("|---:|---|---|---|---|---|")
     for reg in CONTROL_REGISTERS:
-        w(f"| `{reg.address:#04x}` | {reg.name} | {reg.access} | {reg.owner} | {reg.unit} | "
-          f"{reg.doc} |")
+        w(_row(f"`{reg.address:#04x}`", reg.name, reg.access, reg.owner, reg.unit, reg.doc))
     for reg in (control_register("CONTROL"), control_register("STATUS")):
         w("")
         w(f"{reg.name} bits:")
@@ -1375,7 +1403,22 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
         w("| bit | name | meaning |")
         w("|---:|---|---|")
         for f in reg.fields:
-            w(f"| {f.offset} | {f.name} | {f.doc} |")
+            w(_row(f.offset, f.name, f.doc))
+    w("")
+    w("### What the chain implements at the control block")
+    w("")
+    w("- Every bus access is answered (`ready`) within a bounded time; STATUS reads also while "
+      "an update runs.")
+    w("- CONTROL (write): `start` starts one update unless one is running (then the write is "
+      "refused with `error`); from the completion of the accepted write on, STATUS reads "
+      "busy = 1, done = 0 until the update ends, then busy = 0, done = 1. `clear` zeroes "
+      "OVERFLOW_STICKY. Reads of CONTROL return 0.")
+    w("- STATUS, OVERFLOW, OVERFLOW_STICKY, LATENCY_CYCLES, INTERVAL_CYCLES, UPDATE_COUNT as in "
+      "the map (read-only: writes are refused).")
+    w("- Engine-owned addresses never reach the bus; the chain may refuse them.")
+    w("- Node registers: reads of every address below NODE_MAP_SIZE; writes of the host-writable "
+      "words of the node map below, refused (nothing changed) while an update runs; node 0's "
+      "forward mailbox holds the base motion and is not overwritten by the chain.")
     w("")
     w("## Node register map")
     w("")
@@ -1393,8 +1436,8 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
             access = "r, w0"
         else:
             access = "r"
-        w(f"| {reg.address} | {reg.name} | {reg.kind} | {reg.format.name} "
-          f"({reg.format.fraction_bits}) | {reg.unit} | {access} | {reg.doc} |")
+        w(_row(reg.address, reg.name, reg.kind,
+               f"{reg.format.name} ({reg.format.fraction_bits})", reg.unit, access, reg.doc))
     w("")
     w("## Example")
     w("")

@@ -21,32 +21,46 @@ d cos alpha)`` and ``T (f, mu) = (f, r x f + mu)``. ``f_i`` is the force and ``m
 about the origin of frame ``i-1`` that link ``i-1`` exerts on link ``i``, both in frame ``i``.
 Gravity enters as the base acceleration ``p_ddot_0 = -g``.
 
-``W_i`` (eq. 12) factors as ``W_i = T V_i`` with ``V_i`` the link's own wrench about the origin of
-frame ``i``, linear in ``pi_i = (m, m c, I_xx, I_xy, I_xz, I_yy, I_yz, I_zz)``::
+The link's own term factors as ``W_i = T V_i``, with ``V_i`` its wrench about the origin of frame
+``i``, linear in ``pi_i = (m, m c_x, m c_y, m c_z, I_xx, I_xy, I_xz, I_yy, I_yz, I_zz)``::
 
-    V_i = [ p_ddot   K      0 ]     K = S(omega_dot) + S(omega) S(omega)          eq. (13)
-          [ 0     -S(p_ddot) N ]     N = L(omega_dot) + S(omega) L(omega)          eq. (14)
+    V_i = [ p_ddot      K       0 ]     K = S(omega_dot) + S(omega) S(omega)         eq. (13)
+          [   0    -S(p_ddot)   N ]     N = L(omega_dot) + S(omega) L(omega)         eq. (14)
 
-(``omega_dot x r + omega x (omega x r)`` of the forward step is ``K r``). Both :func:`rnea` and
-:func:`regressor` run one shared forward recursion and the per-link terms ``(p_ddot, K, N)``:
+and ``omega_dot x r + omega x (omega x r)`` of the forward step is ``K r``.
 
-* :func:`rnea` applies them to the link's parameters, ``V_i pi_i``, adds the distal wrench and
-  applies ``T`` (the backward recursion above);
-* :func:`regressor` needs row ``i`` of ``Y`` for block ``j >= i``: the map from link ``j``'s wrench
-  to ``tau_i`` through the ``T`` and ``R`` steps of nodes ``j, ..., i``. That map is a row
-  ``(a, b)`` acting on ``(f_j, mu_j)``; it is carried *forwards*, the transpose of the backward
-  step: at node ``i`` it starts as ``(0, R_i^T z)`` (``tau_i = mu_i . R_i^T z``); through ``T``
-  it becomes ``(c, b) = (a + b x r, b)`` (acting on the wrench about the origin of frame ``j``) and
-  into frame ``j+1`` ``(R_{j+1}^T c, R_{j+1}^T b)``. Then
-  ``Y[i, block j] = (a, b) . W_j = c . V_j[f rows] + b . V_j[mu rows]``.
-  ``rnea == regressor @ parameters`` follows from this algebra, not from two separate
-  implementations of the dynamics.
+:func:`rnea` and :func:`regressor` run the same node code: one forward recursion
+(:func:`_forward_node`) that also yields every link's ``(p_ddot, K, N)`` (:func:`_link_terms`),
+then
 
-Internally the arrays are component-first and batch-last (a vector is three arrays of shape
-``(N,)``, the rows of ``Y`` three arrays of shape ``(rows, N)``), so that every numpy operation
-runs on contiguous vectors over the states; constants of the robot that are exactly zero (e.g.
-``sin alpha = 0``, ``a = 0``, a zero first moment) skip their products. Long batches are worked in
-chunks of states that fit the processor's cache.
+* :func:`rnea` applies ``V_i`` to the link's parameters (:func:`_link_wrench`), adds the distal
+  wrench and the external wrench, and applies ``T`` and ``R`` (the backward recursion above);
+* :func:`regressor` needs, for every ``j >= i``, how link ``j``'s wrench reaches ``tau_i`` through
+  the ``T`` and ``R`` steps of nodes ``j, ..., i``: a row ``(a, b)`` acting on ``(f_j, mu_j)``. It
+  is carried *forwards*, by the transpose of the backward step. At node ``i`` the row is
+  ``(0, R_i^T z)`` (``tau_i = mu_i . R_i^T z``); the transpose of ``T`` makes it ``(c, b) =
+  (a + b x r_j, b)``, acting on the wrench about the origin of frame ``j``; the transpose of
+  ``R_{j+1}`` carries it into frame ``j+1``: ``(R_{j+1}^T c, R_{j+1}^T b)``. Then
+  ``Y[i, block j] = (a, b) . W_j = c . V_j[f rows] + b . V_j[mu rows]``, for every row
+  ``i <= j`` at once.
+
+``rnea == regressor @ parameters`` therefore holds by construction (up to rounding).
+
+Implementation (speed without leaving this form):
+
+* the arrays are component-first and batch-last: a vector is three arrays of shape ``(N,)`` over
+  the states, the regressor rows are arrays of shape ``(rows, N)``, so every numpy operation
+  runs on contiguous vectors over the states;
+* robot constants that are exactly zero (``sin alpha = 0``, ``a = 0``, a zero first moment ...)
+  and the zero velocity of a fixed base skip their products (structural zeros, as in the
+  gateware); a twist that is a multiple of pi/2 up to the rounding of the double (``cos`` below
+  1e-15) has an exact sine and cosine of 0 and +-1 here;
+* the regressor's products ``(c, b) . V_j`` are two ``einsum`` contractions per link, into a
+  workspace; ``Y`` is then filled tile by tile of states, so each of its cache lines is written
+  while cached;
+* long batches are worked in chunks of states whose workspace (one array) stays below
+  ``_WORKSPACE_DOUBLES``: the allocator then recycles it between calls instead of mapping and
+  zeroing fresh pages.
 
 All public functions broadcast over any number of leading batch dimensions.
 """
@@ -64,13 +78,20 @@ __all__ = [
     "joint_rotation", "link_offset_vector", "rotate", "rotate_transpose", "skew",
 ]
 
-#: Upper bound on the number of doubles of one row array ``(rows, N)`` of a chunk: the working
-#: set of a chunk then stays in a level-2 cache and numpy's temporaries below glibc's mmap
-#: threshold (128 KiB).
-_CHUNK_ELEMENTS = 16_384
+#: Largest chunk of states worked at once.
+_CHUNK_STATES = 16_384
 
-#: Smallest chunk of states (very long chains): keeps numpy's per-call overhead small.
-_MIN_CHUNK = 512
+#: Workspace of one chunk, doubles (24 MiB): below glibc's largest dynamic mmap threshold
+#: (32 MiB), so that the allocator recycles the workspace from one call to the next instead of
+#: mapping (and zeroing) fresh pages each time; a chunk is cut to fit it.
+_WORKSPACE_DOUBLES = 3 * 2**20
+
+#: Smallest chunk of states: below it numpy's per-call overhead would dominate.
+_MIN_CHUNK = 256
+
+#: States per tile when ``Y`` is filled from the workspace: a tile of ``Y`` stays in the
+#: level-2 cache while its blocks are written.
+_TILE_STATES = 256
 
 
 # ----------------------------------------------------------------------------------------------
@@ -112,7 +133,8 @@ def rotate_transpose(rotation, v):
     ``v`` has shape (..., 3); the result is ``v`` expressed in frame ``i`` when ``v`` is in frame
     ``i-1``.
     """
-    v = np.asarray(v)
+    v = np.asarray(v, dtype=float)
+    rotation = tuple(np.asarray(x, dtype=float) for x in rotation)
     return np.stack(np.broadcast_arrays(*_rot_t(rotation, (v[..., 0], v[..., 1], v[..., 2]))),
                     axis=-1)
 
@@ -122,7 +144,8 @@ def rotate(rotation, v):
 
     ``v`` has shape (..., 3) in frame ``i``; the result is in frame ``i-1``.
     """
-    v = np.asarray(v)
+    v = np.asarray(v, dtype=float)
+    rotation = tuple(np.asarray(x, dtype=float) for x in rotation)
     return np.stack(np.broadcast_arrays(*_rot(rotation, (v[..., 0], v[..., 1], v[..., 2]))),
                     axis=-1)
 
@@ -154,30 +177,28 @@ def forward_recursion(robot, q, qd, qdd, base_motion=None):
 
     Notes
     -----
-    The same node code (:func:`_forward_node`) as :func:`rnea` and :func:`regressor`, on the
-    whole batch at once; only the output is arranged component-last.
+    The node code of :func:`rnea` and :func:`regressor` (:func:`_forward_node`), run on the
+    whole batch; only the result is arranged component-last. ``cos alpha``, ``sin alpha`` are
+    the ones used: exact for a multiple of pi/2 (module docstring).
     """
     q, qd, qdd = _joint_arrays(robot, q, qd, qdd)
     batch = q.shape[:-1]
     count = math.prod(batch)
-    rows = [_state_rows(x, robot.n) for x in (q, qd, qdd)]
+    q_rows, qd_rows, qdd_rows = (_state_rows(x, robot.n) for x in (q, qd, qdd))
     if base_motion is None:
-        base = (_vector_constant(np.zeros(3)), _vector_constant(np.zeros(3)),
-                _vector_constant(-robot.gravity_base))
+        vectors = _fixed_base(robot)
     else:
-        base = tuple(_vector_rows(np.broadcast_to(np.asarray(v, dtype=float), batch + (3,)),
-                                  count) for v in base_motion)
-    links = _link_constants(robot)
+        vectors = tuple(_vector_rows(np.broadcast_to(np.asarray(v, dtype=float), batch + (3,)),
+                                     count) for v in base_motion)
     nodes = []
-    omega, omega_dot, p_ddot = base
-    for i, link in enumerate(links):
-        rotation, omega, omega_dot, p_ddot, _ = _forward_node(
-            link, rows[0][i], rows[1][i], rows[2][i], omega, omega_dot, p_ddot)
-        ct, st, ca, sa = rotation
-        nodes.append(((ct.reshape(batch), st.reshape(batch), np.cos(link.alpha),
-                       np.sin(link.alpha)),
-                      _vector_out(omega, batch, count), _vector_out(omega_dot, batch, count),
-                      _vector_out(p_ddot, batch, count)))
+    terms = np.empty((27, count))
+    k, n = terms[:9].reshape(3, 3, count), terms[9:].reshape(3, 6, count)
+    for i, link in enumerate(_link_constants(robot)):
+        rotation, *vectors, _ = _forward_node(link, q_rows[i], qd_rows[i], qdd_rows[i],
+                                              *vectors, k, n)
+        ct, st = rotation[0].reshape(batch), rotation[1].reshape(batch)
+        nodes.append(((ct, st, np.float64(link.ca), np.float64(link.sa)),
+                      *(_vector_out(v, batch, count) for v in vectors)))
     return nodes
 
 
@@ -200,33 +221,26 @@ def link_regressor(omega, omega_dot, p_ddot, r):
 
     Notes
     -----
-    Assembled from the per-link terms ``(p_ddot, K, N)`` that :func:`rnea` and
-    :func:`regressor` use (:func:`_link_terms`): ``W_i = T V_i``, see the module docstring.
+    Assembled from the per-link terms ``(p_ddot, K, N)`` of :func:`_link_terms`, the ones
+    :func:`rnea` and :func:`regressor` use: ``W_i = T V_i`` (module docstring).
     """
     omega, omega_dot, p_ddot = (np.asarray(v, dtype=float) for v in (omega, omega_dot, p_ddot))
     batch = np.broadcast_shapes(omega.shape, omega_dot.shape, p_ddot.shape)[:-1]
-    omega, omega_dot, p_ddot = (np.broadcast_to(v, batch + (3,))
-                                for v in (omega, omega_dot, p_ddot))
-    split = [tuple(v[..., k] for k in range(3)) for v in (omega, omega_dot, p_ddot)]
-    k_matrix, n_matrix = _link_terms(split[0], split[1])
-    p = split[2]
-    r = tuple(float(x) for x in np.asarray(r, dtype=float))
+    omega, omega_dot, p = ([v[..., k] for k in range(3)] for v in
+                           (np.broadcast_to(x, batch + (3,)) for x in (omega, omega_dot, p_ddot)))
     v = np.zeros(batch + (6, 10))
+    # K and N are written straight into their blocks (moved to the last axis of the views).
+    _link_terms(omega, omega_dot, np.moveaxis(v[..., 0:3, 1:4], (-2, -1), (0, 1)),
+                np.moveaxis(v[..., 3:6, 4:10], (-2, -1), (0, 1)))
     for row in range(3):
         v[..., row, 0] = p[row]
-        for col in range(3):
-            v[..., row, 1 + col] = k_matrix[row][col]
-        for col in range(6):
-            v[..., 3 + row, 4 + col] = n_matrix[row][col]
     # -S(p_ddot) in the first-moment columns of the moment rows.
-    v[..., 3, 2], v[..., 3, 3] = p[2], -p[2 - 1]
+    v[..., 3, 2], v[..., 3, 3] = p[2], -p[1]
     v[..., 4, 1], v[..., 4, 3] = -p[2], p[0]
     v[..., 5, 1], v[..., 5, 2] = p[1], -p[0]
-    # T: the moment of the link's own force about the origin of frame i-1.
-    f = v[..., 0:3, :]
-    v[..., 3, :] += r[1] * f[..., 2, :] - r[2] * f[..., 1, :]
-    v[..., 4, :] += r[2] * f[..., 0, :] - r[0] * f[..., 2, :]
-    v[..., 5, :] += r[0] * f[..., 1, :] - r[1] * f[..., 0, :]
+    # T: add the moment of the link's own force about the origin of frame i-1.
+    r = np.asarray(r, dtype=float)
+    v[..., 3:6, :] += np.cross(r, v[..., 0:3, :], axisb=-2, axisc=-2)
     return v
 
 
@@ -245,122 +259,135 @@ def friction_regressor(qd, steepness):
 
 
 # ----------------------------------------------------------------------------------------------
-# Component-first kernels. A "vector" is a tuple of three components; a component is a numpy
-# array over the states (shape (N,), or (rows, N) for regressor rows) or a Python float for a
-# constant (the robot's constants, the fixed base). Arrays returned by these kernels may alias
-# their inputs and are never modified in place by a caller.
+# Component-first node code. A vector is a tuple of three components; a component is a numpy
+# array over the states (shape (N,), or (rows, N) for regressor rows) or the Python float 0.0
+# (a structural zero: the fixed base, a zero constant). Results may alias their inputs; no
+# function here modifies an input in place unless it says so.
 # ----------------------------------------------------------------------------------------------
 
-def _sum(*terms):
-    """Return ``sum(prod(term) for term in terms)`` of arrays and float constants.
+def _is_zero(x):
+    return type(x) is float and x == 0.0
 
-    A term is a tuple of factors; float factors are multiplied first, a term whose constant is
-    exactly zero is skipped (a structural zero), a constant of +-1 costs no multiplication.
-    Returns a float when no array is left.
-    """
-    acc = None
-    owned = False
-    constant = 0.0
-    for term in terms:
-        coefficient = 1.0
-        arrays = []
-        for factor in term:
-            if isinstance(factor, np.ndarray):
-                arrays.append(factor)
-            else:
-                coefficient *= factor
-        if coefficient == 0.0:
-            continue
-        if not arrays:
-            constant += coefficient
-            continue
-        if len(arrays) == 1:
-            value, fresh = arrays[0], False
-        else:
-            value, fresh = arrays[0] * arrays[1], True
-            for factor in arrays[2:]:
-                value *= factor
-        if coefficient not in (1.0, -1.0):
-            if fresh:
-                value *= coefficient
-            else:
-                value, fresh = value * coefficient, True
-            negative = False
-        else:
-            negative = coefficient == -1.0
-        if acc is None:
-            if negative:
-                acc, owned = (np.negative(value, out=value) if fresh else -value), True
-            else:
-                acc, owned = value, fresh
-        elif owned and acc.ndim >= value.ndim:
-            if negative:
-                acc -= value
-            else:
-                acc += value
-        else:
-            acc, owned = (acc - value) if negative else (acc + value), True
-    if acc is None:
-        return constant
-    if constant != 0.0:
-        acc = acc + constant
-    return acc
+
+def _mul(a, b):
+    """``a * b``; a float 0.0 (structural zero) or 1.0 costs no operation."""
+    if type(a) is float:
+        if a == 0.0:
+            return 0.0
+        if a == 1.0:
+            return b
+    if type(b) is float:
+        if b == 0.0:
+            return 0.0
+        if b == 1.0:
+            return a
+    return a * b
+
+
+def _add(a, b):
+    """``a + b``, skipping a structural zero."""
+    if _is_zero(a):
+        return b
+    if _is_zero(b):
+        return a
+    return a + b
+
+
+def _sub(a, b):
+    """``a - b``, skipping a structural zero."""
+    if _is_zero(b):
+        return a
+    if _is_zero(a):
+        return -b
+    return a - b
 
 
 def _rot_t(rotation, v):
-    """``R^T v`` (frame ``i-1`` to frame ``i``) of a component-first vector."""
+    """``R^T v``: ``v`` from frame ``i-1`` into frame ``i``; ``rotation = (ct, st, ca, sa)``."""
     ct, st, ca, sa = rotation
     x, y, z = v
-    u = _sum((ct, x), (st, y))
-    w = _sum((ct, y), (-1.0, st, x))
-    return u, _sum((ca, w), (sa, z)), _sum((ca, z), (-sa, w))
+    u = _add(_mul(ct, x), _mul(st, y))
+    w = _sub(_mul(ct, y), _mul(st, x))
+    return u, _add(_mul(ca, w), _mul(sa, z)), _sub(_mul(ca, z), _mul(sa, w))
 
 
 def _rot(rotation, v):
-    """``R v`` (frame ``i`` to frame ``i-1``) of a component-first vector."""
+    """``R v``: ``v`` from frame ``i`` into frame ``i-1``."""
     ct, st, ca, sa = rotation
     x, y, z = v
-    w = _sum((ca, y), (-sa, z))
-    return _sum((ct, x), (-1.0, st, w)), _sum((st, x), (ct, w)), _sum((sa, y), (ca, z))
+    w = _sub(_mul(ca, y), _mul(sa, z))
+    return (_sub(_mul(ct, x), _mul(st, w)), _add(_mul(st, x), _mul(ct, w)),
+            _add(_mul(sa, y), _mul(ca, z)))
 
 
 def _cross(u, v):
-    """``u x v`` of component-first vectors."""
-    return (_sum((u[1], v[2]), (-1.0, u[2], v[1])),
-            _sum((u[2], v[0]), (-1.0, u[0], v[2])),
-            _sum((u[0], v[1]), (-1.0, u[1], v[0])))
+    """``u x v``."""
+    return (_sub(_mul(u[1], v[2]), _mul(u[2], v[1])),
+            _sub(_mul(u[2], v[0]), _mul(u[0], v[2])),
+            _sub(_mul(u[0], v[1]), _mul(u[1], v[0])))
 
 
-def _matvec(m, v):
-    """``m v`` for a 3 x 3 matrix given as nested tuples of components."""
-    return tuple(_sum((m[k][0], v[0]), (m[k][1], v[1]), (m[k][2], v[2])) for k in range(3))
+def _link_terms(omega, omega_dot, k, n):
+    """Write ``K`` (eq. 13) and ``N`` (eq. 14) of one link into ``k`` and ``n``; return them.
 
+    ``K = S(omega_dot) + S(omega) S(omega)``, so ``K v = omega_dot x v + omega x (omega x v)``;
+    ``N = L(omega_dot) + S(omega) L(omega)``, so ``N (I_xx, I_xy, I_xz, I_yy, I_yz, I_zz) =
+    I omega_dot + omega x (I omega)``.
 
-def _link_terms(omega, omega_dot):
-    """Return ``K`` (eq. 13) and ``N`` (eq. 14) of one link from its ``omega``, ``omega_dot``.
-
-    ``K = S(omega_dot) + S(omega) S(omega)`` (3 x 3) and ``N = L(omega_dot) + S(omega) L(omega)``
-    (3 x 6, columns ``I_xx, I_xy, I_xz, I_yy, I_yz, I_zz``), so that ``K (m c)`` is
-    ``omega_dot x m c + omega x (omega x m c)`` and ``N (I_xx, ..., I_zz)`` is
-    ``I omega_dot + omega x (I omega)``. Nested tuples of components.
+    Parameters
+    ----------
+    omega, omega_dot : vector
+        Of the link, in frame ``i``.
+    k, n : numpy.ndarray, shapes (3, 3, N) and (3, 6, N)
+        Output arrays (may be strided views of a larger buffer).
     """
     wx, wy, wz = omega
     ax, ay, az = omega_dot
-    xx, yy, zz = _sum((wx, wx)), _sum((wy, wy)), _sum((wz, wz))
-    xy, xz, yz = _sum((wx, wy)), _sum((wx, wz)), _sum((wy, wz))
-    k = ((_sum((-1.0, yy), (-1.0, zz)), _sum((xy,), (-1.0, az)), _sum((xz,), (ay,))),
-         (_sum((xy,), (az,)), _sum((-1.0, xx), (-1.0, zz)), _sum((yz,), (-1.0, ax))),
-         (_sum((xz,), (-1.0, ay)), _sum((yz,), (ax,)), _sum((-1.0, xx), (-1.0, yy))))
-    n = ((ax, _sum((ay,), (-1.0, xz)), _sum((az,), (xy,)), _sum((-1.0, yz)),
-          _sum((yy,), (-1.0, zz)), yz),
-         (xz, _sum((ax,), (yz,)), _sum((zz,), (-1.0, xx)), ay, _sum((az,), (-1.0, xy)),
-          _sum((-1.0, xz))),
-         (_sum((-1.0, xy)), _sum((xx,), (-1.0, yy)), _sum((ax,), (-1.0, yz)), xy,
-          _sum((ay,), (xz,)), az))
+    xx, yy, zz = _mul(wx, wx), _mul(wy, wy), _mul(wz, wz)
+    # omega_x omega_y, omega_x omega_z, omega_y omega_z are entries of N: computed in place.
+    xy, xz, yz = (_product_into(out, a, b)
+                  for out, a, b in ((n[2, 3], wx, wy), (n[1, 0], wx, wz), (n[0, 5], wy, wz)))
+    for out, (u, v) in ((k[0, 0], (yy, zz)), (k[1, 1], (xx, zz)), (k[2, 2], (xx, yy))):
+        np.negative(_into(out, _add, u, v), out=out)
+    for out, op, u, v in ((k[0, 1], _sub, xy, az), (k[0, 2], _add, xz, ay),
+                          (k[1, 0], _add, xy, az), (k[1, 2], _sub, yz, ax),
+                          (k[2, 0], _sub, xz, ay), (k[2, 1], _add, yz, ax),
+                          (n[0, 1], _sub, ay, xz), (n[0, 2], _add, az, xy),
+                          (n[0, 4], _sub, yy, zz), (n[1, 1], _add, ax, yz),
+                          (n[1, 2], _sub, zz, xx), (n[1, 4], _sub, az, xy),
+                          (n[2, 1], _sub, xx, yy), (n[2, 2], _sub, ax, yz),
+                          (n[2, 4], _add, ay, xz),
+                          (n[0, 0], _add, ax, 0.0), (n[1, 3], _add, ay, 0.0),
+                          (n[2, 5], _add, az, 0.0),
+                          (n[0, 3], _sub, 0.0, yz), (n[1, 5], _sub, 0.0, xz),
+                          (n[2, 0], _sub, 0.0, xy)):
+        _into(out, op, u, v)
     return k, n
 
 
-def _forward_node(link, q, qd, qdd, omega, omega_dot, p_ddot):
+def _product_into(out, a, b):
+    """``out[...] = a * b``; return ``out``, or the float 0.0 for a structural zero."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.multiply(a, b, out=out)
+    value = _mul(a, b)
+    np.copyto(out, value)
+    return value if _is_zero(value) else out
+
+
+def _into(out, op, a, b):
+    """``out[...] = op(a, b)`` for ``op`` in (:func:`_add`, :func:`_sub`) without a temporary."""
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        (np.add if op is _add else np.subtract)(a, b, out=out)
+    else:
+        value = op(a, b)
+        if op is _sub and _is_zero(a) and isinstance(b, np.ndarray):
+            np.negative(b, out=out)
+        else:
+            np.copyto(out, value)
+    return out
+
+
+def _forward_node(link, q, qd, qdd, omega, omega_dot, p_ddot, k, n):
     """One node of the forward recursion (DESIGN.md Sect. 3), component-first.
 
     Parameters
@@ -368,103 +395,59 @@ def _forward_node(link, q, qd, qdd, omega, omega_dot, p_ddot):
     link : _LinkConstants
         The node's constants.
     q, qd, qdd : numpy.ndarray, shape (N,)
-        The joint's position, velocity and acceleration.
+        The joint's position (rad), velocity (rad/s) and acceleration (rad/s^2).
     omega, omega_dot, p_ddot : vector
-        From node ``i-1``, in frame ``i-1``.
+        The outputs of node ``i-1``, in frame ``i-1``.
+    k, n : numpy.ndarray, shapes (3, 3, N) and (3, 6, N)
+        Where to write the link's ``K`` and ``N`` (:func:`_link_terms`).
 
     Returns
     -------
     tuple
-        ``(rotation, omega_i, omega_dot_i, p_ddot_i, (K, N))`` in frame ``i``; ``rotation`` is
-        ``(ct, st, ca, sa)`` and ``(K, N)`` the link's terms of :func:`_link_terms`.
+        ``(rotation, omega_i, omega_dot_i, p_ddot_i, (K, N))``, in frame ``i``; ``rotation =
+        (cos theta, sin theta, cos alpha, sin alpha)``; ``(K, N)`` of :func:`_link_terms`.
     """
     theta = q + link.offset if link.offset != 0.0 else q
     rotation = (np.cos(theta), np.sin(theta), link.ca, link.sa)
     wx, wy, wz = omega
-    w = (wx, wy, _sum((wz,), (qd,)))
-    wd = (_sum((omega_dot[0],), (qd, wy)), _sum((omega_dot[1],), (-1.0, qd, wx)),
-          _sum((omega_dot[2],), (qdd,)))
-    omega = _rot_t(rotation, w)
-    omega_dot = _rot_t(rotation, wd)
-    terms = _link_terms(omega, omega_dot)
-    # omega_dot x r + omega x (omega x r) = K r.
-    kr = _matvec(terms[0], link.r)
-    p_rot = _rot_t(rotation, p_ddot)
-    p_ddot = tuple(_sum((p_rot[k],), (kr[k],)) for k in range(3))
+    omega = _rot_t(rotation, (wx, wy, _add(wz, qd)))
+    # omega_dot_{i-1} + qdd z + qd (omega_{i-1} x z), omega x z = (omega_y, -omega_x, 0)
+    omega_dot = _rot_t(rotation, (_add(omega_dot[0], _mul(qd, wy)),
+                                  _sub(omega_dot[1], _mul(qd, wx)), _add(omega_dot[2], qdd)))
+    terms = _link_terms(omega, omega_dot, k, n)
+    r = link.r
+    p_ddot = tuple(_add(p, _add(_add(_mul(k[row][0], r[0]), _mul(k[row][1], r[1])),
+                                _mul(k[row][2], r[2])))
+                   for row, p in enumerate(_rot_t(rotation, p_ddot)))
     return rotation, omega, omega_dot, p_ddot, terms
 
 
 def _link_wrench(link, p_ddot, terms):
     """``V_i pi_i``: the link's own wrench about the origin of frame ``i`` (eqs. 9-12).
 
-    ``f = m p_ddot + K (m c)``, ``mu = (m c) x p_ddot + N (I_xx, ..., I_zz)``.
+    ``f = m p_ddot + K (m c)`` and ``mu = (m c) x p_ddot + N (I_xx, ..., I_zz)``.
     """
     k, n = terms
     m, mc, inertia = link.mass, link.first_moment, link.inertia6
-    f = tuple(_sum((m, p_ddot[row]), (mc[0], k[row][0]), (mc[1], k[row][1]),
-                   (mc[2], k[row][2])) for row in range(3))
+    f, mu = [], []
     mc_x_p = _cross(mc, p_ddot)
-    mu = tuple(_sum((mc_x_p[row],), *((inertia[col], n[row][col]) for col in range(6)))
-               for row in range(3))
-    return f, mu
-
-
-def _rows_times_link(out, tmp, c, b, p, terms):
-    """Write ``c . V[f rows] + b . V[mu rows]`` (10 columns) into ``out``, shape (rows, 10, N).
-
-    ``c`` and ``b`` are rows acting on the wrench about the origin of frame ``j`` (arrays of
-    shape (rows, N)); ``p``, ``terms = (K, N)`` the link's ``V_j`` (eq. 12).
-    """
-    k, n = terms
-    # col 0 (m):            c . p
-    # cols 1-3 (m c):       c^T K - b^T S(p)
-    # cols 4-9 (I):         b^T N
-    columns = [((c[0], p[0]), (c[1], p[1]), (c[2], p[2]))]
-    columns.append(((c[0], k[0][0]), (c[1], k[1][0]), (c[2], k[2][0]), (-1.0, b[1], p[2]),
-                    (b[2], p[1])))
-    columns.append(((c[0], k[0][1]), (c[1], k[1][1]), (c[2], k[2][1]), (b[0], p[2]),
-                    (-1.0, b[2], p[0])))
-    columns.append(((c[0], k[0][2]), (c[1], k[1][2]), (c[2], k[2][2]), (-1.0, b[0], p[1]),
-                    (b[1], p[0])))
-    for col in range(6):
-        columns.append(((b[0], n[0][col]), (b[1], n[1][col]), (b[2], n[2][col])))
-    for col, products in enumerate(columns):
-        _products_into(out[:, col, :], tmp, products)
-
-
-def _products_into(out, tmp, products):
-    """``out[...] = sum of products``, each ``(row, state)`` or ``(-1.0, row, state)``.
-
-    ``row`` is an array with the shape of ``out``; ``state`` an array (N,) or a float (a zero
-    float skips the product). ``tmp`` is a scratch array with the shape of ``out``.
-    """
-    first = True
-    for product in products:
-        sign, x, y = product if len(product) == 3 else (1.0, *product)
-        if not isinstance(y, np.ndarray):
-            y = sign * y
-            if y == 0.0:
-                continue
-            sign = 1.0
-        if first:
-            np.multiply(x, y, out=out)
-            if sign == -1.0:
-                np.negative(out, out=out)
-            first = False
-        else:
-            np.multiply(x, y, out=tmp)
-            if sign == -1.0:
-                out -= tmp
-            else:
-                out += tmp
-    if first:
-        out.fill(0.0)
+    for row in range(3):
+        value = _mul(m, p_ddot[row])
+        for col in range(3):
+            value = _add(value, _mul(mc[col], k[row, col]))
+        f.append(value)
+        value = mc_x_p[row]
+        for col in range(6):
+            value = _add(value, _mul(inertia[col], n[row, col]))
+        mu.append(value)
+    return tuple(f), tuple(mu)
 
 
 def _rotate_rows_t(rotation, src, dst, tmp):
-    """``dst = R^T src`` for rows, component-first (three arrays (rows, N) each), via ``out=``.
+    """``dst = R^T src`` for the rows, in place in ``dst`` (arrays (rows, N) or stacked).
 
-    ``tmp`` is a scratch array of shape (rows, N); ``src`` is left unchanged.
+    ``src`` and ``dst`` are vectors of arrays of one shape; ``tmp`` is a scratch array of that
+    shape. ``src`` is left unchanged.
     """
     ct, st, ca, sa = rotation
     x, y, z = src
@@ -474,10 +457,11 @@ def _rotate_rows_t(rotation, src, dst, tmp):
     dx += np.multiply(y, st, out=tmp)
     np.multiply(y, ct, out=dy)
     dy -= np.multiply(x, st, out=tmp)
-    # (ca w + sa z, ca z - sa w); sin or cos alpha may be a structural zero.
+    # (ca w + sa z, ca z - sa w)
     if sa == 0.0:
         np.multiply(z, ca, out=dz)
-        dy *= ca
+        if ca != 1.0:
+            dy *= ca
     elif ca == 0.0:
         np.multiply(dy, -sa, out=dz)
         np.multiply(z, sa, out=dy)
@@ -493,23 +477,43 @@ def _rotate_rows_t(rotation, src, dst, tmp):
 # ----------------------------------------------------------------------------------------------
 
 class _LinkConstants:
-    """The constants of one node as Python floats: DH, ``r``, ``pi_i``."""
+    """The constants of one node as Python floats: DH, ``r``, ``pi_i``, friction."""
 
     __slots__ = ("offset", "alpha", "ca", "sa", "r", "mass", "first_moment", "inertia6")
 
     def __init__(self, link):
         self.offset = float(link.offset)
         self.alpha = float(link.alpha)
-        self.ca, self.sa = math.cos(link.alpha), math.sin(link.alpha)
-        self.r = tuple(float(x) for x in link_offset_vector(link))
+        self.ca, self.sa = _twist_cos_sin(link.alpha)
+        self.r = (float(link.a), float(link.d) * self.sa, float(link.d) * self.ca)
         pi = link.parameters()
         self.mass = float(pi[0])
         self.first_moment = tuple(float(x) for x in pi[1:4])
         self.inertia6 = tuple(float(x) for x in pi[4:10])
 
 
+def _twist_cos_sin(alpha):
+    """``(cos alpha, sin alpha)``, exact (0, +-1) when ``alpha`` is a multiple of pi/2.
+
+    The double nearest to pi/2 has a cosine of 6e-17, not 0: rounding noise of the angle, far
+    below the precision of the results. Taking it as exactly 0 makes it a structural zero that
+    costs no operation (the fixed-point node has it as 0 too).
+    """
+    cos, sin = math.cos(alpha), math.sin(alpha)
+    if abs(cos) < 1e-15:
+        return 0.0, math.copysign(1.0, sin)
+    if abs(sin) < 1e-15:
+        return math.copysign(1.0, cos), 0.0
+    return cos, sin
+
+
 def _link_constants(robot):
     return [_LinkConstants(link) for link in robot.links]
+
+
+def _fixed_base(robot):
+    """``(omega_0, omega_dot_0, p_ddot_0)`` of a fixed base: zeros and ``-g`` (floats)."""
+    return ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), tuple(float(-x) for x in robot.gravity_base))
 
 
 def _joint_arrays(robot, q, qd, qdd):
@@ -527,22 +531,18 @@ def _joint_arrays(robot, q, qd, qdd):
 
 
 def _state_rows(x, n):
-    """(..., n) -> contiguous (n, N): one row of all states per joint."""
+    """(..., n) -> contiguous (n, N): one row over all states per joint."""
     return np.ascontiguousarray(x.reshape(-1, n).T)
 
 
 def _vector_rows(v, count):
-    """(..., 3) -> component-first vector of contiguous (N,) arrays."""
+    """(..., 3) -> vector of contiguous (N,) arrays."""
     v = np.ascontiguousarray(v.reshape(count, 3).T)
     return v[0], v[1], v[2]
 
 
-def _vector_constant(v):
-    return tuple(float(x) for x in v)
-
-
 def _vector_out(v, batch, count):
-    """Component-first vector -> array (..., 3)."""
+    """Vector -> array (..., 3)."""
     out = np.empty((count, 3))
     for k in range(3):
         out[:, k] = v[k]
@@ -558,10 +558,21 @@ def _external_wrench(robot, f_ext, batch):
     return np.broadcast_to(f_ext, batch + (robot.n, 6))
 
 
-def _chunks(count, rows):
-    """Slices of the states worked at once, for ``rows`` regressor rows (1 for rnea)."""
-    size = max(_MIN_CHUNK, _CHUNK_ELEMENTS // max(rows, 1))
-    return [slice(start, min(start + size, count)) for start in range(0, count, size)]
+def _chunks(count, per_state=1):
+    """Balanced slices of at most ``_CHUNK_STATES`` states and ``_WORKSPACE_DOUBLES`` doubles
+    of workspace (``per_state`` doubles per state)."""
+    limit = max(_MIN_CHUNK, min(_CHUNK_STATES, _WORKSPACE_DOUBLES // per_state))
+    pieces = -(-count // limit)
+    size = -(-count // pieces) if pieces else 0
+    return [slice(start, min(start + size, count)) for start in range(0, count, size or 1)]
+
+
+def _friction_view(y, n):
+    """The view of ``Y`` (N, n, 13 n) at the friction columns of every joint, shape (N, n, 3)."""
+    step = y.strides[-1]
+    return np.lib.stride_tricks.as_strided(
+        y[:, 0, 10 * n:], shape=(y.shape[0], n, 3),
+        strides=(y.strides[0], y.strides[1] + 3 * step, step), writeable=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -600,10 +611,10 @@ def rnea(robot, q, qd, qdd, gravity=None, f_ext=None):
 
     Notes
     -----
-    Per node: :func:`_forward_node` (forward), then backwards ``V_i pi_i`` (:func:`_link_wrench`)
-    plus the distal wrench ``(f', mu')`` and ``f_ext``, all about the origin of frame ``i``;
-    ``T`` moves the moment to the origin of frame ``i-1`` (``mu += r x f``), ``tau_i = mu .
-    R^T z`` and ``(R f, R mu)`` goes to node ``i-1``.
+    Per node, backwards: the link's ``V_i pi_i`` (:func:`_link_wrench`) plus the distal wrench
+    ``(f', mu')`` and ``f_ext``, all about the origin of frame ``i``; ``T`` moves the moment to
+    the origin of frame ``i-1`` (``mu += r x f``); ``tau_i = mu . R^T z``; ``(R f, R mu)`` goes
+    to node ``i-1``.
     """
     q, qd, qdd = _joint_arrays(robot, q, qd, qdd)
     if gravity is not None:
@@ -612,55 +623,64 @@ def rnea(robot, q, qd, qdd, gravity=None, f_ext=None):
     batch = q.shape[:-1]
     count = math.prod(batch)
     f_ext = _external_wrench(robot, f_ext, batch)
-    q_rows, qd_rows, qdd_rows = (_state_rows(x, n) for x in (q, qd, qdd))
     if f_ext is not None:
         ext_rows = np.ascontiguousarray(np.moveaxis(f_ext.reshape(count, n, 6), 0, -1))
     links = _link_constants(robot)
-    base = (_vector_constant(np.zeros(3)), _vector_constant(np.zeros(3)),
-            _vector_constant(-robot.gravity_base))
-    tau = np.empty((count, n))
-    for part in _chunks(count, 1):
-        nodes = []
-        omega, omega_dot, p_ddot = base
+    states = [x.reshape(count, n) for x in (q, qd, qdd)]
+    tau = np.empty((n, count))
+    # One workspace per chunk of states, per joint: q, qd, qdd, then what node i keeps for its
+    # backward step: cos theta, sin theta, its own wrench V_i pi_i = (f, mu).
+    parts = _chunks(count, 11 * n + 27)
+    width = max((part.stop - part.start for part in parts), default=0)
+    workspace = np.empty((11 * n + 27) * width)
+    store = workspace[:11 * n * width].reshape(n, 11, width)
+    terms = workspace[11 * n * width:].reshape(27, width)
+    for part in parts:
+        size = part.stop - part.start
+        work = store[:, :, :size]
+        k_out = terms[:9, :size].reshape(3, 3, size)
+        n_out = terms[9:, :size].reshape(3, 6, size)
+        for k in range(3):
+            work[:, k] = states[k][part].T
+        vectors = _fixed_base(robot)
         for i, link in enumerate(links):
-            node = _forward_node(link, q_rows[i, part], qd_rows[i, part], qdd_rows[i, part],
-                                 omega, omega_dot, p_ddot)
-            nodes.append(node)
-            omega, omega_dot, p_ddot = node[1:4]
+            rotation, *vectors, terms_i = _forward_node(link, *work[i, 0:3], *vectors, k_out,
+                                                        n_out)
+            f, mu = _link_wrench(link, vectors[2], terms_i)
+            work[i, 3], work[i, 4] = rotation[0], rotation[1]
+            for k in range(3):
+                work[i, 5 + k], work[i, 8 + k] = f[k], mu[k]
         f_next = mu_next = (0.0, 0.0, 0.0)
         for i in reversed(range(n)):
             link = links[i]
-            rotation, _, _, p_ddot, terms = nodes[i]
-            f_own, mu_own = _link_wrench(link, p_ddot, terms)
-            # About the origin of frame i: own wrench + distal wrench (+ external wrench).
+            rotation = (work[i, 3], work[i, 4], link.ca, link.sa)
+            # About the origin of frame i: own + distal (+ external) wrench.
+            f = tuple(_add(work[i, 5 + k], f_next[k]) for k in range(3))
+            mu = tuple(_add(work[i, 8 + k], mu_next[k]) for k in range(3))
             if f_ext is not None:
                 ext = ext_rows[i, :, part]
-                f = tuple(_sum((f_own[k],), (f_next[k],), (ext[k],)) for k in range(3))
-                mu = tuple(_sum((mu_own[k],), (mu_next[k],), (ext[3 + k],)) for k in range(3))
-            else:
-                f = tuple(_sum((f_own[k],), (f_next[k],)) for k in range(3))
-                mu = tuple(_sum((mu_own[k],), (mu_next[k],)) for k in range(3))
-            # T: moment about the origin of frame i-1.
-            r_x_f = _cross(link.r, f)
-            mu = tuple(_sum((mu[k],), (r_x_f[k],)) for k in range(3))
-            ct, st, ca, sa = rotation
-            tau_i = _sum((sa, mu[1]), (ca, mu[2]))
-            tau[part, i] = tau_i
+                f = tuple(_add(f[k], ext[k]) for k in range(3))
+                mu = tuple(_add(mu[k], ext[3 + k]) for k in range(3))
+            # T: the moment about the origin of frame i-1.
+            mu = tuple(_add(mu[k], m) for k, m in enumerate(_cross(link.r, f)))
+            tau[i, part] = _add(_mul(link.sa, mu[1]), _mul(link.ca, mu[2]))
             f_next, mu_next = _rot(rotation, f), _rot(rotation, mu)
+    tau = tau.T
     if robot.has_friction:
         fr = np.stack([link.friction.parameters for link in robot.links])
-        tau += np.einsum("...ij,ij->...i", friction_regressor(qd.reshape(count, n),
-                                                              robot.steepness), fr)
-    return tau.reshape(batch + (n,))
+        tau = tau + np.einsum("...ij,ij->...i",
+                              friction_regressor(qd.reshape(count, n), robot.steepness), fr)
+    return np.ascontiguousarray(tau).reshape(batch + (n,))
 
 
 def regressor(robot, q, qd, qdd, gravity=None):
     """Compute the regressor ``Y`` with ``rnea(robot, q, qd, qdd) == Y @ robot.parameters()``.
 
     Built from the same per-link code as :func:`rnea` (paper eqs. 8, 12-18, 20): the same
-    forward recursion and per-link terms ``V_j`` (eq. 12); the rows of ``T`` and ``R`` that take
-    link ``j``'s wrench to ``tau_i`` are carried forwards from node ``i`` to node ``j`` (the
-    transpose of the backward recursion) and multiplied by ``V_j``, see the module docstring.
+    forward recursion and per-link terms ``V_j`` (eq. 12). The rows that take link ``j``'s
+    wrench to ``tau_i`` through ``T`` and ``R`` are carried forwards from node ``i`` to node
+    ``j`` (the transpose of the backward recursion) and multiplied by ``V_j``; see the module
+    docstring.
 
     Parameters
     ----------
@@ -675,7 +695,22 @@ def regressor(robot, q, qd, qdd, gravity=None):
     -------
     numpy.ndarray, shape (..., n, 13 n)
         Columns ordered as :meth:`Robot.parameters`: 10 inertial parameters per link, then
-        ``(F_c, F_v, F_o)`` per joint. ``Y[..., i, block j]`` is zero for ``j < i``.
+        ``(F_c, F_v, F_o)`` per joint (eq. 20, :func:`friction_regressor`). ``Y[..., i, block
+        j]`` is zero for ``j < i``. A new C-contiguous array.
+
+    Raises
+    ------
+    TypeError
+        If ``robot`` is not a :class:`Robot`.
+    ValueError
+        If an array has the wrong trailing dimension.
+
+    Notes
+    -----
+    Per node ``j``: :func:`_forward_node` (which writes ``K`` and ``N`` into ``V_j``); the rows
+    ``(c, b)`` of joints ``0..j`` are rotated into frame ``j`` (:func:`_rotate_rows_t`) and
+    shifted by ``T`` transposed (``c += b x r``); ``(c, b) . V_j`` is two ``einsum``
+    contractions (force columns ``m, m c`` with ``(c, b)``, inertia columns with ``b``).
     """
     q, qd, qdd = _joint_arrays(robot, q, qd, qdd)
     if gravity is not None:
@@ -683,53 +718,111 @@ def regressor(robot, q, qd, qdd, gravity=None):
     n = robot.n
     batch = q.shape[:-1]
     count = math.prod(batch)
-    q_rows, qd_rows, qdd_rows = (_state_rows(x, n) for x in (q, qd, qdd))
     links = _link_constants(robot)
-    base = (_vector_constant(np.zeros(3)), _vector_constant(np.zeros(3)),
-            _vector_constant(-robot.gravity_base))
+    states = [x.reshape(count, n) for x in (q, qd, qdd)]
     y = np.zeros((count, n, 13 * n))
-    parts = _chunks(count, n)
+    # One workspace (components first, states last):
+    # * rows[buffer, c or b, component, row, state]: the rows (c, b) of tau_0..tau_j, in two
+    #   buffers (buffer j % 2 holds them in frame j-1, the other one in frame j);
+    # * v_force[k, col], v_moment[k, col]: V_j as the contraction needs it. Row k of the rows
+    #   (c then b) meets v_force[k] in columns (m, m c); row k of b meets v_moment[k] in the
+    #   inertia columns;
+    # * blocks: Y[:, i, block j] of every j and i <= j, as [col, i, state] per j;
+    # * the chunk's joint states, one row per joint; scratch.
+    sizes = {"rows": 12 * n, "v_force": 24, "v_moment": 18, "blocks": 5 * n * (n + 1),
+             "joints": 3 * n, "scratch": 2 * n}
+    parts = _chunks(count, sum(sizes.values()))
     width = max((part.stop - part.start for part in parts), default=0)
-    # Rows (c, b) of tau_0..tau_j, in two buffers (frame j-1 and frame j), components first.
-    buffers = [(np.empty((3, n, width)), np.empty((3, n, width))) for _ in range(2)]
-    block = np.empty((n, 10, width))
-    scratch = np.empty((n, width))
+    workspace = np.empty(sum(sizes.values()) * width)
+    views, start = {}, 0
+    for name, rows_count in sizes.items():
+        views[name] = workspace[start * width:(start + rows_count) * width]
+        start += rows_count
+    rows_buffers = views["rows"].reshape(2, 2, 3, n, width)
+    v_force = views["v_force"].reshape(6, 4, width)
+    v_moment = views["v_moment"].reshape(3, 6, width)
+    blocks, offset = [], 0
+    for j in range(n):
+        blocks.append(views["blocks"][offset:offset + 10 * (j + 1) * width].reshape(
+            10, j + 1, width))
+        offset += 10 * (j + 1) * width
+    joint_rows = views["joints"].reshape(3, n, width)
+    scratch = views["scratch"].reshape(2, n, width)
+    # Structural zeros of V_j: the moment rows in the mass column, the diagonal of -S(p).
+    v_force[3:6, 0] = 0.0
+    for k in range(3):
+        v_force[3 + k, 1 + k] = 0.0
+    steepness = robot.steepness
     for part in parts:
         size = part.stop - part.start
-        omega, omega_dot, p_ddot = base
+        for k in range(3):
+            joint_rows[k, :, :size] = states[k][part].T
+        q_rows, qd_rows, qdd_rows = joint_rows[:, :, :size]
+        vf, vm = v_force[:, :, :size], v_moment[:, :, :size]
+        vectors = _fixed_base(robot)
         for j, link in enumerate(links):
-            rotation, omega, omega_dot, p_ddot, terms = _forward_node(
-                link, q_rows[j, part], qd_rows[j, part], qdd_rows[j, part],
-                omega, omega_dot, p_ddot)
+            rotation, *vectors, _ = _forward_node(
+                link, q_rows[j], qd_rows[j], qdd_rows[j], *vectors, vf[0:3, 1:4], vm)
+            # V_j: p_ddot in the mass column, -S(p_ddot) in the first-moment columns.
+            px, py, pz = vectors[2]
+            for (row, col), value in (((0, 0), px), ((1, 0), py), ((2, 0), pz),
+                                      ((3, 2), pz), ((4, 3), px), ((5, 1), py)):
+                np.copyto(vf[row, col], value)
+            for (row, col), value in (((3, 3), py), ((4, 1), pz), ((5, 2), px)):
+                np.negative(value, out=vf[row, col]) if isinstance(value, np.ndarray) else \
+                    np.copyto(vf[row, col], -value)
             rows = j + 1
-            (c_prev, b_prev), (c, b) = buffers[j % 2], buffers[rows % 2]
-            c_prev, b_prev, c, b = (tuple(x[:rows, :size] for x in v)
-                                    for v in (c_prev, b_prev, c, b))
-            tmp = scratch[:rows, :size]
-            # The new row: tau_j = mu'_j . z, with (f'_j, mu'_j) in frame j-1.
-            for x in c_prev:
-                x[j] = 0.0
-            b_prev[0][j], b_prev[1][j], b_prev[2][j] = 0.0, 0.0, 1.0
-            # Into frame j: (R^T c, R^T b); then through T (transposed): c = a + b x r.
-            _rotate_rows_t(rotation, c_prev, c, tmp)
-            _rotate_rows_t(rotation, b_prev, b, tmp)
+            prev = rows_buffers[j % 2, :, :, :rows, :size]
+            new = rows_buffers[rows % 2, :, :, :rows, :size]
+            # The new row, tau_j = mu'_j . z with (f'_j, mu'_j) in frame j-1: (0, z).
+            prev[:, :, j] = 0.0
+            prev[1, 2, j] = 1.0
+            # Into frame j, c and b at once: (R^T c, R^T b); then T transposed: c = a + b x r.
+            _rotate_rows_t(rotation, tuple(prev[:, k] for k in range(3)),
+                           tuple(new[:, k] for k in range(3)), scratch[:, :rows, :size])
+            c, b = new[0], new[1]
+            tmp = scratch[0, :rows, :size]
             r = link.r
             for k in range(3):
-                # (b x r)_k = b_{k+1} r_{k+2} - b_{k+2} r_{k+1}
                 k1, k2 = (k + 1) % 3, (k + 2) % 3
                 ck = c[k]
                 if r[k2] != 0.0:
                     ck += np.multiply(b[k1], r[k2], out=tmp)
                 if r[k1] != 0.0:
                     ck -= np.multiply(b[k2], r[k1], out=tmp)
-            out = block[:rows, :, :size]
-            _rows_times_link(out, tmp, c, b, p_ddot, terms)
-            y[part, :rows, 10 * j:10 * j + 10] = out.transpose(2, 0, 1)
-    qd_flat = qd.reshape(count, n)
-    fr = friction_regressor(qd_flat, robot.steepness)
-    for i in range(n):
-        y[:, i, 10 * n + 3 * i:10 * n + 3 * i + 3] = fr[:, i, :]
+            # Y[:, i, block j] = c . V_j[f rows] + b . V_j[mu rows] for every i <= j.
+            both = new.reshape(6, rows, size)
+            block = blocks[j][:, :, :size]
+            np.einsum("kic,klc->lic", both, vf, out=block[0:4])
+            np.einsum("kic,klc->lic", both[3:6], vm, out=block[4:10])
+        _assemble(y[part], blocks, friction_regressor(states[1][part], steepness), size)
     return y.reshape(batch + (n, 13 * n))
+
+
+def _assemble(y, blocks, friction, size):
+    """Write the blocks and the friction columns of ``size`` states into ``Y``.
+
+    Parameters
+    ----------
+    y : numpy.ndarray, shape (size, n, 13 n)
+        The chunk's part of ``Y`` (zeros below the block diagonal already).
+    blocks : list of numpy.ndarray
+        ``blocks[j][col, i, state]``: ``Y[state, i, 10 j + col]`` for ``i <= j``.
+    friction : numpy.ndarray, shape (size, n, 3)
+        :func:`friction_regressor` of the chunk.
+
+    Notes
+    -----
+    Tile by tile of states, so that every cache line of ``Y`` is filled while it is cached.
+    """
+    n = len(blocks)
+    friction_view = _friction_view(y, n)
+    for start in range(0, size, _TILE_STATES):
+        stop = min(start + _TILE_STATES, size)
+        tile = y[start:stop]
+        for j, block in enumerate(blocks):
+            tile[:, :j + 1, 10 * j:10 * j + 10] = block[:, :, start:stop].transpose(2, 1, 0)
+        friction_view[start:stop] = friction[start:stop]
 
 
 def _with_gravity(robot, gravity):

@@ -81,22 +81,38 @@ class EngineBench(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.engine = engine = self.engine
-        m.submodules.chain = chain = self.chain
-        wiring.connect(m, engine.bus, chain.bus)
+        m.submodules.engine = self.engine
+        m.submodules.chain = self.chain
+        wiring.connect(m, self.engine.bus, self.chain.bus)
+        m.submodules.player = _Player(self)
+        return m
 
-        m.submodules.script = script = Memory(shape=20, depth=len(self._entries),
-                                              init=self._entries)
+
+class _Player(Elaboratable):
+    """Plays the script ROM into the engine and captures its replies (a separate fragment,
+    so that the simulator re-evaluates it only when its own inputs change)."""
+
+    def __init__(self, bench):
+        self.bench = bench
+
+    def elaborate(self, platform):
+        m = Module()
+        bench = self.bench
+        engine, chain = bench.engine, bench.chain
+        entries = bench._entries
+
+        m.submodules.script = script = Memory(shape=20, depth=len(entries),
+                                              init=entries)
         entry = script.read_port(domain="comb")
-        ip = Signal(range(len(self._entries)))
+        ip = Signal(range(len(entries)))
         m.d.comb += entry.addr.eq(ip)
         kind, argument = entry.data[16:], entry.data[:16]
         quiet = Signal(32)
         waited = Signal(32)
-        m.d.sync += self.cycles.eq(self.cycles + 1)
+        m.d.sync += bench.cycles.eq(bench.cycles + 1)
 
-        with m.If(self.hung):
-            m.d.comb += self.paused.eq(1)
+        with m.If(bench.hung):
+            m.d.comb += bench.paused.eq(1)
         with m.Else():
             with m.Switch(kind):
                 with m.Case(_BYTE):
@@ -109,7 +125,7 @@ class EngineBench(Elaboratable):
                     m.d.sync += waited.eq(waited + 1)
                     with m.If(~engine.rx.ready):
                         m.d.sync += quiet.eq(0)
-                    with m.Elif(quiet == self.timeout_cycles + 2):
+                    with m.Elif(quiet == bench.timeout_cycles + 2):
                         m.d.sync += [quiet.eq(0), waited.eq(0), ip.eq(ip + 1)]
                     with m.Else():
                         m.d.sync += quiet.eq(quiet + 1)
@@ -124,24 +140,24 @@ class EngineBench(Elaboratable):
                             m.d.sync += getattr(chain, name).eq(argument[0])
                     m.d.sync += ip.eq(ip + 1)
                 with m.Case(_PAUSE):
-                    m.d.comb += self.paused.eq(1)
-                    with m.If(self.resume):
+                    m.d.comb += bench.paused.eq(1)
+                    with m.If(bench.resume):
                         m.d.sync += ip.eq(ip + 1)
                 with m.Case(_END):
-                    m.d.comb += [self.paused.eq(1), self.finished.eq(1)]
-            with m.If(waited > self._watchdog):
-                m.d.sync += self.hung.eq(1)
+                    m.d.comb += [bench.paused.eq(1), bench.finished.eq(1)]
+            with m.If(waited > bench._watchdog):
+                m.d.sync += bench.hung.eq(1)
 
-        m.submodules.capture = capture = Memory(data=self.capture)
+        m.submodules.capture = capture = Memory(data=bench.capture)
         write = capture.write_port()
         lfsr = Signal(16, init=0xBEEF)
         m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
-        ready = {"always": C(1, 1), "3/4": lfsr[:2] != 0, "1/4": lfsr[:2] == 0}[self._tx_ready]
+        ready = {"always": C(1, 1), "3/4": lfsr[:2] != 0, "1/4": lfsr[:2] == 0}[bench._tx_ready]
         m.d.comb += engine.tx.ready.eq(ready)
         with m.If(engine.tx.valid & ready):
-            m.d.comb += [write.addr.eq(self.captured), write.data.eq(engine.tx.payload),
+            m.d.comb += [write.addr.eq(bench.captured), write.data.eq(engine.tx.payload),
                          write.en.eq(1)]
-            m.d.sync += self.captured.eq(self.captured + 1)
+            m.d.sync += bench.captured.eq(bench.captured + 1)
         return m
 
 

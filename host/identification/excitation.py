@@ -670,15 +670,15 @@ def optimise_excitation(robot, *, harmonics=5, period=10.0, limits=None, criteri
         raise ValueError(f"limits are for {limits.n} joints, the robot has {robot.n}")
     clock = time.perf_counter()
     omega_f = 2 * math.pi / period
-    base = base_parameters(robot) if base is None else base
-    if samples * robot.n < base.count:
-        raise ValueError(f"{samples} samples of {robot.n} joints cannot determine "
-                         f"{base.count} base parameters; use more samples")
     rng = np.random.default_rng(seed)
     if start is None:
         start = random_start(robot, limits, harmonics, omega_f, rng, center=center,
                              periods=periods, constraint_dt=constraint_dt,
                              box_margin=box_margin)
+    base = base_parameters(robot) if base is None else base
+    if samples * robot.n < base.count:
+        raise ValueError(f"{samples} samples of {robot.n} joints cannot determine "
+                         f"{base.count} base parameters; use more samples")
     objective = _Objective(robot, base.independent, harmonics, omega_f, samples, criterion)
     times = _constraint_times(start, constraint_dt)
     joints = _JointConstraints(start, limits, times, margin)

@@ -137,8 +137,9 @@ def is_gaz2019_folder(folder):
 
 
 def _read_numbers(path):
+    """Return every whitespace-separated number of a text file, shape (count,)."""
     try:
-        return np.loadtxt(path, dtype=float, ndmin=1)
+        return np.array(Path(path).read_text(encoding="utf-8").split(), dtype=float)
     except ValueError as error:
         raise DataError(f"data file {os.fspath(path)!r}: {error}") from None
 

@@ -106,10 +106,11 @@ class IdentificationOptions:
 
 @dataclass(frozen=True)
 class IdentificationResult:
-    """Everything :func:`identify` found. ``errors`` are on the validation part,
-    ``training_errors`` on the training part, keyed by model label (``"identified"``: the
-    physically consistent robot; ``"nominal"``: the robot as given; ``"wls"``, ``"ols"``: the
-    least-squares base parameters)."""
+    """Everything :func:`identify` found. ``errors`` are on the validation part (against the
+    measured torques after the same low-pass as the fit's), ``errors_unfiltered`` against the
+    torques as measured, ``training_errors`` on the training part, keyed by model label
+    (``"identified"``: the physically consistent robot; ``"nominal"``: the robot as given;
+    ``"wls"``, ``"ols"``: the least-squares base parameters)."""
 
     nominal: Robot
     identified: Robot
@@ -123,6 +124,7 @@ class IdentificationResult:
     validation: Measurements
     predictions: dict
     errors: dict
+    errors_unfiltered: dict
     training_errors: dict
     physically_consistent: bool
     pseudo_inertia_min_eigenvalues: np.ndarray
@@ -142,7 +144,8 @@ def with_steepness(robot, steepness):
 def prepare(measurements, options):
     """Prepare one part of a run: resample (if the times jitter), low-pass, accelerations,
     decimate (:class:`IdentificationOptions`). Returns :class:`~.data.Measurements` with
-    ``qdd``."""
+    ``qdd``. Each part is filtered on its own, so nothing of the validation part leaks into
+    the training part."""
     if not measurements.is_uniform:
         measurements = resample_uniform(measurements)
     if options.cutoff is not None:
@@ -202,6 +205,9 @@ def identify(robot, measurements, options=None, *, progress=None):
         return time.perf_counter()
 
     start = time.perf_counter()
+    if not measurements.is_uniform:
+        # Before the split, so that both parts share one rate (interpolation is local).
+        measurements = resample_uniform(measurements)
     train_raw, validation_raw = measurements.split(options.train_fraction)
     train = prepare(train_raw, options)
     validation = prepare(validation_raw, options)
@@ -274,6 +280,10 @@ def identify(robot, measurements, options=None, *, progress=None):
 
     predictions = predict(validation)
     errors = {label: torque_errors(validation.tau, value) for label, value in predictions.items()}
+    # The same predictions against the torques as measured (not low-passed).
+    raw_tau = decimate(validation_raw, options.decimate).tau
+    errors_unfiltered = {label: torque_errors(raw_tau, predictions[label])
+                         for label in ("identified", "nominal")}
     training = predict(train)
     training_errors = {label: torque_errors(train.tau, value)
                        for label, value in training.items()}
@@ -285,7 +295,8 @@ def identify(robot, measurements, options=None, *, progress=None):
     return IdentificationResult(
         nominal=robot, identified=identified, base=base, steepness=float(steepness),
         steepness_search=search, ols=ols, wls=wls, sdp=sdp, train=train, validation=validation,
-        predictions=predictions, errors=errors, training_errors=training_errors,
+        predictions=predictions, errors=errors, errors_unfiltered=errors_unfiltered,
+        training_errors=training_errors,
         physically_consistent=bool(consistent), pseudo_inertia_min_eigenvalues=eigenvalues,
         timings=timings, seconds=seconds, source=measurements.name, notes=tuple(notes))
 
@@ -308,6 +319,8 @@ def summary(result, *, extra=None):
         "nominal_rms_nm": _floats(result.errors["nominal"].rms),
         "validation_relative_error": _floats(result.errors["identified"].relative),
         "nominal_relative_error": _floats(result.errors["nominal"].relative),
+        "validation_rms_unfiltered_nm": _floats(result.errors_unfiltered["identified"].rms),
+        "nominal_rms_unfiltered_nm": _floats(result.errors_unfiltered["nominal"].rms),
         "wls_validation_rms_nm": _floats(result.errors["wls"].rms),
         "ols_validation_rms_nm": _floats(result.errors["ols"].rms),
         "training_rms_nm": _floats(result.training_errors["identified"].rms),

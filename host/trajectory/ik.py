@@ -31,9 +31,11 @@ vector), all Cartesian quantities are in world axes.
 
 Joint limits (``respect_limits=True``): the acceleration vector is scaled down uniformly to
 ``qdd_max``; each joint's next velocity is clipped to ``+-qd_max`` and to the speed from which
-it can still stop before its position limit with the braking acceleration (``qdd_max``, else
-``braking``); ``qdd`` is then recomputed from the clipped velocity. A position that would still
-cross a limit is clamped there (velocity zeroed) and counted in ``TrackingResult.clamped``.
+it can still stop before its position limit with 90 % of the braking acceleration (``qdd_max``,
+else ``braking``), then to the velocities ``qdd_max`` can reach in one step; ``qdd`` is
+recomputed from the clipped velocity, so the acceleration limit always holds. A position that
+would still cross a limit is clamped there (velocity zeroed) and counted in
+``TrackingResult.clamped``.
 """
 
 from __future__ import annotations
@@ -341,9 +343,9 @@ def solve_pose(robot, pose, q_guess, *, tolerance=1e-12, max_iterations=500):
 def well_conditioned_configuration(robot, *, samples=4000, seed=0):
     """Return a configuration far from singularities, for a default start of a path.
 
-    Random configurations inside the joint limits (each limited to ``[-pi, pi]``) with the
-    tool no lower than the base origin are drawn with a fixed seed; the one with the largest
-    smallest singular value of the tool Jacobian is returned.
+    Random configurations in the central 70 % of every joint range (each range limited to
+    ``[-pi, pi]``) with the tool no lower than the base origin are drawn with a fixed seed; the
+    one with the largest smallest singular value of the tool Jacobian is returned.
 
     Parameters
     ----------
@@ -362,7 +364,9 @@ def well_conditioned_configuration(robot, *, samples=4000, seed=0):
     rng = np.random.default_rng(seed)
     low, high = robot.q_limits(default=math.pi)
     low, high = np.maximum(low, -math.pi), np.minimum(high, math.pi)
-    q = rng.uniform(low, high, (samples, robot.n))
+    # Keep away from the joint limits: the central 70 % of every range.
+    middle, half = (low + high) / 2, 0.35 * (high - low)
+    q = rng.uniform(middle - half, middle + half, (samples, robot.n))
     frames = link_frames(robot, q)
     jac = jacobian(robot, q, frames=frames)
     height = (frames[:, -1] @ robot.tool)[:, 2, 3] - robot.base[2, 3]
@@ -385,16 +389,30 @@ def _limit_arrays(robot, qdd_max):
 
 
 def _apply_limits(q, qd, qdd, dt, low, high, qd_max, qdd_max, braking):
-    """Limit one step's acceleration; return ``(qdd, number of joints changed)``."""
+    """Limit one step's acceleration; return ``(qdd, number of joints changed)``.
+
+    Order: scale the acceleration vector uniformly to ``qdd_max``; clip each next velocity to
+    ``+-qd_max`` and to the braking curve ``sqrt(2 b d)`` (``d``: distance to the position
+    limit, ``b``: 90 % of the braking acceleration, leaving room for the discrete steps); clip
+    it again to what ``qdd_max`` can reach in one step, so the acceleration limit always holds.
+    """
     peak = np.max(np.abs(qdd) / qdd_max)
     changed = 0
     if peak > 1.0:
         qdd = qdd / peak
         changed = int(np.count_nonzero(np.abs(qdd) / qdd_max > 1 - 1e-12))
     nxt = qd + qdd * dt
-    hi = np.minimum(qd_max, np.sqrt(2 * braking * np.maximum(high - q, 0.0)))
-    lo = np.maximum(-qd_max, -np.sqrt(2 * braking * np.maximum(q - low, 0.0)))
-    clipped = np.clip(nxt, lo, hi)
+    brake = 0.9 * braking
+    # Largest next speed v with q + (qd + v) dt / 2 + v^2 / (2 brake) + v dt / 2 <= limit:
+    # after this step's trapezoidal update, steps of deceleration `brake` stop before the limit
+    # (the last term covers the last, partial braking step).
+    margin = brake * dt
+    room_high = np.maximum(high - q - 0.5 * qd * dt, 0.0)
+    room_low = np.maximum(q - low + 0.5 * qd * dt, 0.0)
+    hi = np.minimum(qd_max, np.sqrt(margin ** 2 + 2 * brake * room_high) - margin)
+    lo = np.maximum(-qd_max, margin - np.sqrt(margin ** 2 + 2 * brake * room_low))
+    clipped = np.clip(nxt, lo, np.maximum(hi, lo))
+    clipped = np.clip(clipped, qd - qdd_max * dt, qd + qdd_max * dt)
     moved = clipped != nxt
     if np.any(moved):
         changed = max(changed, int(np.count_nonzero(moved)))
@@ -489,47 +507,51 @@ def track(robot, path, method="fd", *, gamma=1000.0, alpha=0.01, jt_gain=1.0, ga
         bar = tqdm(total=count, desc=f"tracking ({method})", unit="sample", leave=False,
                    mininterval=0.5)
     last = count
-    for k in range(count):
-        frames = link_frames(robot, q)
-        tool = frames[-1] @ robot.tool
-        jac = jacobian(robot, q, frames=frames)
-        error = pose_error(reference[k], tool)
-        command = (path.acceleration[k] - jacobian_dot_qd(robot, q, qd, frames=frames)
-                   + kd * (path.velocity[k] - jac @ qd) + kp * error)
-        if method == "fd":
-            inertia = joint_space_inertia(virtual, q, frames=frames)
-            qdd = np.linalg.solve(inertia, jac.T @ (weights * command))
-        elif method == "dls":
-            qdd = np.linalg.solve(jac.T @ jac + alpha * eye, jac.T @ command)
-        elif method == "jt":
-            qdd = jt_gain * (jac.T @ command)
-        else:
-            try:
-                qdd = (np.linalg.solve(jac, command) if n == 6
-                       else np.linalg.pinv(jac) @ command)
-            except np.linalg.LinAlgError:
-                qdd = np.linalg.pinv(jac) @ command
-        limited = 0
-        if respect_limits:
-            qdd, limited = _apply_limits(q, qd, qdd, dt, low, high, qd_max, qdd_limit, brake)
-        if not (np.all(np.isfinite(qdd)) and np.all(np.isfinite(q))):
-            diverged, last = True, k
-            break
-        out_q[k], out_qd[k], out_qdd[k] = q, qd, qdd
-        out_p[k] = tool[:3, 3]
-        out_ep[k] = math.sqrt(float(error[:3] @ error[:3]))
-        out_eo[k] = math.sqrt(float(error[3:] @ error[3:]))
-        out_limited[k] = limited
-        q = q + qd * dt + 0.5 * dt * dt * qdd
-        qd = qd + qdd * dt
-        if respect_limits:
-            outside = (q < low) | (q > high)
-            if np.any(outside):
-                clamped += 1
+    # A diverging mapping (e.g. J^-1 at a singularity) overflows: detected below, not warned.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(count):
+            frames = link_frames(robot, q)
+            tool = frames[-1] @ robot.tool
+            jac = jacobian(robot, q, frames=frames)
+            error = pose_error(reference[k], tool)
+            command = (path.acceleration[k] - jacobian_dot_qd(robot, q, qd, frames=frames)
+                       + kd * (path.velocity[k] - jac @ qd) + kp * error)
+            if method == "fd":
+                inertia = joint_space_inertia(virtual, q, frames=frames)
+                qdd = np.linalg.solve(inertia, jac.T @ (weights * command))
+            elif method == "dls":
+                qdd = np.linalg.solve(jac.T @ jac + alpha * eye, jac.T @ command)
+            elif method == "jt":
+                qdd = jt_gain * (jac.T @ command)
+            else:
+                try:
+                    qdd = (np.linalg.solve(jac, command) if n == 6
+                           else np.linalg.pinv(jac) @ command)
+                except np.linalg.LinAlgError:
+                    qdd = np.linalg.pinv(jac) @ command
+            limited = 0
+            if respect_limits:
+                qdd, limited = _apply_limits(q, qd, qdd, dt, low, high, qd_max, qdd_limit, brake)
+            if not (np.all(np.isfinite(qdd)) and np.all(np.isfinite(q))):
+                diverged, last = True, k
+                break
+            out_q[k], out_qd[k], out_qdd[k] = q, qd, qdd
+            out_p[k] = tool[:3, 3]
+            out_ep[k] = math.sqrt(float(error[:3] @ error[:3]))
+            out_eo[k] = math.sqrt(float(error[3:] @ error[3:]))
+            out_limited[k] = limited
+            q = q + qd * dt + 0.5 * dt * dt * qdd
+            qd = qd + qdd * dt
+            if respect_limits:
+                # Rounding may cross a limit by ~1e-16 rad: clip silently. A real crossing (the
+                # braking curve could not hold) also stops the joint and is counted.
+                outside = (q < low - 1e-12) | (q > high + 1e-12)
                 q = np.clip(q, low, high)
-                qd = np.where(outside, 0.0, qd)
-        if bar is not None:
-            bar.update()
+                if np.any(outside):
+                    clamped += 1
+                    qd = np.where(outside, 0.0, qd)
+            if bar is not None:
+                bar.update()
     if bar is not None:
         bar.close()
     s = slice(0, last)

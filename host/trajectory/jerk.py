@@ -103,7 +103,12 @@ class JerkLimitedLaw:
 
 
 class _Problem:
-    """Coefficient tables on a uniform ``s`` grid and the admissible-jerk interval."""
+    """Coefficient tables on a uniform ``s`` grid and the admissible-jerk interval.
+
+    Written with Python floats rather than numpy: the arrays are a handful of joints long and
+    the interval is evaluated hundreds of times per step, where numpy's per-call overhead
+    dominates.
+    """
 
     def __init__(self, robot, path, limits, step, table_points):
         self.step = step
@@ -113,55 +118,85 @@ class _Problem:
         d = path_dynamics(robot, path, grid)
         n = robot.n
         self.n = n
-        # Columns: q', q'', q''', a0 (gravity + friction offset), a2 (= b), a3 (= a).
-        self.table = np.concatenate([d.dq, d.ddq, d.dddq, d.c + d.offset, d.b, d.a], axis=1)
-        self.coulomb, self.viscous, self.steepness = d.coulomb, d.viscous, d.steepness
+        # Columns: dq/ds, d2q/ds2, d3q/ds3, a0 (gravity + friction offset), a2 (= b), a3 (= a).
+        table = np.concatenate([d.dq, d.ddq, d.dddq, d.c + d.offset, d.b, d.a], axis=1)
+        self.table = [tuple(row) for row in table.tolist()]
+        self.size = len(self.table)
+        self.coulomb = d.coulomb.tolist()
+        self.viscous = d.viscous.tolist()
+        self.steepness = d.steepness.tolist()
         self.has_friction = bool(np.any(d.coulomb != 0) or np.any(d.viscous != 0))
-        self.limit = np.concatenate([limits.jerk, limits.torque, limits.acceleration,
-                                     limits.velocity])
-        self.finite = np.isfinite(self.limit)
-        self.bound = self.limit[self.finite]
+        self.jerk = limits.jerk.tolist()
+        self.torque = limits.torque.tolist()
+        self.acceleration = limits.acceleration.tolist()
+        self.velocity = limits.velocity.tolist()
 
     def lookup(self, s):
         x = (min(max(s, self.s0), self.s1) - self.s0) / self.h
-        i = min(int(x), len(self.table) - 2)
+        i = min(int(x), self.size - 2)
         w = x - i
-        row = self.table[i]
-        return row + w * (self.table[i + 1] - row)
+        r0, r1 = self.table[i], self.table[i + 1]
+        return [p + w * (q - p) for p, q in zip(r0, r1)]
 
     def interval(self, s, v, a, guess):
-        """Return ``(u_min, u_max)`` at state ``(s, v, a)``; ``u_min > u_max`` if empty."""
+        """Return ``(u_min, u_max)`` at state ``(s, v, a)``; ``u_min > u_max`` if empty.
+
+        The next-state rows are linearised in ``u`` about ``guess`` (their ``sd^2`` and friction
+        terms depend on ``u`` through ``sd_{k+1} = sd + T sdd + T^2 u / 2``).
+        """
         T = self.step
         n = self.n
+        half = T * T / 2
         now = self.lookup(s)
-        s_next = s + T * v + T * T * a / 2 + T ** 3 * guess / 6
-        v_next = v + T * a + T * T * guess / 2
-        nxt = self.lookup(s_next)
-        dq, ddq, dddq = now[:n], now[n:2 * n], now[2 * n:3 * n]
-        dq_n, ddq_n = nxt[:n], nxt[n:2 * n]
-        a0, a2, a3 = nxt[3 * n:4 * n], nxt[4 * n:5 * n], nxt[5 * n:6 * n]
-        torque = a0 + a2 * v_next * v_next + a3 * a
-        if self.has_friction:
-            qd = dq_n * v_next
-            torque = torque + self.coulomb * np.arctan(self.steepness * qd) + self.viscous * qd
-        coefficient = np.concatenate([dq, a3 * T, dq_n * T, dq_n * (T * T / 2)])[self.finite]
-        base = np.concatenate([dddq * v ** 3 + 3 * ddq * v * a, torque,
-                               ddq_n * v_next * v_next + dq_n * a,
-                               dq_n * (v + T * a)])[self.finite]
-        positive = coefficient > 1e-12
-        negative = coefficient < -1e-12
-        flat = ~(positive | negative)
-        if np.any(flat) and np.any(np.abs(base[flat]) > self.bound[flat] * (1 + 1e-9)):
-            return math.inf, -math.inf
-        high = np.where(positive, self.bound - base, -self.bound - base)
-        low = np.where(positive, -self.bound - base, self.bound - base)
-        moving = ~flat
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio_high = high[moving] / coefficient[moving]
-            ratio_low = low[moving] / coefficient[moving]
-        if len(ratio_high) == 0:
-            return -math.inf, math.inf
-        return float(np.max(ratio_low)), float(np.min(ratio_high))
+        v_next = v + T * a + half * guess
+        nxt = self.lookup(s + T * v + half * a + T ** 3 * guess / 6)
+        low, high = -math.inf, math.inf
+        friction = self.has_friction
+        inf = math.inf
+        for j in range(n):
+            dq, ddq, dddq = now[j], now[n + j], now[2 * n + j]
+            dq_n, ddq_n = nxt[j], nxt[n + j]
+            a0, a2, a3 = nxt[3 * n + j], nxt[4 * n + j], nxt[5 * n + j]
+            rows = []
+            # jerk at the current state (exact) and at the end of the step (the input acts over
+            # the whole step, so both ends are checked, like an interpolation scheme)
+            if self.jerk[j] != inf:
+                rows.append((dq, dddq * v * v * v + 3 * ddq * v * a, self.jerk[j]))
+                dddq_n = nxt[2 * n + j]
+                a_next = a + T * guess
+                slope = (3 * dddq_n * v_next * v_next * half
+                         + 3 * ddq_n * (half * a_next + v_next * T) + dq_n)
+                value = (dddq_n * v_next ** 3 + 3 * ddq_n * v_next * a_next + dq_n * guess)
+                rows.append((slope, value - slope * guess, self.jerk[j]))
+            # torque at the next state
+            if self.torque[j] != inf:
+                slope = 2 * a2 * v_next * half + a3 * T
+                torque = a0 + a2 * v_next * v_next + a3 * (a + T * guess)
+                if friction:
+                    qd = dq_n * v_next
+                    k = self.steepness[j]
+                    torque += self.coulomb[j] * math.atan(k * qd) + self.viscous[j] * qd
+                    slope += (self.coulomb[j] * k * dq_n / (1 + (k * qd) ** 2)
+                              + self.viscous[j] * dq_n) * half
+                rows.append((slope, torque - slope * guess, self.torque[j]))
+            # acceleration at the next state
+            if self.acceleration[j] != inf:
+                slope = 2 * ddq_n * v_next * half + dq_n * T
+                rows.append((slope, ddq_n * v_next * v_next + dq_n * (a + T * guess)
+                             - slope * guess, self.acceleration[j]))
+            # velocity at the next state: exactly linear in u
+            if self.velocity[j] != inf:
+                rows.append((dq_n * half, dq_n * (v + T * a), self.velocity[j]))
+            for coefficient, base, bound in rows:
+                if coefficient > 1e-12:
+                    high = min(high, (bound - base) / coefficient)
+                    low = max(low, (-bound - base) / coefficient)
+                elif coefficient < -1e-12:
+                    high = min(high, (-bound - base) / coefficient)
+                    low = max(low, (bound - base) / coefficient)
+                elif abs(base) > bound * (1 + 1e-9):
+                    return inf, -inf
+        return low, high
 
 
 def _advance(state, u, T):
@@ -221,140 +256,148 @@ class _Planner:
         """Return a stop trajectory from ``start`` ending at rest, or ``None``.
 
         With ``first_input`` the first step uses it (then the braking profile starts at the
-        second state). Returns ``(states, inputs, reaches_end)``: ``states[0] == start``.
+        second state). Returns ``(states, inputs, reaches_end)`` with ``states[0] == start``.
+        The braking profile is ``u_min`` for ``mu`` steps (a fractional step blends ``u_min``
+        and ``u_max``), then ``u_max`` until ``sdd = 0``; ``mu`` is the root of the speed left
+        at that moment (decreasing in ``mu``), bracketed from the previous test's ``mu`` and
+        refined by bisection over whole steps and the Illinois method within one.
         """
         self.tests += 1
-        p, T = self.p, self.p.step
+        p, T, tol = self.p, self.p.step, self.tolerance
         states, inputs = [start], []
-        state = start
-        guess = 0.0
+        state, guess = start, 0.0
         if first_input is not None:
             state = _advance(start, first_input, T)
             states.append(state)
             inputs.append(first_input)
             guess = first_input
-        # Phase A: maximal braking (u_min), recorded; stop once braking longer is pointless.
-        phase_a = [(state, guess)]
-        bounds = []
-        for j in range(self.max_steps):
-            s, v, a = state
-            low, high = p.interval(s, v, a, guess)
-            if low > high:
-                # No admissible input: braking from here on is already too late.
-                bounds.append(None)
-                break
-            bounds.append((low, high))
-            nxt = _advance(state, low, T)
-            if nxt[1] < 0:
-                break
-            guess = low
-            state = nxt
-            phase_a.append((state, guess))
+        phase_a = [(state, guess)]     # state before braking step j, and its linearisation
+        bounds = []                    # admissible interval at phase_a[j] (None: empty)
+        ended = [False]
+
+        def extend(upto):
+            while len(bounds) <= upto and not ended[0]:
+                here, g = phase_a[len(bounds)]
+                low, high = p.interval(here[0], here[1], here[2], g)
+                if low > high:
+                    bounds.append(None)
+                    ended[0] = True
+                    return
+                bounds.append((low, high))
+                nxt = _advance(here, low, T)
+                if nxt[1] < 0 or len(bounds) >= self.max_steps:
+                    ended[0] = True
+                    return
+                phase_a.append((nxt, low))
 
         def outcome(mu, record=False):
-            """Speed when sdd returns to 0 after mu steps of maximal braking."""
+            """``(kind, speed left, tail states, tail inputs)`` after ``mu`` braking steps."""
             m = int(math.floor(mu))
-            frac = mu - m
+            extend(m)
             if m >= len(bounds) or bounds[m] is None:
                 return _FAIL_EARLY, -math.inf, None, None
-            state_m, guess_m = phase_a[m]
+            frac = mu - m
             low, high = bounds[m]
-            u_first = frac * low + (1 - frac) * high
-            result = self._phase_b(state_m, u_first, guess_m, record)
-            if result[0] == _FAIL_LATE:
+            here, g = phase_a[m]
+            kind, speed, tail, tail_inputs = self._phase_b(here, frac * low + (1 - frac) * high,
+                                                           g, record)
+            if kind == _FAIL_LATE:
                 return _FAIL_LATE, math.inf, None, None
-            return result
+            return kind, speed, tail, tail_inputs
 
-        # Bracket the switching time mu: outcome decreasing in mu.
-        limit = float(len(bounds))       # outcome(limit) is FAIL_EARLY: braked past rest
-        if bounds and bounds[0] is None:
-            return None
-        lo_mu, hi_mu = 0.0, None
-        g_lo = outcome(0.0)[1]
-        if g_lo < -self.tolerance:
-            return None       # even immediate braking-release overshoots: not continuable
-        if abs(g_lo) > self.tolerance:
-            step = 1.0
-            trial = min(max(self.mu, 0.0), max(limit, 0))
+        def value(mu):
+            return outcome(mu)[1]
+
+        # Bracket over whole steps around the previous switching time.
+        m = max(int(math.floor(self.mu)), 0)
+        g = value(m)
+        if abs(g) <= tol:
+            lo_mu = hi_mu = float(m)
+            g_lo = g_hi = g
+        elif g > tol:
+            lo_mu, g_lo = float(m), g
+            width = 1
             while True:
-                kind, g, _, _ = outcome(trial)
-                if kind == _FAIL_EARLY:
-                    hi_mu, g_hi = trial, -math.inf
-                    break
-                if g > self.tolerance:
+                trial = lo_mu + width
+                g = value(trial)
+                if g > tol:
                     lo_mu, g_lo = trial, g
-                    if trial >= limit:
+                    width *= 2
+                    if lo_mu > self.max_steps:
                         return None
-                    trial = min(trial + step, limit)
-                    step *= 2
-                elif g < -self.tolerance:
+                else:
                     hi_mu, g_hi = trial, g
                     break
+        else:
+            hi_mu, g_hi = float(m), g
+            width = 1
+            while True:
+                if hi_mu <= 0:
+                    return None          # braking at once already stops too hard: stuck
+                trial = max(hi_mu - width, 0.0)
+                g = value(trial)
+                if g < -tol:
+                    hi_mu, g_hi = trial, g
+                    width *= 2
                 else:
-                    lo_mu = hi_mu = trial
-                    g_lo = g_hi = g
+                    lo_mu, g_lo = trial, g
                     break
-            if hi_mu is not None and hi_mu > lo_mu:
-                # Refine to integer steps by bisection, then regula falsi within the step.
-                while hi_mu - lo_mu > 1.0:
-                    mid = math.floor((lo_mu + hi_mu) / 2)
-                    if mid <= lo_mu:
-                        mid = lo_mu + 1.0
-                    kind, g, _, _ = outcome(mid)
-                    if kind == _FAIL_EARLY or g < -self.tolerance:
-                        hi_mu, g_hi = mid, (g if kind != _FAIL_EARLY else -math.inf)
-                    elif g > self.tolerance:
-                        lo_mu, g_lo = mid, g
-                    else:
-                        lo_mu = hi_mu = mid
-                        break
-                side = 0
-                for _ in range(60):
-                    if hi_mu - lo_mu < 1e-12:
-                        break
-                    if math.isfinite(g_hi) and g_lo > g_hi:
-                        mid = (lo_mu * (-g_hi) + hi_mu * g_lo) / (g_lo - g_hi)
-                        mid = min(max(mid, lo_mu + 1e-3 * (hi_mu - lo_mu)),
-                                  hi_mu - 1e-3 * (hi_mu - lo_mu))
-                    else:
-                        mid = (lo_mu + hi_mu) / 2
-                    kind, g, _, _ = outcome(mid)
-                    if kind == _FAIL_EARLY or g < -self.tolerance:
-                        hi_mu, g_hi = mid, (g if kind != _FAIL_EARLY else -math.inf)
-                        if side == -1:
-                            g_lo /= 2
-                        side = -1
-                    elif g > self.tolerance:
-                        lo_mu, g_lo = mid, g
-                        if side == 1 and math.isfinite(g_hi):
-                            g_hi /= 2
-                        side = 1
-                    else:
-                        lo_mu = hi_mu = mid
-                        break
-                else:
-                    return None
-        mu = lo_mu if abs(g_lo) <= self.tolerance else hi_mu
-        kind, g, tail_states, tail_inputs = outcome(mu, record=True)
-        if kind != _REST or abs(g) > self.tolerance:
+        # Whole steps by bisection.
+        while hi_mu - lo_mu > 1 and abs(g_lo) > tol and abs(g_hi) > tol:
+            mid = float(math.floor((lo_mu + hi_mu) / 2))
+            g = value(mid)
+            if g > tol:
+                lo_mu, g_lo = mid, g
+            elif g < -tol:
+                hi_mu, g_hi = mid, g
+            else:
+                lo_mu = hi_mu = mid
+                g_lo = g_hi = g
+        # Within the step: Illinois (regula falsi with halved weights), bisection while an end
+        # is infinite. w_lo, w_hi are the interpolation weights; g_lo, g_hi the true values.
+        w_lo, w_hi = g_lo, g_hi
+        side = 0
+        for _ in range(100):
+            if abs(g_lo) <= tol or abs(g_hi) <= tol or hi_mu - lo_mu < 1e-13:
+                break
+            if math.isfinite(w_lo) and math.isfinite(w_hi):
+                mid = (lo_mu * (-w_hi) + hi_mu * w_lo) / (w_lo - w_hi)
+            else:
+                mid = (lo_mu + hi_mu) / 2
+            g = value(mid)
+            if g > tol:
+                lo_mu, g_lo, w_lo = mid, g, g
+                if side == 1 and math.isfinite(w_hi):
+                    w_hi /= 2
+                side = 1
+            elif g < -tol:
+                hi_mu, g_hi, w_hi = mid, g, g
+                if side == -1 and math.isfinite(w_lo):
+                    w_lo /= 2
+                side = -1
+            else:
+                lo_mu, g_lo = mid, g
+                break
+        mu = lo_mu if abs(g_lo) <= tol else hi_mu
+        kind, g, tail, tail_inputs = outcome(mu, record=True)
+        if kind != _REST or abs(g) > tol:
             return None
         self.mu = mu
         m = int(math.floor(mu))
-        for state_j, guess_j in phase_a[1:m + 1]:
-            states.append(state_j)
+        states.extend(st for st, _ in phase_a[1:m + 1])
         inputs.extend(b[0] for b in bounds[:m])
-        states.extend(tail_states)
+        states.extend(tail)
         inputs.extend(tail_inputs)
         last = states[-1]
-        states[-1] = (last[0], 0.0, 0.0)           # rest (|sd| <= tolerance)
-        if any(st[1] < -self.tolerance for st in states):
+        states[-1] = (last[0], 0.0, 0.0)           # at rest: |sd| <= tolerance, sdd = 0
+        if any(st[1] < -tol for st in states):
             return None
-        reaches_end = any(st[0] > self.p.s1 for st in states)
+        reaches_end = any(st[0] > p.s1 for st in states)
         return states, inputs, reaches_end
 
 
 def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=None,
-                 velocity_tolerance=1e-9, max_steps=None, progress=False):
+                 velocity_tolerance=1e-8, max_steps=None, progress=False):
     """Return the jerk-limited, near time-optimal time law of seed 002, chapter 2.
 
     Parameters
@@ -405,7 +448,7 @@ def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=No
         limits = limits.scaled(margin)
     points = table_points or int(max(2000, 200 * path.length))
     problem = _Problem(robot, path, limits, step, points)
-    planner = _Planner(problem, velocity_tolerance, max_test_steps=100000)
+    planner = _Planner(problem, velocity_tolerance, max_test_steps=int(60.0 / step))
     end = path.s_end
     state = (path.s_start, 0.0, 0.0)
     states, inputs = [state], []
