@@ -26,10 +26,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 test: install
-	$(PY) -m pytest -q
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q
 
 test-long: install
-	LINKDYN_LONG=1 $(PY) -m pytest -q
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 LINKDYN_LONG=1 $(PY) -m pytest -q
 
 bench: install
 	$(PY) -m linkdyn.model.bench

@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -45,7 +46,7 @@ __all__ = ["segment_cycles", "find_yosys", "synthesize", "FAMILIES", "report", "
 #: Synthesis targets: name -> (Yosys script, the cell types of each resource class).
 FAMILIES = {
     "xc6s": {
-        "title": "Spartan-6 (`synth_xilinx -family xc6s`)",
+        "title": "Spartan-6 (`synth_xilinx -family xc6s`, hierarchy kept)",
         "script": "synth_xilinx -family xc6s -top {top}",
         "classes": {
             "LUTs": ("LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "INV"),
@@ -59,7 +60,7 @@ FAMILIES = {
         },
     },
     "ecp5": {
-        "title": "ECP5 (`synth_ecp5`)",
+        "title": "ECP5 (`synth_ecp5`, flattened as it does by default)",
         "script": "synth_ecp5 -top {top}",
         "classes": {
             "LUT4s": ("LUT4",),
@@ -195,6 +196,7 @@ def report(measured, synthesis, *, command="python -m linkdyn.gateware.bench"):
     """Return the ``## Node gateware`` Markdown section for the figures."""
     program = microprogram()
     s = program.segments
+    chain = s["joint"].cycles + 6 * s["forward"].cycles + s["local"].cycles + 6 * s["distal"].cycles
     lines = [
         "## Node gateware",
         "",
@@ -221,9 +223,7 @@ def report(measured, synthesis, *, command="python -m linkdyn.gateware.bench"):
         "",
         "At 50 MHz a node update takes "
         f"{sum(x.cycles for x in s.values()) / 50:.2f} us; a sequential update of a 6-node "
-        f"chain (joint + 6 forward + local + 6 distal, no mailbox transfer) "
-        f"{(s['joint'].cycles + 6 * s['forward'].cycles + s['local'].cycles + 6 * s['distal'].cycles)}"
-        " cycles.",
+        f"chain (joint + 6 forward + local + 6 distal, no mailbox transfer) {chain} cycles.",
         "",
         "### Synthesis",
         "",
@@ -232,13 +232,14 @@ def report(measured, synthesis, *, command="python -m linkdyn.gateware.bench"):
         lines.append("Not run (no Yosys with technology libraries found).")
     for family, result in synthesis.items():
         target = FAMILIES[family]
-        lines += [f"{target['title']}, whole node, hierarchy kept:", ""]
+        lines += [f"{target['title']}, one node:", ""]
         names = [name for name in target["classes"] if result["classes"][name] or
                  name in ("LUTs", "LUT4s", "FFs")]
         lines.append("| module | " + " | ".join(names) + " |")
         lines.append("|---|" + "---:|" * len(names))
         for module, counts in sorted(result["modules"].items()):
-            label = {"linkdyn_node": "node (sequencer, operand mux, write port)"}.get(
+            label = {"linkdyn_node": ("node (sequencer, operand mux, write port)"
+                                      if len(result["modules"]) > 1 else "node")}.get(
                 module, module.replace("linkdyn_node.", ""))
             lines.append(f"| {label} | " + " | ".join(str(counts[n]) for n in names) + " |")
         lines.append("| **total** | " + " | ".join(f"**{result['classes'][n]}**"
@@ -256,17 +257,31 @@ def report(measured, synthesis, *, command="python -m linkdyn.gateware.bench"):
                 "",
             ]
     lines += [
-        "Where it goes: the sine table is one 512 x 36 block RAM; the register file two "
-        "128 x 32 copies (one per operand read port, written together), one RAMB8 each; the "
-        "32 x 33-bit multiplier is four DSP48A1 (four 18 x 18 MULT18X18D on ECP5); the schedule "
-        "ROM (one 32-bit slot per cycle) is logic. The CORDIC's two 46-bit barrel shifters "
-        "(24 shift amounts, one iteration per cycle) are the largest single item.",
+        "Where it goes: the sine table is one 512 x 36 block RAM with two read ports (two "
+        "DP16KD on ECP5); the register file is two 128 x 32 copies (one per operand read port, "
+        "written together), one RAMB8 (one DP16KD) each; the 33 x 32-bit multiplier is four "
+        "DSP48A1 (four MULT18X18D); the schedule ROM (one 32-bit slot per cycle) is logic. The "
+        "CORDIC's two 46-bit barrel shifters (24 shift amounts, one iteration per cycle) are "
+        "the largest single item.",
         "",
         f"Tools: Amaranth 0.5 RTLIL, Yosys {_yosys_version()}; {platform.machine()}, "
         f"{datetime.date.today().isoformat()}.",
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(_wrap(lines))
+
+
+def _wrap(lines, width=100):
+    """Wrap the plain paragraphs (not tables, headings or list items) of Markdown lines."""
+    out = []
+    for line in lines:
+        if len(line) <= width or line.startswith(("|", "#")):
+            out.append(line)
+        else:
+            indent = "  " if line.startswith("- ") else ""
+            out.append(textwrap.fill(line, width, subsequent_indent=indent,
+                                     break_on_hyphens=False))
+    return out
 
 
 def _yosys_version():

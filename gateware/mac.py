@@ -10,8 +10,11 @@ with exactly the arithmetic of :mod:`linkdyn.model.fixedpoint`::
 Pipeline (one term per clock, every stage registered; the ``multiply`` stages are the two the
 microprogram's :class:`~linkdyn.model.microprogram.MacTiming` counts)::
 
-    inputs -> [operands] -> [product] -> [accumulator] -> [round/saturate] -> result
-               multiply 1    multiply 2    accumulate        round
+    inputs -> [operands] -> [product] -> [accumulator] -> [round] -> saturate -> result
+               multiply 1    multiply 2    accumulate      round
+
+The round register holds the shifted word and the saturation decision; the saturation itself is
+a multiplexer behind it.
 
 A sum term enters the multiplier as ``(a + b) * 2**align`` (the pre-adder path; its alignment
 rides on the second operand), a product term is aligned after the multiplier by one of the few

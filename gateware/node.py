@@ -169,7 +169,8 @@ class LinkDynNode(wiring.Component):
         timing = program.timing
         for field, cycles in _PIPELINE.items():
             if getattr(timing, field) != cycles:
-                raise ValueError(f"the microprogram is scheduled for {field}={getattr(timing, field)}"
+                raise ValueError(f"the microprogram is scheduled for "
+                                 f"{field}={getattr(timing, field)}"
                                  f" cycles; this gateware has {cycles}")
         # A latch is read in the read stage of a term issued `lookup` (`atan`) cycles after the
         # op, which itself starts the unit in its own read stage.

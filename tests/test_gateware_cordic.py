@@ -9,7 +9,7 @@ import pytest
 from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.cordic import CordicArctangent
+from linkdyn.gateware.cordic import CordicArctangent, state_widths
 from linkdyn.model.tables import CORDIC
 
 WORD_MIN, WORD_MAX = -(1 << 31), (1 << 31) - 1
@@ -64,3 +64,20 @@ def test_cordic_rejects_a_definition_that_is_not_a_cordic():
         with pytest.raises(TypeError, match="Cordic"):
             CordicArctangent(24)
         gc.collect()
+
+
+def test_cordic_state_widths_hold_every_intermediate_value():
+    """The narrowed X and Y registers hold the model's state at every step, for the inputs
+    that make it largest (the extremes of the word) and many others."""
+    x_bits, y_bits = state_widths()
+    rng = random.Random(5)
+    inputs = [WORD_MIN, WORD_MAX, WORD_MIN + 1, WORD_MAX - 1, 0, 1, -1]
+    inputs += [rng.randint(WORD_MIN, WORD_MAX) for _ in range(2000)]
+    for x in inputs:
+        big_x, big_y = 1 << 30, x << CORDIC.input_shift
+        for i in range(CORDIC.iterations):
+            assert 0 <= big_x < 1 << x_bits
+            assert -(1 << (y_bits - 1)) <= big_y < 1 << (y_bits - 1)
+            dx, dy = big_y >> i, big_x >> i
+            big_x, big_y = (big_x + dx, big_y - dy) if big_y >= 0 else (big_x - dx, big_y + dy)
+        assert 0 <= big_x < 1 << x_bits

@@ -12,12 +12,15 @@ Random states are drawn inside the joint limits with fixed seeds; edge cases: ze
 limits, angles that wrap, and states that saturate.
 """
 
+import gc
 import importlib.metadata
 import sysconfig
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
 from linkdyn.gateware import LinkDynNode
@@ -25,7 +28,7 @@ from linkdyn.gateware.testbench import (NodeState, output_names, read_registers,
                                         simulate_node, simulate_node_parallel,
                                         write_registers)
 from linkdyn.model import load_robot
-from linkdyn.model.fixedpoint import Q15_16
+from linkdyn.model.fixedpoint import Q15_16, QFormat
 from linkdyn.model.golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
 
 #: Random states per robot in the default run (spread over all of its links).
@@ -354,3 +357,12 @@ def test_overflow_is_sticky_until_the_next_forward_request():
 
     simulate(node, bench)
     assert flags == [1, 1, 0, 0]
+
+
+@pytest.mark.parametrize("fmt, error", [("Q15.16", TypeError), (QFormat(7, 8), ValueError)])
+def test_node_rejects_a_format_that_is_not_a_32_bit_qformat(fmt, error):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(error, match="fmt"):
+            LinkDynNode(fmt)
+        gc.collect()

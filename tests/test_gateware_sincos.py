@@ -10,17 +10,21 @@ from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
 from linkdyn.gateware.sincos import SineCosineLookup
-from linkdyn.model.tables import SINE_TABLE
+from linkdyn.model.tables import SINE_TABLE, SineTable
+
+#: Another table shape (the 1,024 x 18-bit table of the first design) to show the gateware
+#: follows the table definition.
+OTHER_TABLE = SineTable(index_bits=10, entry_bits=18, fraction_bits=20)
 
 OUTPUTS = ("sin_base", "sin_delta", "sin_fraction", "cos_base", "cos_delta", "cos_fraction")
 
 
-def run_lookups(phases):
+def run_lookups(phases, table=SINE_TABLE):
     """Look every phase up through the gateware; return the six outputs per phase.
 
     Also checks that ``done`` comes exactly ``latency`` cycles after ``start``.
     """
-    dut = SineCosineLookup()
+    dut = SineCosineLookup(table)
     results = []
 
     async def bench(ctx):
@@ -50,25 +54,26 @@ def as_phase_word(phase):
     return phase - (1 << 32) if phase >= 1 << 31 else phase
 
 
-def reference(phases):
-    columns = SINE_TABLE.lookup(np.array(phases, dtype=np.int64))
+def reference(phases, table=SINE_TABLE):
+    columns = table.lookup(np.array(phases, dtype=np.int64))
     return [tuple(int(column[i]) for column in columns) for i in range(len(phases))]
 
 
-def test_every_table_entry_reads_back_through_the_gateware():
+@pytest.mark.parametrize("table", [SINE_TABLE, OTHER_TABLE], ids=["default", "1024x18"])
+def test_every_table_entry_reads_back_through_the_gateware(table):
     """Phase ``k << fraction_bits`` (quadrant 0) gives ``T[k]`` as the sine base: every stored
     entry, and the full-scale entry ``T[size]`` made by the address decoder."""
-    size = SINE_TABLE.size
-    phases = [k << SINE_TABLE.fraction_bits for k in range(size + 1)]
-    results = run_lookups(phases)
+    size = table.size
+    phases = [k << table.fraction_bits for k in range(size + 1)]
+    results = run_lookups(phases, table)
     bases = [result[0] for result in results]
-    assert bases[:size] == SINE_TABLE.memory_init()
-    assert bases[size] == SINE_TABLE.full_scale
+    assert bases[:size] == table.memory_init()
+    assert bases[size] == table.full_scale
     # And the differences T[k+1] - T[k], zero past the end.
     deltas = [result[1] for result in results]
-    entries = [int(e) for e in SINE_TABLE.entries]
+    entries = [int(e) for e in table.entries]
     assert deltas == [entries[k + 1] - entries[k] for k in range(size)] + [0]
-    assert results == reference(phases)
+    assert results == reference(phases, table)
 
 
 def test_lookup_at_quadrant_and_entry_boundaries():
@@ -84,10 +89,12 @@ def test_lookup_at_quadrant_and_entry_boundaries():
     assert run_lookups(phases) == reference(phases)
 
 
-def test_lookup_matches_model_on_random_phases():
+@pytest.mark.parametrize("table, count", [(SINE_TABLE, 3000), (OTHER_TABLE, 500)],
+                         ids=["default", "1024x18"])
+def test_lookup_matches_model_on_random_phases(table, count):
     rng = random.Random(1965)
-    phases = [rng.randint(-(1 << 31), (1 << 31) - 1) for _ in range(3000)]
-    assert run_lookups(phases) == reference(phases)
+    phases = [rng.randint(-(1 << 31), (1 << 31) - 1) for _ in range(count)]
+    assert run_lookups(phases, table) == reference(phases, table)
 
 
 @pytest.mark.parametrize("bad", [None, 1024, "SINE_TABLE"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from linkdyn.host.cli import main
-from linkdyn.model import load_robot, rnea, save_robot
+from linkdyn.model import load_robot, save_robot
 from linkdyn.host.identification.data import write_csv
 
 from identification_support import synthetic_measurements, ur5_with_friction

@@ -1,11 +1,9 @@
 """Estimation on synthetic data from the float model of the UR5 (ground truth known)."""
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
-from linkdyn.model import Link, load_robot, regressor, rnea, save_robot
+from linkdyn.model import load_robot, regressor, rnea, save_robot
 from linkdyn.host.identification.base_parameters import base_parameters
 from linkdyn.host.identification.estimation import (
     is_physically_consistent, ordinary_least_squares, physically_consistent_least_squares,

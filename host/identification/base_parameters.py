@@ -11,7 +11,10 @@ parameters ``pi_b``; the others, ``pi_d``, satisfy ``Phi_d = Phi_b K_d`` with
     tau = Y pi = Y_b beta,   beta = pi_b + K_d pi_d = E pi,
 
 where ``Y_b = Y[..., independent]`` is the base regressor (``Phi_bar`` of eq. 24) and ``E`` the
-``(b, p)`` projection matrix (Gautier 1990; Gautier & Khalil 1990).
+``(b, p)`` projection matrix (Gautier 1990; Gautier & Khalil 1990). The pivots are either the
+largest remaining columns (Businger-Golub) or, by default, taken in a prescribed preference order
+that yields the classical regrouped parameters (:func:`base_parameters`); ``K_d`` is computed by
+least squares on the unscaled columns (equal to ``R_11^{-1} R_12`` up to rounding).
 """
 
 from __future__ import annotations

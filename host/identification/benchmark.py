@@ -17,14 +17,16 @@ import json
 import math
 import os
 import platform
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 __all__ = ["pinocchio_regressor_seconds", "linkdyn_regressor_seconds", "panda_figures",
-           "excitation_figures", "main"]
+           "compare_friction_models", "excitation_figures", "main"]
 
 
 def _pinocchio_panda(urdf):
@@ -86,7 +88,12 @@ def panda_figures(out, *, repeats=3, progress=print):
     result = min(runs, key=lambda r: r.seconds)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    written = write_outputs(result, folder / "panda_identification", plots=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        written = write_outputs(result, scratch, plots=True)
+        shutil.copy(written["validation_plot"], folder / "identification_panda_validation.png")
+        shutil.copy(written["steepness_plot"], folder / "identification_panda_steepness.png")
+    written = {"validation_plot": folder / "identification_panda_validation.png",
+               "steepness_plot": folder / "identification_panda_steepness.png"}
     figures = {"identification": summary(result), "load_seconds": load_seconds,
                "identify_seconds_all_runs": [r.seconds for r in runs]}
     # Other variants, for the documentation's comparison.
@@ -101,6 +108,7 @@ def panda_figures(out, *, repeats=3, progress=print):
             "validation_rms_unfiltered_nm": variant.errors_unfiltered["identified"].rms.tolist(),
             "steepness": variant.steepness, "seconds": variant.seconds}
     figures["variants"] = variants
+    figures["friction_models"] = compare_friction_models(robot, measurements)
     # Regressor timings on the same (training) samples.
     train = result.train
     q, qd, qdd = train.q, train.qd, train.qdd
@@ -128,6 +136,85 @@ def panda_figures(out, *, repeats=3, progress=print):
     return figures
 
 
+def _sigmoid_column(qd, phi2, phi3):
+    """Gaz et al.'s friction shape ``1 / (1 + exp(-phi2 (qd + phi3))) - 1 / (1 + exp(-phi2 phi3))``
+    (linear in its amplitude ``phi1``)."""
+    from scipy.special import expit
+    return expit(phi2 * (qd + phi3)) - expit(phi2 * phi3)
+
+
+def compare_friction_models(robot, measurements, options=None):
+    """Validation RMS of two friction models with the same rigid-body base parameters (WLS):
+    the seed paper's eq. (20) (``atan`` Coulomb + viscous + offset, ``k`` searched) and the
+    sigmoid of Gaz et al. 2019 (3 parameters per joint, ``phi2``, ``phi3`` fitted per joint by
+    nonlinear least squares on the friction residual, then all linear parameters refitted).
+
+    Returns a dict of per-joint validation RMS (N·m) and the fitted sigmoid parameters.
+    """
+    import scipy.optimize
+    from linkdyn.model import regressor
+    from .base_parameters import base_parameters
+    from .data import resample_uniform
+    from .estimation import noise_weights, select_steepness, weighted_least_squares
+    from .pipeline import IdentificationOptions, prepare
+    from .validation import torque_errors
+
+    options = IdentificationOptions() if options is None else options
+    if not measurements.is_uniform:
+        measurements = resample_uniform(measurements)
+    train_raw, validation_raw = measurements.split(options.train_fraction)
+    train, validation = prepare(train_raw, options), prepare(validation_raw, options)
+    n = robot.n
+    base = base_parameters(robot)
+    independent = list(base.independent)
+    friction = [independent.index(10 * n + 3 * i + k) for i in range(n) for k in range(3)]
+    rigid = [c for c in range(base.count) if c not in friction]
+
+    def rigid_regressor(part):
+        return base.base_regressor(regressor(robot, part.q, part.qd, part.qdd))[..., rigid]
+
+    y_train, y_validation = rigid_regressor(train), rigid_regressor(validation)
+    eye = np.eye(n)[None, :, :]
+
+    def atan_columns(part, k):
+        return np.concatenate([np.arctan(k * part.qd)[:, :, None] * eye,
+                               part.qd[:, :, None] * eye, np.ones_like(part.qd)[:, :, None]
+                               * eye], axis=2)
+
+    weights = noise_weights(np.concatenate([y_train, atan_columns(train, 100.0)], axis=2),
+                            train.tau)
+    fixed = np.concatenate([y_train, atan_columns(train, 1.0)[..., n:]], axis=2)
+    k = select_steepness(fixed, train.qd, train.tau, weights=weights).steepness
+    a_train = np.concatenate([y_train, atan_columns(train, k)], axis=2)
+    atan_fit = weighted_least_squares(a_train, train.tau, weights)
+    a_validation = np.concatenate([y_validation, atan_columns(validation, k)], axis=2)
+    atan_rms = torque_errors(validation.tau, a_validation @ atan_fit.base).rms
+    # Sigmoid: per joint, fit (phi1, phi2, phi3) to what the rigid-body part leaves.
+    residual = train.tau - y_train @ atan_fit.base[:len(rigid)]
+    sigmoid = []
+    for j in range(n):
+        def error(x, j=j):
+            return x[0] * _sigmoid_column(train.qd[:, j], x[1], x[2]) - residual[:, j]
+        x0 = [2 * float(np.max(np.abs(residual[:, j]))), 50.0, 0.0]
+        fit = scipy.optimize.least_squares(error, x0, bounds=([-np.inf, 1.0, -0.5],
+                                                              [np.inf, 1e4, 0.5]))
+        sigmoid.append(fit.x)
+    sigmoid = np.array(sigmoid)
+
+    def sigmoid_columns(part):
+        return np.stack([_sigmoid_column(part.qd[:, j], sigmoid[j, 1], sigmoid[j, 2])
+                         for j in range(n)], axis=1)[:, :, None] * eye
+
+    s_train = np.concatenate([y_train, sigmoid_columns(train)], axis=2)
+    sigmoid_fit = weighted_least_squares(s_train, train.tau, weights)
+    s_validation = np.concatenate([y_validation, sigmoid_columns(validation)], axis=2)
+    sigmoid_rms = torque_errors(validation.tau, s_validation @ sigmoid_fit.base).rms
+    return {"atan_eq20_validation_rms_nm": atan_rms.tolist(), "atan_steepness": k,
+            "sigmoid_validation_rms_nm": sigmoid_rms.tolist(),
+            "sigmoid_phi": np.column_stack([sigmoid_fit.base[len(rigid):], sigmoid[:, 1:]])
+            .tolist()}
+
+
 def excitation_figures(out, *, max_iterations=100, samples=100, progress=print):
     """Optimise a UR5 excitation (5 harmonics, 10 s; boxes on the origins of frames 5 and 6)
     and plot it."""
@@ -146,7 +233,7 @@ def excitation_figures(out, *, max_iterations=100, samples=100, progress=print):
     q, qd, qdd = result.trajectory.evaluate(t)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    path = plot_trajectory(folder / "ur5_excitation.png", t, q, qd, qdd,
+    path = plot_trajectory(folder / "identification_ur5_excitation.png", t, q, qd, qdd,
                            limits=(limits.q_min, limits.q_max, limits.qd_max, limits.qdd_max),
                            interval=result.trajectory.excitation_interval,
                            title=f"UR5 excitation: -log det {result.initial_value:.1f} -> "

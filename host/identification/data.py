@@ -348,8 +348,9 @@ def resample_uniform(measurements, rate=None):
             return None
         return np.column_stack([np.interp(t, measurements.t, x[:, j]) for j in range(x.shape[1])])
 
-    return replace(measurements, t=t, q=interpolate(measurements.q), qd=interpolate(measurements.qd),
-                   tau=interpolate(measurements.tau), qdd=interpolate(measurements.qdd))
+    return replace(measurements, t=t, q=interpolate(measurements.q),
+                   qd=interpolate(measurements.qd), tau=interpolate(measurements.tau),
+                   qdd=interpolate(measurements.qdd))
 
 
 def lowpass(x, rate, cutoff, order=4):

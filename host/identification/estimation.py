@@ -15,10 +15,10 @@ solved here as
   ``J_i`` being positive semi-definite (Wensing, Kim & Slotine 2017: the density-realisability
   condition, which implies positive mass, positive definite inertia and the triangle
   inequalities), optionally Coulomb and viscous friction non-negative, with an optional small
-  regularisation towards nominal parameters that fixes the unidentifiable directions. It is a
-  semidefinite program solved with cvxpy (paper: "subject to the physical consistency
-  constraints"); the data enter only through a QR-compressed ``R`` (``b x b``), so its size does
-  not grow with the number of samples.
+  regularisation towards nominal parameters that only acts on the directions the torques leave
+  undetermined. It is a semidefinite program solved with cvxpy (paper: "subject to the physical
+  consistency constraints"); the data enter only through the triangular factor ``R``
+  (``b x b``, ``R^T R = Phi_bar^T W Phi_bar``), so its size does not grow with the samples.
 
 The friction steepness ``k`` of eq. (20) is fixed by the user or found by :func:`select_steepness`,
 a 1-D search on the least-squares residual.
@@ -40,7 +40,8 @@ import scipy.optimize
 __all__ = [
     "Estimate", "ordinary_least_squares", "weighted_least_squares",
     "physically_consistent_least_squares", "pseudo_inertia", "pseudo_inertia_eigenvalues",
-    "is_physically_consistent", "joint_noise", "noise_weights", "select_steepness", "SteepnessSearch",
+    "is_physically_consistent", "joint_noise", "noise_weights", "select_steepness",
+    "SteepnessSearch",
 ]
 
 
@@ -296,7 +297,7 @@ def physically_consistent_least_squares(y, tau, projection, n, *, weights=None, 
                     F_c,i >= 0, F_v,i >= 0                      if friction_nonnegative
 
     ``E`` is the base projection (``beta = E pi``). Since
-    ``|W (Y_b beta - tau)|^2 = |R (beta - beta_wls)|^2 + const`` (``R`` from the QR factorisation
+    ``|W (Y_b beta - tau)|^2 = |R (beta - beta_wls)|^2 + const`` (``R`` the triangular factor
     of the weighted base regressor, ``beta_wls`` the weighted least-squares estimate), the
     problem solved is::
 

@@ -31,8 +31,8 @@ import scipy.optimize
 
 from .data import DataError, Measurements
 
-__all__ = ["Gaz2019Trajectory", "read_gaz2019", "read_gaz2019_fit", "is_gaz2019_folder", "fit_timing",
-           "FILES"]
+__all__ = ["Gaz2019Trajectory", "read_gaz2019", "read_gaz2019_fit", "is_gaz2019_folder",
+           "fit_timing", "FILES"]
 
 #: The files of the layout.
 FILES = ("exciting_traj_time.txt", "exciting_traj_positions.txt", "exciting_traj_velocity.txt",

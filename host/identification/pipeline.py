@@ -39,7 +39,7 @@ from .data import (DataError, Measurements, decimate, filtered, resample_uniform
 from .estimation import (Estimate, SteepnessSearch, is_physically_consistent, noise_weights,
                          ordinary_least_squares, physically_consistent_least_squares,
                          pseudo_inertia_eigenvalues, select_steepness, weighted_least_squares)
-from .validation import TorqueErrors, torque_errors
+from .validation import torque_errors
 
 __all__ = ["IdentificationOptions", "IdentificationResult", "identify", "prepare",
            "write_outputs", "with_steepness"]
@@ -109,7 +109,8 @@ class IdentificationResult:
     """Everything :func:`identify` found. ``errors`` are on the validation part (against the
     measured torques after the same low-pass as the fit's), ``errors_unfiltered`` against the
     torques as measured, ``training_errors`` on the training part, keyed by model label
-    (``"identified"``: the physically consistent robot; ``"nominal"``: the robot as given;
+    (``"identified"``: the physically consistent robot; ``"nominal"``: the robot as given,
+    with its own friction if it has any;
     ``"wls"``, ``"ols"``: the least-squares base parameters)."""
 
     nominal: Robot
@@ -273,7 +274,7 @@ def identify(robot, measurements, options=None, *, progress=None):
         y_part_base = base.base_regressor(y_part)
         return {
             "identified": rnea(identified, part.q, part.qd, part.qdd),
-            "nominal": rnea(robot.without_friction(), part.q, part.qd, part.qdd),
+            "nominal": rnea(robot, part.q, part.qd, part.qdd),
             "wls": y_part_base @ wls.base,
             "ols": y_part_base @ ols.base,
         }

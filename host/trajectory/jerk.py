@@ -219,8 +219,10 @@ class _Planner:
     def _phase_b(self, state, u_first, guess, record):
         """From ``state``, apply ``u_first`` once then ``u_max`` until ``sdd`` returns to 0.
 
-        Returns ``(outcome, v_end, states, inputs)``; ``v_end`` is the speed when ``sdd``
-        reaches 0 (or goes negative first: too much braking).
+        Returns ``(outcome, value, states, inputs)``. ``value`` is continuous and decreasing in
+        the braking before: the speed left when ``sdd`` reaches 0 (``>= 0``), or, when the
+        speed reaches 0 first, ``T`` times the (negative) path acceleration at that instant.
+        It is 0 exactly when speed and acceleration vanish together: rest.
         """
         p, T = self.p, self.p.step
         states, inputs = [], []
@@ -232,22 +234,34 @@ class _Planner:
                 if low > high:
                     return _FAIL_LATE, math.inf, states, inputs
                 u = high
-            if a >= 0 and j > 0:
-                return _REST, v, states, inputs
-            if a + T * u >= 0 and a < 0:
+                if a >= 0:
+                    return _REST, v, states, inputs
+            if a < 0 and a + T * u >= 0:
                 u = -a / T
                 nxt = _advance(state, u, T)
-                nxt = (nxt[0], nxt[1], 0.0)
+                if nxt[1] >= 0:
+                    nxt = (nxt[0], nxt[1], 0.0)
+                    if record:
+                        states.append(nxt)
+                        inputs.append(u)
+                    return _REST, nxt[1], states, inputs
+            else:
+                nxt = _advance(state, u, T)
+            if nxt[1] < 0:
+                # Speed reaches 0 within this step, at tau: v + a tau + u tau^2 / 2 = 0.
+                if abs(u) > 1e-300:
+                    disc = max(a * a - 2 * u * v, 0.0)
+                    roots = [(-a - math.sqrt(disc)) / u, (-a + math.sqrt(disc)) / u]
+                    tau = min((r for r in roots if 0 <= r <= T * (1 + 1e-12)), default=T)
+                else:
+                    tau = -v / a if a < 0 else T
                 if record:
                     states.append(nxt)
                     inputs.append(u)
-                return _REST, nxt[1], states, inputs
-            nxt = _advance(state, u, T)
+                return _REST, T * min(a + u * tau, 0.0), states, inputs
             if record:
                 states.append(nxt)
                 inputs.append(u)
-            if nxt[1] < 0:
-                return _REST, nxt[1], states, inputs
             guess = u
             state = nxt
         return _FAIL_LATE, math.inf, states, inputs
@@ -259,8 +273,8 @@ class _Planner:
         second state). Returns ``(states, inputs, reaches_end)`` with ``states[0] == start``.
         The braking profile is ``u_min`` for ``mu`` steps (a fractional step blends ``u_min``
         and ``u_max``), then ``u_max`` until ``sdd = 0``; ``mu`` is the root of the speed left
-        at that moment (decreasing in ``mu``), bracketed from the previous test's ``mu`` and
-        refined by bisection over whole steps and the Illinois method within one.
+        at that moment (decreasing in ``mu``), bracketed around a guess from the braking
+        profile and refined by bisection over whole steps and the Illinois method within one.
         """
         self.tests += 1
         p, T, tol = self.p, self.p.step, self.tolerance
@@ -308,9 +322,28 @@ class _Planner:
         def value(mu):
             return outcome(mu)[1]
 
-        # Bracket over whole steps around the previous switching time.
-        m = max(int(math.floor(self.mu)), 0)
+        # Guess the switching step from phase A: releasing the brake at step j with the jerk
+        # u_max ends with about sd_j - sdd_j^2 / (2 u_max) left; the guess is the last step
+        # where that is still positive.
+        m = 0
+        while True:
+            extend(m)
+            if m >= len(bounds) or bounds[m] is None:
+                m = max(m - 1, 0)
+                break
+            (s_j, v_j, a_j), _ = phase_a[m]
+            high = bounds[m][1]
+            left = v_j - a_j * a_j / (2 * high) if (a_j < 0 and high > 0) else v_j
+            if left <= 0:
+                m = max(m - 1, 0)
+                break
+            m += 1
+        # Bracket over whole steps. A phase B without admissible inputs (FAIL_LATE, value +inf)
+        # ends the test: declaring a state not continuable is always safe (the previous test
+        # trajectory is followed instead).
         g = value(m)
+        if not math.isfinite(g) and g > 0:
+            return None
         if abs(g) <= tol:
             lo_mu = hi_mu = float(m)
             g_lo = g_hi = g
@@ -321,6 +354,8 @@ class _Planner:
                 trial = lo_mu + width
                 g = value(trial)
                 if g > tol:
+                    if not math.isfinite(g):
+                        return None
                     lo_mu, g_lo = trial, g
                     width *= 2
                     if lo_mu > self.max_steps:
@@ -340,6 +375,8 @@ class _Planner:
                     hi_mu, g_hi = trial, g
                     width *= 2
                 else:
+                    if not math.isfinite(g):
+                        return None
                     lo_mu, g_lo = trial, g
                     break
         # Whole steps by bisection.
@@ -347,6 +384,8 @@ class _Planner:
             mid = float(math.floor((lo_mu + hi_mu) / 2))
             g = value(mid)
             if g > tol:
+                if not math.isfinite(g):
+                    return None
                 lo_mu, g_lo = mid, g
             elif g < -tol:
                 hi_mu, g_hi = mid, g
@@ -366,6 +405,8 @@ class _Planner:
                 mid = (lo_mu + hi_mu) / 2
             g = value(mid)
             if g > tol:
+                if not math.isfinite(g):
+                    return None
                 lo_mu, g_lo, w_lo = mid, g, g
                 if side == 1 and math.isfinite(w_hi):
                     w_hi /= 2

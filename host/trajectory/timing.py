@@ -8,9 +8,10 @@ Along the path, ``qd = q' sd``, ``qdd = q' sdd + q'' sd^2`` and (seed 002 eqs. 1
 with ``a = M q'``, ``b = M q'' + C(q, q') q'``, ``c`` the gravity torque, all taken from our
 :func:`linkdyn.model.rnea` (``a = rnea(q, 0, q') - c``, ``b = rnea(q, q', q'') - c``, friction
 off), and ``tau_F`` the friction of eq. (20) of the source paper (``F_c atan(k qd) + F_v qd +
-F_o``). Friction is not of the form ``sd^2``: it is taken at the ``sd`` of the previous solution
-and the problem solved again until the duration settles (fixed point; one pass without
-friction).
+F_o``). Friction is not linear in ``sd^2``: it is bounded from above and below by lines in
+``sd^2`` (a tangent and a chord of a concave function, :func:`_torque_rows`), so the limits hold
+for the true torque; the tangent point follows the solution until the duration settles (one
+pass without friction).
 
 With ``x = sd^2`` and ``u = sdd`` on a grid ``s_0 < ... < s_N`` every limit is linear in
 ``(u_i, x_i)`` and ``u_i = (x_{i+1} - x_i) / (2 (s_{i+1} - s_i))`` (constant ``sdd`` between
@@ -32,7 +33,7 @@ Both return a :class:`TimeLaw`; :func:`sample` turns one into ``q, qd, qdd`` at 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -348,21 +349,80 @@ def _velocity_bound(dynamics, limits):
     return np.min(ratio, axis=1)
 
 
-def _with_friction(solve, dynamics, limits, tolerance, max_iterations):
-    """Run ``solve(friction torque at the grid points)`` to a fixed point of the friction."""
-    has_friction = np.any(dynamics.coulomb != 0) or np.any(dynamics.viscous != 0) or np.any(
-        dynamics.offset != 0)
-    sd = np.zeros(len(dynamics.s))
+@dataclass(frozen=True)
+class _TorqueRows:
+    """Linear torque rows ``a u + b x + c`` bounding the true torque from above and below."""
+
+    a: np.ndarray
+    b_upper: np.ndarray
+    c_upper: np.ndarray
+    b_lower: np.ndarray
+    c_lower: np.ndarray
+
+
+def _torque_rows(dynamics, x_reference, x_max):
+    """Bound the friction torque by lines in ``x = sd^2`` (exact for the rigid-body part).
+
+    Along the path (``sd >= 0``) friction is ``sign(q') g(x) + F_o`` with
+    ``g(x) = F_c atan(k |q'| sqrt(x)) + F_v |q'| sqrt(x)`` concave and increasing. A tangent of
+    ``g`` (at ``x_reference``) lies above it, the chord from 0 to ``x_max`` (the velocity
+    limit) below it on ``[0, x_max]``; so ``tau_upper(u, x) >= tau >= tau_lower(u, x)`` and
+    limits imposed on these lines hold for the true torque. The tangent is exact at
+    ``x_reference``; iterating it to the solution makes the bound tight where it matters.
+    """
+    magnitude = np.abs(dynamics.dq)
+    sign = np.sign(dynamics.dq)
+    k, coulomb, viscous = dynamics.steepness, dynamics.coulomb, dynamics.viscous
+
+    def g(x):
+        root = np.sqrt(x)[:, None]
+        return coulomb * np.arctan(k * magnitude * root) + viscous * magnitude * root
+
+    x_r = np.maximum(x_reference, 1e-10)
+    root = np.sqrt(x_r)[:, None]
+    slope_tangent = (coulomb * k * magnitude / (1 + (k * magnitude * root) ** 2)
+                     + viscous * magnitude) / (2 * root)
+    const_tangent = g(x_r) - slope_tangent * x_r[:, None]
+    finite = np.isfinite(x_max) & (x_max > 0)
+    x_m = np.where(finite, x_max, 1.0)
+    slope_chord = np.where(finite[:, None], g(x_m) / x_m[:, None], 0.0)
+    positive = sign > 0
+    negative = sign < 0
+    slope_up = np.where(positive, slope_tangent, np.where(negative, -slope_chord, 0.0))
+    const_up = np.where(positive, const_tangent, 0.0)
+    slope_lo = np.where(positive, slope_chord, np.where(negative, -slope_tangent, 0.0))
+    const_lo = np.where(negative, -const_tangent, 0.0)
+    c = dynamics.c + dynamics.offset
+    return _TorqueRows(dynamics.a, dynamics.b + slope_up, c + const_up,
+                       dynamics.b + slope_lo, c + const_lo)
+
+
+def _has_friction(dynamics):
+    return bool(np.any(dynamics.coulomb != 0) or np.any(dynamics.viscous != 0))
+
+
+def _iterate_friction(solve, dynamics, limits, tolerance, max_iterations):
+    """Solve with friction bounds, moving the tangent point to the last solution.
+
+    ``solve(rows) -> sd``. Without friction one pass suffices. Every pass's solution satisfies
+    the true limits at the grid points (the bounds are conservative); the passes stop when the
+    duration changes by less than ``tolerance`` (relative).
+    """
+    x_max = _velocity_bound(dynamics, limits)
+    if not _has_friction(dynamics):
+        return solve(_torque_rows(dynamics, np.ones(len(dynamics.s)), x_max)), 1
+    # Start the tangents at the solution without friction torque (a fast, optimistic guess).
+    rigid = replace(dynamics, coulomb=np.zeros_like(dynamics.coulomb),
+                    viscous=np.zeros_like(dynamics.viscous))
+    sd = solve(_torque_rows(rigid, np.ones(len(dynamics.s)), x_max))
     previous = None
     for iteration in range(1, max_iterations + 1):
-        friction = dynamics.friction(sd) if has_friction else np.zeros_like(dynamics.c)
-        sd = solve(friction)
-        law_duration = _duration(dynamics.s, sd)
-        if not has_friction or (previous is not None
-                                and abs(law_duration - previous) <= tolerance * law_duration):
+        sd = solve(_torque_rows(dynamics, sd ** 2, x_max))
+        duration = _duration(dynamics.s, sd)
+        if previous is not None and abs(duration - previous) <= tolerance * duration:
             return sd, iteration
-        previous = law_duration
-    raise TimingError(f"the friction fixed point did not settle in {max_iterations} passes")
+        previous = duration
+    return sd, max_iterations
 
 
 def _duration(s, sd):
@@ -392,12 +452,15 @@ def _toppra_path(path):
     return _Path()
 
 
-def _toppra_torque(dynamics, limits, friction, scheme):
+def _toppra_torque(rows, limits, grid, scheme):
     from toppra.constraint import DiscretizationType, LinearConstraint
     from toppra.constraint.linear_constraint import canlinear_colloc_to_interpolate
 
+    finite = np.isfinite(limits.torque)
+    count = int(np.count_nonzero(finite))
+
     class _Torque(LinearConstraint):
-        """|a u + b x + c + friction| <= torque at the grid points (precomputed)."""
+        """tau_upper <= torque and tau_lower >= -torque at the grid points (precomputed)."""
 
         def __init__(self):
             super().__init__()
@@ -406,14 +469,15 @@ def _toppra_torque(dynamics, limits, friction, scheme):
             self.dof = limits.n
 
         def compute_constraint_params(self, path, gridpoints, *args, **kwargs):
-            if len(gridpoints) != len(dynamics.s) or not np.allclose(gridpoints, dynamics.s):
+            if len(gridpoints) != len(grid) or not np.allclose(gridpoints, grid):
                 raise ValueError("toppra asked for a grid other than the one prepared")
-            n = limits.n
-            finite = np.isfinite(limits.torque)
-            eye = np.eye(n)[finite]
-            f_matrix = np.concatenate([eye, -eye])
+            a = np.concatenate([rows.a[:, finite], rows.a[:, finite]], axis=1)
+            b = np.concatenate([rows.b_upper[:, finite], rows.b_lower[:, finite]], axis=1)
+            c = np.concatenate([rows.c_upper[:, finite], rows.c_lower[:, finite]], axis=1)
+            f_matrix = np.zeros((2 * count, 2 * count))
+            f_matrix[:count, :count] = np.eye(count)
+            f_matrix[count:, count:] = -np.eye(count)
             g = np.concatenate([limits.torque[finite], limits.torque[finite]])
-            a, b, c = dynamics.a, dynamics.b, dynamics.c + friction
             if scheme == DiscretizationType.Collocation:
                 return a, b, c, f_matrix, g, None, None
             return canlinear_colloc_to_interpolate(a, b, c, f_matrix, g, None, None,
@@ -423,7 +487,7 @@ def _toppra_torque(dynamics, limits, friction, scheme):
 
 
 def time_optimal(robot, path, limits, *, gridpoints=1000, scheme="interpolation",
-                 friction_tolerance=1e-9, max_friction_iterations=50):
+                 friction_tolerance=1e-6, max_friction_iterations=30):
     """Return the time-optimal time law of ``path`` under ``limits``, solved with toppra.
 
     The path starts and ends at rest. Jerk limits are ignored (see
@@ -442,7 +506,7 @@ def time_optimal(robot, path, limits, *, gridpoints=1000, scheme="interpolation"
     scheme : {"interpolation", "collocation"}
         toppra's discretisation: limits at both ends of every segment, or at its start only.
     friction_tolerance : float
-        Relative change of the duration that ends the friction fixed point.
+        Relative change of the duration that ends the friction passes.
     max_friction_iterations : int
         Limit of friction passes.
 
@@ -476,10 +540,10 @@ def time_optimal(robot, path, limits, *, gridpoints=1000, scheme="interpolation"
         base.append(toppra.constraint.JointAccelerationConstraint(
             np.stack([-acceleration, acceleration], 1), discretization_scheme=kind))
 
-    def solve(friction):
+    def solve(rows):
         constraints = list(base)
         if np.any(np.isfinite(limits.torque)):
-            constraints.append(_toppra_torque(dynamics, limits, friction, kind))
+            constraints.append(_toppra_torque(rows, limits, grid, kind))
         instance = toppra.algorithm.TOPPRA(constraints, toppra_path, gridpoints=grid,
                                            solver_wrapper="seidel")
         result = instance.compute_parameterization(0.0, 0.0)
@@ -489,8 +553,8 @@ def time_optimal(robot, path, limits, *, gridpoints=1000, scheme="interpolation"
                               f"({instance.problem_data.return_code})")
         return np.maximum(sd, 0.0)
 
-    sd, iterations = _with_friction(solve, dynamics, limits, friction_tolerance,
-                                    max_friction_iterations)
+    sd, iterations = _iterate_friction(solve, dynamics, limits, friction_tolerance,
+                                       max_friction_iterations)
     return TimeLaw(grid, sd, "toppra", iterations)
 
 
@@ -499,7 +563,7 @@ def time_optimal(robot, path, limits, *, gridpoints=1000, scheme="interpolation"
 # ----------------------------------------------------------------------------------------------
 
 def time_optimal_lp(robot, path, limits, *, gridpoints=1000, scheme="collocation",
-                    friction_tolerance=1e-9, max_friction_iterations=50):
+                    friction_tolerance=1e-6, max_friction_iterations=30):
     """Return the time-optimal time law from a linear program on the ``x = sd^2`` grid.
 
     Variables ``x_0..x_N``; ``u_i = (x_{i+1} - x_i) / (2 Delta_i)``; constraints
@@ -507,7 +571,7 @@ def time_optimal_lp(robot, path, limits, *, gridpoints=1000, scheme="collocation
     on ``(u_i, x_i)`` for ``i < N`` (``"collocation"``), plus on ``(u_i, x_{i+1})`` at
     ``s_{i+1}`` (``"interpolation"``). Objective: maximise ``sum x_i``. Solved by
     :func:`scipy.optimize.linprog` (HiGHS). Written independently of toppra (only
-    :func:`path_dynamics` is shared) to cross-check it.
+    :func:`path_dynamics` and the friction bounds are shared) to cross-check it.
 
     Parameters
     ----------
@@ -538,13 +602,13 @@ def time_optimal_lp(robot, path, limits, *, gridpoints=1000, scheme="collocation
     upper = _velocity_bound(dynamics, limits)
     bounds = [(0.0, float(x) if np.isfinite(x) else None) for x in upper]
     bounds[0] = bounds[-1] = (0.0, 0.0)
+    segments = np.arange(count - 1)
 
-    def rows(coefficient_u, coefficient_x, constant, limit, at_next):
-        """Rows |coefficient_u u_i + coefficient_x x_(i or i+1) + constant| <= limit."""
+    def rows(coefficient_u, coefficient_x, constant, limit, at_next, sign):
+        """Rows ``sign * (coefficient_u u_i + coefficient_x x_p + constant) <= limit``."""
         finite = np.isfinite(limit)
         if not np.any(finite):
             return None
-        segments = np.arange(count - 1)
         point = segments + 1 if at_next else segments
         cu = coefficient_u[point][:, finite] / (2 * delta[:, None])   # (N, m)
         cx = coefficient_x[point][:, finite]
@@ -553,28 +617,25 @@ def time_optimal_lp(robot, path, limits, *, gridpoints=1000, scheme="collocation
         r = np.arange((count - 1) * m)
         seg = np.repeat(segments, m)
         # u_i = (x_{i+1} - x_i) / (2 delta): coefficient cu on x_{i+1}, -cu on x_i.
-        col_next, col_this = seg + 1, seg
-        x_col = np.repeat(point, m)
-        data = np.concatenate([cu.ravel(), -cu.ravel(), cx.ravel()])
+        data = sign * np.concatenate([cu.ravel(), -cu.ravel(), cx.ravel()])
         row = np.concatenate([r, r, r])
-        col = np.concatenate([col_next, col_this, x_col])
+        col = np.concatenate([seg + 1, seg, np.repeat(point, m)])
         matrix = sparse.csr_matrix((data, (row, col)), shape=(len(r), count))
-        lim = np.tile(limit[finite], count - 1)
-        return matrix, lim - const.ravel(), lim + const.ravel()
+        return matrix, np.tile(limit[finite], count - 1) - sign * const.ravel()
 
-    def solve(friction):
+    def solve(torque):
         blocks, rhs = [], []
-        points = [False] if scheme == "collocation" else [False, True]
-        for at_next in points:
-            for cu, cx, const, limit in (
-                    (dynamics.dq, dynamics.ddq, np.zeros_like(dynamics.dq), limits.acceleration),
-                    (dynamics.a, dynamics.b, dynamics.c + friction, limits.torque)):
-                built = rows(cu, cx, const, limit, at_next)
-                if built is None:
-                    continue
-                matrix, high, low = built
-                blocks += [matrix, -matrix]
-                rhs += [high, low]
+        zero = np.zeros_like(dynamics.dq)
+        for at_next in ([False] if scheme == "collocation" else [False, True]):
+            for cu, cx, const, limit, sign in (
+                    (dynamics.dq, dynamics.ddq, zero, limits.acceleration, 1.0),
+                    (dynamics.dq, dynamics.ddq, zero, limits.acceleration, -1.0),
+                    (torque.a, torque.b_upper, torque.c_upper, limits.torque, 1.0),
+                    (torque.a, torque.b_lower, torque.c_lower, limits.torque, -1.0)):
+                built = rows(cu, cx, const, limit, at_next, sign)
+                if built is not None:
+                    blocks.append(built[0])
+                    rhs.append(built[1])
         objective = -np.ones(count)
         if blocks:
             result = linprog(objective, A_ub=sparse.vstack(blocks).tocsr(),
@@ -585,6 +646,6 @@ def time_optimal_lp(robot, path, limits, *, gridpoints=1000, scheme="collocation
             raise TimingError(f"the time-optimal linear program failed: {result.message}")
         return np.sqrt(np.maximum(result.x, 0.0))
 
-    sd, iterations = _with_friction(solve, dynamics, limits, friction_tolerance,
-                                    max_friction_iterations)
+    sd, iterations = _iterate_friction(solve, dynamics, limits, friction_tolerance,
+                                       max_friction_iterations)
     return TimeLaw(grid, sd, f"lp-{scheme}", iterations)

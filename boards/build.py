@@ -1,0 +1,407 @@
+"""Build a board: bitstream (open flow) or synthesis report and ISE build tree (Spartan-6).
+
+Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 100]
+[--out build/ulx3s] [--chain fake|linkdyn] [--synth-only]``; ``--list`` prints the boards.
+
+- ECP5 (``ulx3s``): Amaranth writes the Trellis build tree into ``--out`` and its script runs
+  Yosys, nextpnr-ecp5 and ecppack (the YoWASP packages unless ``YOSYS``, ``NEXTPNR_ECP5``,
+  ``ECPPACK`` name others) into ``top.bit``; Fmax and utilisation come from nextpnr's report
+  (``top.nextpnr.json``). ``--synth-only`` stops after a Yosys ``synth_ecp5``.
+- Spartan-6 (``atlys``, ``mimas``, ``sk_xc6slx9``): Yosys ``synth_xilinx -family xc6s`` gives
+  the utilisation, always; Amaranth writes the ISE build tree (``build_top.sh``, ``top.v``,
+  ``top.ucf``, ``top.xst``, ``top.prj``); if ISE 14.7 is on the PATH (``xst``, ``ngdbuild``,
+  ``map``, ``par``, ``bitgen``) the script runs and ``top.bit`` is made (timing from ``trce`` if
+  present), else the build says that place and route needs ISE and exits with status 3.
+
+Every build writes ``report.json`` (fields: :data:`REPORT_FIELDS`) and ``report.txt`` into
+``--out``. The update latency and interval come from a simulation of the build's chain (its
+LATENCY_CYCLES / INTERVAL_CYCLES counters); for the stand-in chain (``--chain fake``) they
+come from the microprogram's schedule instead, and ``cycles_source`` says so.
+
+Exit status:
+
+====  ===================================================================================
+0     done: bitstream written and timing met, or ``--synth-only`` synthesis done
+1     a tool failed (its log is named), or the build could not be written
+2     bad arguments (unknown board, node count out of range, clock the board cannot make)
+3     Spartan-6 without ISE: synthesis report and ISE build tree written, no bitstream
+4     bitstream written but timing not met (Fmax below the clock; see ``report.txt``)
+====  ===================================================================================
+"""
+
+import argparse
+import datetime
+import json
+import platform as host_platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import BOARDS, board
+from .common import CHAINS, DEFAULT_CHAIN, chain_name, make_chain
+from .cycles import schedule_update_cycles, simulate_update_cycles
+from .toolchain import (
+    DEVICE_CAPACITY, ToolError, find_tool, nextpnr_report, tool_env, tool_version,
+    yosys_utilisation,
+)
+
+__all__ = ["build", "BuildError", "REPORT_FIELDS", "EXIT_OK", "EXIT_TOOL_FAILED", "EXIT_USAGE",
+           "EXIT_NEEDS_ISE", "EXIT_TIMING", "main"]
+
+EXIT_OK = 0
+EXIT_TOOL_FAILED = 1
+EXIT_USAGE = 2
+EXIT_NEEDS_ISE = 3
+EXIT_TIMING = 4
+
+#: Fields every ``report.json`` holds.
+REPORT_FIELDS = (
+    "board", "title", "device", "part", "family", "nodes", "chain", "clock_mhz", "baudrate",
+    "luts", "ffs", "dsps", "brams", "capacity", "utilisation_percent", "fits",
+    "utilisation_source", "fmax_mhz", "timing_met", "clocks", "update_latency_cycles",
+    "update_interval_cycles", "cycles_source", "status", "exit_status", "message",
+    "bitstream", "build_seconds", "tools", "command", "date",
+)
+
+ISE_TOOLS = ("xst", "ngdbuild", "map", "par", "bitgen")
+ECP5_TOOLS = ("yosys", "nextpnr-ecp5", "ecppack")
+
+
+class BuildError(Exception):
+    """A build step failed; ``exit_status`` is the documented status, ``report`` what was
+    written (may be None)."""
+
+    def __init__(self, message, exit_status=EXIT_TOOL_FAILED, report=None):
+        super().__init__(message)
+        self.exit_status = exit_status
+        self.report = report
+
+
+def _run_script(out, env, log_name):
+    """Run Amaranth's ``build_top.sh`` in ``out``; its output goes to ``log_name``."""
+    with open(out / log_name, "w") as log:
+        process = subprocess.run(["sh", "build_top.sh"], cwd=out, env=env, stdout=log,
+                                 stderr=subprocess.STDOUT)
+    if process.returncode != 0:
+        tail = "".join((out / log_name).read_text().splitlines(keepends=True)[-30:])
+        raise ToolError(f"the build script failed (status {process.returncode}); see "
+                        f"{out / log_name}:\n{tail}")
+
+
+def _cycles(top, kind, nodes, fmt):
+    if kind == "linkdyn":
+        figures = simulate_update_cycles(make_chain("linkdyn", nodes, fmt))
+        figures.pop("update_count", None)
+        return figures, ("simulation: LATENCY_CYCLES and INTERVAL_CYCLES of this build's chain "
+                         "(LinkDynChain, zero state) after two back-to-back updates over its "
+                         "register bus")
+    figures = schedule_update_cycles(nodes, fmt)
+    return figures, ("model schedule, NOT a simulation: the build's chain is the FakeChain "
+                     "stand-in; figures are build_microprogram().segments for a sequential "
+                     "update (joint + n forward + local + n distal), no mailbox handover")
+
+
+def _trce_fmax(out):
+    """Run ISE's ``trce`` on the routed design if present; return Fmax in MHz or None."""
+    trce = find_tool("trce")
+    if trce is None or not (out / "top_par.ncd").exists():
+        return None
+    subprocess.run([*trce, "-v", "3", "-o", "top.twr", "top_par.ncd", "top.pcf"], cwd=out,
+                   capture_output=True)
+    twr = out / "top.twr"
+    if not twr.exists():
+        return None
+    import re
+    match = re.search(r"Maximum frequency:\s*([0-9.]+)\s*MHz", twr.read_text(errors="replace"))
+    return float(match.group(1)) if match else None
+
+
+def build(name, nodes=None, *, clock_hz=None, out=None, chain=None, synth_only=False,
+          seed=1, progress=print):
+    """Build a board and write ``report.json`` and ``report.txt``.
+
+    Parameters
+    ----------
+    name : str
+        Board, a key of :data:`linkdyn.boards.BOARDS`.
+    nodes : int, optional
+        Number of nodes (default: the board's).
+    clock_hz : int, optional
+        Core clock, Hz (default: the board's).
+    out : path-like, optional
+        Build directory (default ``build/<board>``).
+    chain : str, optional
+        ``"linkdyn"`` or ``"fake"`` (default :data:`~linkdyn.boards.common.DEFAULT_CHAIN`).
+    synth_only : bool
+        Stop after Yosys synthesis (no place and route, no bitstream).
+    seed : int
+        nextpnr placement seed.
+    progress : callable
+        Called with one line of text per step.
+
+    Returns
+    -------
+    dict
+        The report (also in ``out/report.json``); ``report["exit_status"]`` is the status
+        of the module's table (0, 3 or 4 here).
+
+    Raises
+    ------
+    ValueError, TypeError
+        For bad arguments (unknown board, node count, clock).
+    RuntimeError
+        If the real chain is asked for but not available.
+    BuildError
+        If a tool is missing or fails (``exit_status`` 1).
+    """
+    started = time.monotonic()
+    top_class = board(name)
+    kind = DEFAULT_CHAIN if chain is None else chain
+    top = top_class(nodes, clock_hz=clock_hz, chain=kind)
+    nodes = top.nodes
+    out = Path(out if out is not None else Path("build") / name)
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in ("report.json", "report.txt", "top.bit"):
+        (out / stale).unlink(missing_ok=True)
+    phases = {}
+
+    def phase(label, since):
+        phases[label] = round(time.monotonic() - since, 1)
+
+    progress(f"{top.title} ({top.device}): {nodes} node(s), {top.clock_hz / 1e6:g} MHz, "
+             f"chain {chain_name(top.core.chain)}, UART {top.core.baudrate:,} baud; "
+             f"build directory {out}")
+
+    t = time.monotonic()
+    platform = top_class.platform()
+    overrides = {}
+    if top.family == "ecp5":
+        overrides["nextpnr_opts"] = ["--report", "top.nextpnr.json", "--timing-allow-fail",
+                                     "--seed", str(seed)]
+    plan = platform.prepare(top, name="top", **overrides)
+    plan.extract(out)
+    phase("elaborate", t)
+    progress(f"build tree written ({', '.join(sorted(plan.files))})")
+
+    t = time.monotonic()
+    cycles, cycles_source = _cycles(top, kind, nodes, top.core.fmt)
+    phase("cycles", t)
+    progress(f"update latency {cycles['update_latency_cycles']} cycles, interval "
+             f"{cycles['update_interval_cycles']} cycles ({cycles_source.split(':')[0]})")
+
+    report = {
+        "board": name, "title": top.title, "device": top.device,
+        "part": f"{top.device}-{platform.speed}{platform.package}", "family": top.family,
+        "nodes": nodes, "chain": chain_name(top.core.chain),
+        "clock_mhz": top.clock_hz / 1e6, "baudrate": top.core.baudrate, "uart": top.uart_note,
+        **cycles, "cycles_source": cycles_source,
+        "fmax_mhz": None, "timing_met": None, "clocks": {}, "bitstream": None,
+        "ise_build_tree": None,
+    }
+    status, exit_status, message = "synthesis-only", EXIT_OK, ""
+    tools = {"yosys": tool_version("yosys")}
+    try:
+        t = time.monotonic()
+        if top.family == "ecp5" and synth_only:
+            progress("synthesis: yosys synth_ecp5 (no place and route: --synth-only)")
+            utilisation = yosys_utilisation("ecp5", "top.il", out)
+            source = "yosys synth_ecp5 (before packing; LUT4 + 2 per CCU2C)"
+            phase("synthesis", t)
+        elif top.family == "ecp5":
+            progress("yosys + nextpnr-ecp5 + ecppack (this takes minutes) ...")
+            _run_script(out, tool_env(ECP5_TOOLS), "build.log")
+            phase("yosys_nextpnr_ecppack", t)
+            pnr = nextpnr_report(out / "top.nextpnr.json")
+            utilisation = pnr["utilisation"]
+            source = "nextpnr-ecp5 (placed and routed: TRELLIS_COMB, TRELLIS_FF, MULT18X18D, DP16KD)"
+            report["clocks"] = {net: {"fmax_mhz": round(v["achieved"], 2),
+                                      "constraint_mhz": round(v["constraint"], 2)}
+                                for net, v in pnr["fmax"].items()}
+            if report["clocks"]:
+                report["fmax_mhz"] = min(c["fmax_mhz"] for c in report["clocks"].values())
+                report["timing_met"] = all(c["fmax_mhz"] >= c["constraint_mhz"]
+                                           for c in report["clocks"].values())
+            report["bitstream"] = str(out / "top.bit")
+            tools["nextpnr-ecp5"] = tool_version("nextpnr-ecp5")
+            status = "bitstream"
+            if report["timing_met"] is False:
+                status, exit_status = "timing-failed", EXIT_TIMING
+                message = (f"timing NOT met: Fmax {report['fmax_mhz']} MHz < "
+                           f"{top.clock_hz / 1e6:g} MHz; the bitstream is written but may "
+                           "misbehave; build with a lower --clock-mhz")
+        else:
+            progress("synthesis: yosys synth_xilinx -family xc6s ...")
+            utilisation = yosys_utilisation("xc6s", "top.v", out)
+            source = "yosys synth_xilinx -family xc6s -flatten (before ISE map)"
+            phase("synthesis", t)
+            report["ise_build_tree"] = str(out / "build_top.sh")
+            missing = [tool for tool in ISE_TOOLS if find_tool(tool) is None]
+            if synth_only:
+                message = "synthesis only (--synth-only); ISE build tree written"
+            elif missing:
+                status, exit_status = "needs-ise", EXIT_NEEDS_ISE
+                message = (f"place and route and bitgen need Xilinx ISE 14.7 ({', '.join(missing)} "
+                           f"not on the PATH); the ISE build tree is in {out}: run "
+                           f"'sh build_top.sh' there on a machine with ISE (settings64.sh "
+                           f"sourced, or AMARANTH_ENV_ISE naming it). Synthesis report written.")
+            else:
+                t = time.monotonic()
+                progress("ISE: xst, ngdbuild, map, par, bitgen ...")
+                _run_script(out, dict(__import__("os").environ), "build.log")
+                phase("ise", t)
+                report["bitstream"] = str(out / "top.bit")
+                report["fmax_mhz"] = _trce_fmax(out)
+                if report["fmax_mhz"] is not None:
+                    report["timing_met"] = report["fmax_mhz"] >= top.clock_hz / 1e6
+                status = "bitstream"
+                if report["timing_met"] is False:
+                    status, exit_status = "timing-failed", EXIT_TIMING
+                    message = (f"timing NOT met: Fmax {report['fmax_mhz']} MHz < "
+                               f"{top.clock_hz / 1e6:g} MHz")
+    except ToolError as error:
+        raise BuildError(str(error), EXIT_TOOL_FAILED) from error
+
+    capacity = DEVICE_CAPACITY[top.device]
+    utilisation = {key: utilisation[key] for key in ("luts", "ffs", "dsps", "brams")}
+    report.update(utilisation)
+    report["capacity"] = capacity
+    report["utilisation_percent"] = {key: round(100 * utilisation[key] / capacity[key], 1)
+                                     for key in capacity}
+    report["fits"] = all(utilisation[key] <= capacity[key] for key in capacity)
+    report["utilisation_source"] = source
+    if not report["fits"]:
+        message = (message + "; " if message else "") + "the design does NOT fit the device"
+    report.update({
+        "status": status, "exit_status": exit_status, "message": message,
+        "phases_seconds": phases, "build_seconds": round(time.monotonic() - started, 1),
+        "tools": tools,
+        "command": "python -m linkdyn.boards.build " + " ".join(
+            [f"--board {name}", f"--nodes {nodes}", f"--clock-mhz {top.clock_hz / 1e6:g}",
+             f"--chain {report['chain']}", f"--out {out}"] + (["--synth-only"] if synth_only
+                                                             else [])),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "host": f"{host_platform.machine()}, {_cpu_count()} CPU(s)",
+    })
+    missing_fields = [field for field in REPORT_FIELDS if field not in report]
+    assert not missing_fields, missing_fields
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    (out / "report.txt").write_text(report_text(report))
+    progress(f"report: {out / 'report.json'}, {out / 'report.txt'}")
+    return report
+
+
+def _cpu_count():
+    import os
+    return os.cpu_count()
+
+
+def report_text(report):
+    """Return the human-readable ``report.txt`` for a report dict."""
+    r = report
+    capacity = r["capacity"]
+    fmax = "n/a (no place and route)" if r["fmax_mhz"] is None else f"{r['fmax_mhz']:.2f} MHz"
+    lines = [
+        f"LinkDyn board build: {r['title']} ({r['part']})",
+        "",
+        f"nodes            {r['nodes']} (chain: {r['chain']}"
+        + (", STAND-IN without inverse dynamics" if r["chain"] == "fake" else "") + ")",
+        f"clock            {r['clock_mhz']:g} MHz; UART {r['baudrate']:,} baud ({r['uart']})",
+        f"Fmax             {fmax}"
+        + ("" if r["timing_met"] is None else
+           f" -> timing {'met' if r['timing_met'] else 'NOT MET'}"),
+    ]
+    for net, clock in r["clocks"].items():
+        lines.append(f"                 {net}: {clock['fmax_mhz']:.2f} MHz "
+                     f"(constraint {clock['constraint_mhz']:g} MHz)")
+    lines += ["", f"utilisation ({r['utilisation_source']}):"]
+    for key, label in (("luts", "LUTs"), ("ffs", "flip-flops"), ("dsps", "DSP blocks"),
+                       ("brams", "block RAMs (18 Kb)")):
+        lines.append(f"  {label:<20} {r[key]:>8g} / {capacity[key]:>6} "
+                     f"({r['utilisation_percent'][key]:.1f} %)")
+    lines.append(f"  fits the device:     {'yes' if r['fits'] else 'NO'}")
+    lines += [
+        "",
+        f"update latency   {r['update_latency_cycles']} cycles "
+        f"= {r['update_latency_cycles'] / r['clock_mhz']:.2f} us at {r['clock_mhz']:g} MHz",
+        f"update interval  {r['update_interval_cycles']} cycles",
+        f"                 source: {r['cycles_source']}",
+        "",
+        f"status           {r['status']} (exit status {r['exit_status']})",
+    ]
+    if r["message"]:
+        lines.append(f"                 {r['message']}")
+    if r["bitstream"]:
+        lines.append(f"bitstream        {r['bitstream']}")
+    if r.get("ise_build_tree"):
+        lines.append(f"ISE build tree   {r['ise_build_tree']}")
+    lines += [
+        f"build time       {r['build_seconds']:g} s ({', '.join(f'{k} {v:g} s' for k, v in r['phases_seconds'].items())}); {r['host']}",
+        f"tools            " + "; ".join(f"{k}: {v}" for k, v in r["tools"].items()),
+        f"command          {r['command']}",
+        f"date             {r['date']}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def board_table():
+    """Return the registry as a text table (``--list``)."""
+    lines = [f"{'board':<11} {'title':<15} {'device':<10} {'nodes':>5} {'max':>4} "
+             f"{'clock':>8}  UART"]
+    for name, top in BOARDS.items():
+        lines.append(f"{name:<11} {top.title:<15} {top.platform_class.device:<10} "
+                     f"{top.default_nodes:>5} {top.max_nodes:>4} "
+                     f"{top.default_clock_hz / 1e6:>5g} MHz  {top.uart_note}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """Command line; returns the exit status of the module's table."""
+    parser = argparse.ArgumentParser(
+        prog="python -m linkdyn.boards.build", description=__doc__.splitlines()[0],
+        epilog="Exit status: 0 done, 1 tool failed, 2 bad arguments, 3 Spartan-6 without ISE "
+               "(synthesis report written), 4 timing not met.")
+    parser.add_argument("--board", default="ulx3s", choices=list(BOARDS),
+                        help="board (default ulx3s)")
+    parser.add_argument("--nodes", type=int, help="number of nodes (default: the board's)")
+    parser.add_argument("--clock-mhz", type=float, help="core clock in MHz (default: the "
+                        "board's; ULX3S through its PLL, Spartan-6 through PLL_BASE)")
+    parser.add_argument("--out", help="build directory (default build/<board>)")
+    parser.add_argument("--chain", choices=CHAINS, default=None,
+                        help=f"chain of nodes (default {DEFAULT_CHAIN})")
+    parser.add_argument("--synth-only", action="store_true",
+                        help="Yosys synthesis only: no place and route, no bitstream")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
+    parser.add_argument("--list", action="store_true", help="list the boards and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        print(board_table())
+        return EXIT_OK
+    clock_hz = None
+    if args.clock_mhz is not None:
+        clock_hz = round(args.clock_mhz * 1e6)
+        if clock_hz <= 0:
+            parser.error(f"--clock-mhz must be positive, not {args.clock_mhz:g}")
+    try:
+        report = build(args.board, args.nodes, clock_hz=clock_hz, out=args.out,
+                       chain=args.chain, synth_only=args.synth_only, seed=args.seed)
+    except (ValueError, TypeError, RuntimeError) as error:
+        if isinstance(error, BuildError):
+            print(f"error: {error}", file=sys.stderr)
+            return error.exit_status
+        parser.error(str(error))
+    except BuildError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_status
+    print()
+    print(report_text(report), end="")
+    if report["message"]:
+        print(("warning: " if report["exit_status"] else "") + report["message"],
+              file=sys.stderr)
+    return report["exit_status"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,363 @@
+"""What every board top-level shares: the chain choice, the node and clock checks, the pins.
+
+A board top-level (:class:`BoardTop`) is the board-independent :class:`~linkdyn.boards.core.
+BoardCore` plus what the board adds: its clock (straight from the oscillator or through a PLL),
+a reset synchroniser, the UART pins and the status LEDs, all through ``io.Buffer`` on the
+resources of an amaranth-boards platform. Vendor primitives (PLL, clock buffers, startup block)
+appear only here and in the board modules, never in the simulated cores.
+"""
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from amaranth.hdl import ClockDomain, ClockSignal, Const, Elaboratable, Instance, Module, Signal
+from amaranth.lib import io
+from amaranth.lib.cdc import ResetSynchronizer
+
+from linkdyn.model.fixedpoint import Q15_16
+
+from .core import LED_COUNT, BoardCore
+
+__all__ = [
+    "CHAINS", "DEFAULT_CHAIN", "make_chain", "chain_name", "BoardTop", "PllSetting",
+    "ecp5_pll_setting", "spartan6_pll_setting",
+]
+
+#: Chains a board can be built with: ``"linkdyn"`` is the real chain of LinkDyn nodes
+#: (:class:`linkdyn.gateware.chain.LinkDynChain`), ``"fake"`` the register-bus stand-in
+#: :class:`linkdyn.gateware.fake_chain.FakeChain` (no inverse dynamics; host-link tests).
+CHAINS = ("linkdyn", "fake")
+
+#: The chain of board builds when none is named. Switch to "linkdyn" once
+#: ``linkdyn.gateware.chain`` exists (this line is the switch).
+DEFAULT_CHAIN = "fake"
+
+
+def make_chain(kind, nodes, fmt=Q15_16):
+    """Return a chain component for a board core.
+
+    Parameters
+    ----------
+    kind : str
+        One of :data:`CHAINS`, or None for :data:`DEFAULT_CHAIN`.
+    nodes : int
+        Number of nodes.
+    fmt : QFormat
+        Word format of the nodes.
+
+    Returns
+    -------
+    wiring.Component
+        A register-bus target (``bus: In(RegisterBusSignature())``).
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is not one of :data:`CHAINS`.
+    RuntimeError
+        If the real chain is asked for but ``linkdyn.gateware.chain`` is not there yet.
+    """
+    kind = DEFAULT_CHAIN if kind is None else kind
+    if kind not in CHAINS:
+        raise ValueError(f"Chain must be one of {', '.join(CHAINS)}, not {kind!r}")
+    if kind == "fake":
+        from linkdyn.gateware.fake_chain import FakeChain
+        return FakeChain(nodes, fmt=fmt, wait_states=False)
+    try:
+        from linkdyn.gateware.chain import LinkDynChain
+    except ImportError as error:
+        raise RuntimeError("The LinkDyn chain (linkdyn.gateware.chain.LinkDynChain) is not "
+                           "available yet; build with chain 'fake' (--chain fake)") from error
+    return LinkDynChain(nodes, fmt=fmt)
+
+
+def chain_name(chain):
+    """Return ``"fake"`` for a :class:`FakeChain`, ``"linkdyn"`` for the real chain, else the
+    class name."""
+    name = type(chain).__name__
+    return {"FakeChain": "fake", "LinkDynChain": "linkdyn"}.get(name, name)
+
+
+# -- PLL settings ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PllSetting:
+    """Divider setting of a PLL: ``f_out = f_in / input_div * feedback_mult / output_div``
+    (feedback taken from the output itself on ECP5, from the VCO on Spartan-6).
+
+    Attributes
+    ----------
+    input_div, feedback_mult, output_div : int
+        The dividers (ECP5: CLKI_DIV, CLKFB_DIV, CLKOP_DIV; Spartan-6: DIVCLK_DIVIDE,
+        CLKFBOUT_MULT, CLKOUT0_DIVIDE).
+    vco_hz, out_hz : Fraction
+        VCO and output frequency, Hz.
+    """
+
+    input_div: int
+    feedback_mult: int
+    output_div: int
+    vco_hz: Fraction
+    out_hz: Fraction
+
+
+def _check_frequency(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, Fraction)) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer (Hz), not {value!r}")
+
+
+def ecp5_pll_setting(in_hz, out_hz):
+    """Return the EHXPLLL setting that makes exactly ``out_hz`` from ``in_hz`` (CLKOP feedback).
+
+    Ranges as Project Trellis' ``ecppll``: PFD 3.125 to 400 MHz, VCO 400 to 800 MHz, output
+    3.125 to 400 MHz, CLKI_DIV and CLKOP_DIV 1 to 128, CLKFB_DIV 1 to 80. Among exact settings
+    the one with the VCO nearest 600 MHz is taken (25 MHz to 100 MHz: 1, 4, 6, as ``ecppll``).
+
+    Raises
+    ------
+    ValueError
+        If no setting makes the frequency exactly (the message names the nearest one).
+    """
+    _check_frequency("Input frequency", in_hz)
+    _check_frequency("Output frequency", out_hz)
+    mhz = 1_000_000
+    best, nearest = None, None
+    for input_div in range(1, 129):
+        pfd = Fraction(in_hz, input_div)
+        if not 3_125_000 <= pfd <= 400 * mhz:
+            continue
+        for feedback_mult in range(1, 81):
+            out = pfd * feedback_mult
+            if not 3_125_000 <= out <= 400 * mhz:
+                continue
+            for output_div in range(1, 129):
+                vco = out * output_div
+                if vco < 400 * mhz:
+                    continue
+                if vco > 800 * mhz:
+                    break
+                setting = PllSetting(input_div, feedback_mult, output_div, vco, out)
+                if nearest is None or abs(out - out_hz) < abs(nearest.out_hz - out_hz):
+                    nearest = setting
+                if out == out_hz and (best is None or
+                                      abs(vco - 600 * mhz) < abs(best.vco_hz - 600 * mhz)):
+                    best = setting
+    if best is None:
+        near = f"; nearest {float(nearest.out_hz) / mhz:.4f} MHz" if nearest else ""
+        raise ValueError(f"The ECP5 PLL cannot make {out_hz / mhz:g} MHz from "
+                         f"{in_hz / mhz:g} MHz exactly{near}")
+    return best
+
+
+def spartan6_pll_setting(in_hz, out_hz):
+    """Return the PLL_BASE setting that makes exactly ``out_hz`` from ``in_hz`` (CLKOUT0).
+
+    Spartan-6 ranges (DS162, speed grade -2): PFD 19 to 375 MHz, VCO 400 to 1000 MHz,
+    DIVCLK_DIVIDE 1 to 52, CLKFBOUT_MULT 1 to 64, CLKOUT0_DIVIDE 1 to 128; the VCO nearest
+    700 MHz is preferred.
+
+    Raises
+    ------
+    ValueError
+        If no setting makes the frequency exactly.
+    """
+    _check_frequency("Input frequency", in_hz)
+    _check_frequency("Output frequency", out_hz)
+    mhz = 1_000_000
+    best = None
+    for input_div in range(1, 53):
+        pfd = Fraction(in_hz, input_div)
+        if not 19 * mhz <= pfd <= 375 * mhz:
+            continue
+        for feedback_mult in range(1, 65):
+            vco = pfd * feedback_mult
+            if not 400 * mhz <= vco <= 1000 * mhz:
+                continue
+            output_div = vco / out_hz
+            if output_div.denominator != 1 or not 1 <= output_div <= 128:
+                continue
+            setting = PllSetting(input_div, feedback_mult, int(output_div), vco, Fraction(out_hz))
+            if best is None or abs(vco - 700 * mhz) < abs(best.vco_hz - 700 * mhz):
+                best = setting
+    if best is None:
+        raise ValueError(f"The Spartan-6 PLL cannot make {out_hz / mhz:g} MHz from "
+                         f"{in_hz / mhz:g} MHz exactly")
+    return best
+
+
+# -- the board top --------------------------------------------------------------------------------
+
+class BoardTop(Elaboratable):
+    """A board top-level: :class:`BoardCore` + clock, reset synchroniser, UART pins, LEDs.
+
+    Subclasses set the class attributes below and implement :meth:`elaborate_clock`; the
+    registry :data:`linkdyn.boards.BOARDS` lists them.
+
+    Class attributes
+    ----------------
+    name : str
+        Registry name (``--board``).
+    title : str
+        Human-readable board name.
+    platform_class : type
+        The amaranth-boards platform.
+    family : str
+        ``"ecp5"`` or ``"xc6s"``.
+    oscillator : str
+        Name of the board clock resource; its ``Clock`` constraint gives the frequency.
+    default_nodes, max_nodes : int
+        Node counts: built by default, and the most the device takes (checked).
+    default_clock_hz : int
+        Core clock when none is given, Hz.
+    uart_note : str
+        Where the UART is (documentation, report).
+
+    Parameters
+    ----------
+    nodes : int, optional
+        Number of LinkDyn nodes (default ``default_nodes``).
+    clock_hz : int, optional
+        Core clock, Hz (default ``default_clock_hz``); must be one the board's clocking makes.
+    baudrate : int, optional
+        UART rate (default: 3 Mbaud where the clock allows it).
+    chain : str or wiring.Component, optional
+        ``"linkdyn"``, ``"fake"`` (see :func:`make_chain`; default :data:`DEFAULT_CHAIN`) or a
+        chain component.
+
+    Raises
+    ------
+    TypeError
+        If ``nodes`` or ``clock_hz`` is not an integer.
+    ValueError
+        If ``nodes`` is outside 1 .. ``max_nodes`` or the clock cannot be made.
+    """
+
+    name = None
+    title = None
+    platform_class = None
+    family = None
+    oscillator = None
+    default_nodes = 1
+    max_nodes = 1
+    default_clock_hz = None
+    uart_note = ""
+    #: Resources added to the amaranth-boards platform (header UART, LEDs).
+    extra_resources = ()
+
+    def __init__(self, nodes=None, *, clock_hz=None, baudrate=None, chain=None, fmt=Q15_16):
+        from . import BOARD_IDS
+        nodes = self.default_nodes if nodes is None else nodes
+        if isinstance(nodes, bool) or not isinstance(nodes, int):
+            raise TypeError(f"Node count must be an integer, not {nodes!r}")
+        if not 1 <= nodes <= self.max_nodes:
+            raise ValueError(f"Node count for {self.title} ({self.device}) must be in "
+                             f"1..{self.max_nodes}, not {nodes}")
+        clock_hz = self.default_clock_hz if clock_hz is None else clock_hz
+        if isinstance(clock_hz, bool) or not isinstance(clock_hz, int):
+            raise TypeError(f"Clock frequency must be an integer (Hz), not {clock_hz!r}")
+        self.check_clock(clock_hz)
+        self.nodes = nodes
+        self.clock_hz = clock_hz
+        if chain is None or isinstance(chain, str):
+            chain = make_chain(chain, nodes, fmt)
+        self.core = BoardCore(nodes, clock_hz=clock_hz, baudrate=baudrate, fmt=fmt,
+                              board_id=BOARD_IDS[self.name], chain=chain)
+
+    # -- board description ----------------------------------------------------------------------
+
+    @classmethod
+    def platform(cls, **kwargs):
+        """Return a new platform instance with :attr:`extra_resources` added."""
+        platform = cls.platform_class(**kwargs)
+        if cls.extra_resources:
+            platform.add_resources(list(cls.extra_resources))
+        return platform
+
+    @classmethod
+    def oscillator_hz(cls):
+        """int: frequency of the board oscillator, Hz (from the platform's resource)."""
+        platform = cls.platform_class()
+        resource = platform.lookup(cls.oscillator, 0)
+        return int(resource.clock.frequency)
+
+    @property
+    def device(self):
+        """str: the FPGA (amaranth-boards' ``device``)."""
+        return self.platform_class.device
+
+    def check_clock(self, clock_hz):
+        """Raise ValueError if the board's clocking cannot make ``clock_hz``."""
+        raise NotImplementedError
+
+    def elaborate_clock(self, m, platform):
+        """Add the ``sync`` domain (clock and synchronised reset) to ``m``."""
+        raise NotImplementedError
+
+    # -- elaboration ----------------------------------------------------------------------------
+
+    def elaborate(self, platform):
+        m = Module()
+        self.elaborate_clock(m, platform)
+        m.submodules.core = core = self.core
+
+        uart = platform.request("uart", 0, dir="-")
+        m.submodules.uart_rx = uart_rx = io.Buffer("i", uart.rx)
+        m.submodules.uart_tx = uart_tx = io.Buffer("o", uart.tx)
+        m.d.comb += [core.rx.eq(uart_rx.i), uart_tx.o.eq(core.tx)]
+
+        for index in range(LED_COUNT):
+            led = io.Buffer("o", platform.request("led", index, dir="-"))
+            m.submodules[f"led_{index}"] = led
+            m.d.comb += led.o.eq(core.leds[index])
+        return m
+
+
+def oscillator_input(m, platform, resource):
+    """Request the board clock through an input ``io.Buffer``; return its signal."""
+    m.submodules.clk_buf = clk_buf = io.Buffer("i", platform.request(resource, 0, dir="-"))
+    return clk_buf.i
+
+
+def reset_input(m, platform, resource):
+    """Request a reset button (active high after the resource's inversion); return its
+    signal, or ``Const(0)`` for None."""
+    if resource is None:
+        return Const(0)
+    m.submodules.rst_buf = rst_buf = io.Buffer("i", platform.request(resource, 0, dir="-"))
+    return rst_buf.i
+
+
+def synchronised_domain(m, clock, reset):
+    """Add the ``sync`` domain driven by ``clock``, with ``reset`` (asynchronous: a button,
+    a PLL's loss of lock) released synchronously through a :class:`ResetSynchronizer`; the
+    power-on reset is released the same way."""
+    m.domains.sync = ClockDomain("sync")
+    m.d.comb += ClockSignal("sync").eq(clock)
+    m.submodules.reset_sync = ResetSynchronizer(reset, domain="sync")
+
+
+def spartan6_clock(m, platform, *, oscillator, oscillator_hz, clock_hz, reset):
+    """Spartan-6 clocking: the oscillator (or a PLL_BASE output) on a BUFGCE enabled by the
+    end of startup (STARTUP_SPARTAN6 EOS, as Amaranth's own Xilinx platform does), reset
+    released synchronously. ``reset`` is the request name of a reset button or None."""
+    clk_i = oscillator_input(m, platform, oscillator)
+    rst_i = reset_input(m, platform, reset)
+    end_of_startup = Signal()
+    m.submodules.startup = Instance("STARTUP_SPARTAN6", o_EOS=end_of_startup)
+    clock = Signal()
+    if clock_hz == oscillator_hz:
+        source, locked = clk_i, Const(1)
+    else:
+        setting = spartan6_pll_setting(oscillator_hz, clock_hz)
+        source, feedback, locked = Signal(), Signal(), Signal()
+        m.submodules.pll = Instance(
+            "PLL_BASE",
+            p_BANDWIDTH="OPTIMIZED", p_CLK_FEEDBACK="CLKFBOUT", p_COMPENSATION="INTERNAL",
+            p_DIVCLK_DIVIDE=setting.input_div, p_CLKFBOUT_MULT=setting.feedback_mult,
+            p_CLKFBOUT_PHASE=0.0, p_CLKOUT0_DIVIDE=setting.output_div, p_CLKOUT0_PHASE=0.0,
+            p_CLKOUT0_DUTY_CYCLE=0.5, p_CLKIN_PERIOD=round(1e9 / oscillator_hz, 3),
+            p_REF_JITTER=0.01,
+            i_CLKIN=clk_i, i_CLKFBIN=feedback, i_RST=Const(0),
+            o_CLKFBOUT=feedback, o_CLKOUT0=source, o_LOCKED=locked)
+    m.submodules.clock_buffer = Instance("BUFGCE", i_I=source, i_CE=end_of_startup, o_O=clock)
+    synchronised_domain(m, clock, rst_i | ~locked)

@@ -1,0 +1,107 @@
+"""The board-independent top level: UART host link, the chain of LinkDyn nodes, status LEDs.
+
+Every board top (:mod:`linkdyn.boards`) and the simulated board (:mod:`linkdyn.sim`) instantiate
+:class:`BoardCore`; a board only adds its clock, reset synchroniser and pins.
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from linkdyn.gateware.hostlink import HostLink
+from linkdyn.model.fixedpoint import Q15_16
+
+__all__ = ["BoardCore", "LED_COUNT"]
+
+#: Status LEDs driven by the core.
+LED_COUNT = 4
+
+
+class BoardCore(wiring.Component):
+    """UART host link + chain of nodes + status LEDs.
+
+    Parameters
+    ----------
+    nodes : int
+        Number of LinkDyn nodes (robot joints), 1 to 32.
+    clock_hz : int
+        Clock frequency of the core, Hz.
+    baudrate : int, optional
+        UART baud rate (default: 3 Mbaud where the clock allows, see
+        :class:`~linkdyn.gateware.hostlink.HostLink`).
+    divisor : int, optional
+        UART divisor instead of ``baudrate`` (simulation-friendly small values).
+    fmt : QFormat
+        Word format of the nodes (default Q15.16).
+    board_id : int
+        Board identifier reported by the protocol's build info.
+    chain : wiring.Component, optional
+        The register-bus target; default :class:`~linkdyn.gateware.chain.LinkDynChain`
+        ``(nodes, fmt=fmt)``. Tests may pass a stand-in.
+
+    Members
+    -------
+    rx : In(1)
+        UART receive line (idle high); synchronised inside.
+    tx : Out(1)
+        UART transmit line (idle high).
+    leds : Out(4)
+        0: heartbeat (about 1 Hz), 1: host link busy (a byte seen recently), 2: a node
+        overflowed since the last clear, 3: chain busy.
+
+    Raises
+    ------
+    ValueError
+        If ``nodes`` is not an integer in 1..32 or the UART settings are impossible.
+    """
+
+    rx: In(1, init=1)
+    tx: Out(1, init=1)
+    leds: Out(LED_COUNT)
+
+    def __init__(self, nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
+                 board_id=0, chain=None):
+        if not isinstance(nodes, int) or not 1 <= nodes <= 32:
+            raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")
+        self.nodes = nodes
+        self.clock_hz = clock_hz
+        self.fmt = fmt
+        self.hostlink = HostLink(nodes, clock_hz=clock_hz, baudrate=baudrate, divisor=divisor,
+                                 fmt=fmt, board_id=board_id)
+        if chain is None:
+            from linkdyn.gateware.chain import LinkDynChain
+            chain = LinkDynChain(nodes, fmt=fmt)
+        self.chain = chain
+        super().__init__()
+
+    @property
+    def baudrate(self):
+        """int: the UART baud rate."""
+        return self.hostlink.baudrate
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.hostlink = hostlink = self.hostlink
+        m.submodules.chain = chain = self.chain
+        wiring.connect(m, hostlink.bus, chain.bus)
+        m.d.comb += [hostlink.rx.eq(self.rx), self.tx.eq(hostlink.tx)]
+
+        heartbeat = Signal(range(max(2, self.clock_hz // 2)))
+        beat = Signal()
+        with m.If(heartbeat == 0):
+            m.d.sync += [heartbeat.eq(self.clock_hz // 2 - 1), beat.eq(~beat)]
+        with m.Else():
+            m.d.sync += heartbeat.eq(heartbeat - 1)
+
+        activity = Signal(range(max(2, self.clock_hz // 20)))
+        with m.If(~self.rx | ~self.tx):
+            m.d.sync += activity.eq(self.clock_hz // 20 - 1)
+        with m.Elif(activity != 0):
+            m.d.sync += activity.eq(activity - 1)
+
+        m.d.comb += [self.leds[0].eq(beat), self.leds[1].eq(activity != 0)]
+        if hasattr(chain, "overflow_sticky"):
+            m.d.comb += self.leds[2].eq(chain.overflow_sticky.any())
+        if hasattr(chain, "busy"):
+            m.d.comb += self.leds[3].eq(chain.busy)
+        return m

@@ -1,0 +1,56 @@
+"""Numato Mimas (Xilinx Spartan-6 XC6SLX9-2TQG144), UART on header P1.
+
+The board has no USB-UART (its USB port only configures the flash), so the UART is added on
+header P1 for a 3.3 V USB-UART adapter (FT232R/FT2232H class for 3 Mbaud):
+
+========  ==========  ========  ==========================================
+signal    header pin  FPGA pin  direction
+========  ==========  ========  ==========================================
+rx        P1-3        P35       adapter TXD -> FPGA (pull-up, idle high)
+tx        P1-4        P34       FPGA -> adapter RXD
+GND       P1-1 / 2    -         adapter GND
+========  ==========  ========  ==========================================
+
+- clock: the 100 MHz oscillator (``clk100``, P126), or a PLL_BASE output for another
+  ``clock_hz``; no reset button is used (the four push buttons stay free): reset is released
+  synchronously after configuration;
+- LEDs D1..D4 (P119 P118 P117 P116): heartbeat, host link busy, overflow, chain busy.
+"""
+
+from amaranth.build import Attrs, Pins, Resource, Subsignal
+from amaranth_boards.numato_mimas import NumatoMimasPlatform
+
+from .common import BoardTop, spartan6_clock, spartan6_pll_setting
+
+__all__ = ["MimasTop", "HEADER_UART"]
+
+#: The UART on header P1 (pins 3 and 4).
+HEADER_UART = Resource(
+    "uart", 0,
+    Subsignal("rx", Pins("3", dir="i", conn=("p", 1)), Attrs(PULLUP="TRUE")),
+    Subsignal("tx", Pins("4", dir="o", conn=("p", 1))),
+    Attrs(IOSTANDARD="LVCMOS33"))
+
+
+class MimasTop(BoardTop):
+    """Numato Mimas top-level (see the module documentation). Parameters as
+    :class:`~linkdyn.boards.common.BoardTop`."""
+
+    name = "mimas"
+    title = "Numato Mimas"
+    platform_class = NumatoMimasPlatform
+    family = "xc6s"
+    oscillator = "clk100"
+    default_nodes = 2
+    max_nodes = 3
+    default_clock_hz = 100_000_000
+    uart_note = "header P1: rx P1-3 (P35), tx P1-4 (P34), 3.3 V USB-UART adapter"
+    extra_resources = (HEADER_UART,)
+
+    def check_clock(self, clock_hz):
+        if clock_hz != self.oscillator_hz():
+            spartan6_pll_setting(self.oscillator_hz(), clock_hz)
+
+    def elaborate_clock(self, m, platform):
+        spartan6_clock(m, platform, oscillator=self.oscillator,
+                       oscillator_hz=self.oscillator_hz(), clock_hz=self.clock_hz, reset=None)

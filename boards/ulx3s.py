@@ -1,0 +1,65 @@
+"""ULX3S 85F (Lattice ECP5 LFE5U-85F): the open-toolchain board.
+
+- clock: the 25 MHz oscillator (``clk25``, G2) through an EHXPLLL to the core clock (default
+  100 MHz; any frequency the PLL makes exactly, see :func:`~linkdyn.boards.common.
+  ecp5_pll_setting`); reset: the PWR button (``button_pwr``, D6, active low) or a lost PLL lock;
+- UART: the FT231X USB-UART (amaranth-boards ``uart`` 0: FPGA receives on M1, transmits on
+  L4), 3 Mbaud at 100 MHz;
+- LEDs 0..3 (B2 C2 C1 D2): heartbeat, host link busy, overflow, chain busy.
+
+Built with Yosys, nextpnr-ecp5 and ecppack (YoWASP), programmed with openFPGALoader.
+"""
+
+from amaranth.hdl import Const, Instance, Signal
+from amaranth_boards.ulx3s import ULX3S_85F_Platform
+
+from .common import BoardTop, ecp5_pll_setting, oscillator_input, reset_input, \
+    synchronised_domain
+
+__all__ = ["ULX3STop"]
+
+
+class ULX3STop(BoardTop):
+    """ULX3S 85F top-level (see the module documentation). Parameters as
+    :class:`~linkdyn.boards.common.BoardTop`."""
+
+    name = "ulx3s"
+    title = "ULX3S 85F"
+    platform_class = ULX3S_85F_Platform
+    family = "ecp5"
+    oscillator = "clk25"
+    default_nodes = 6
+    max_nodes = 24
+    default_clock_hz = 100_000_000
+    uart_note = "FT231X USB-UART (uart 0: rx M1, tx L4)"
+    reset = "button_pwr"
+
+    def check_clock(self, clock_hz):
+        ecp5_pll_setting(self.oscillator_hz(), clock_hz)
+
+    def elaborate_clock(self, m, platform):
+        in_hz = self.oscillator_hz()
+        setting = ecp5_pll_setting(in_hz, self.clock_hz)
+        clk25 = oscillator_input(m, platform, self.oscillator)
+        button = reset_input(m, platform, self.reset)
+        clock, locked = Signal(), Signal()
+        mhz = 1e6
+        m.submodules.pll = Instance(
+            "EHXPLLL",
+            a_FREQUENCY_PIN_CLKI=f"{in_hz / mhz:g}",
+            a_FREQUENCY_PIN_CLKOP=f"{float(setting.out_hz) / mhz:g}",
+            a_ICP_CURRENT="12", a_LPF_RESISTOR="8", a_MFG_ENABLE_FILTEROPAMP="1",
+            a_MFG_GMCREF_SEL="2",
+            p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
+            p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA", p_OUTDIVIDER_MUXB="DIVB",
+            p_OUTDIVIDER_MUXC="DIVC", p_OUTDIVIDER_MUXD="DIVD",
+            p_CLKI_DIV=setting.input_div, p_CLKOP_ENABLE="ENABLED",
+            p_CLKOP_DIV=setting.output_div, p_CLKOP_CPHASE=(setting.output_div - 1) // 2,
+            p_CLKOP_FPHASE=0, p_FEEDBK_PATH="CLKOP", p_CLKFB_DIV=setting.feedback_mult,
+            i_RST=Const(0), i_STDBY=Const(0), i_CLKI=clk25, i_CLKFB=clock,
+            i_PHASESEL0=Const(0), i_PHASESEL1=Const(0), i_PHASEDIR=Const(1),
+            i_PHASESTEP=Const(1), i_PHASELOADREG=Const(1), i_PLLWAKESYNC=Const(0),
+            i_ENCLKOP=Const(0),
+            o_CLKOP=clock, o_LOCK=locked)
+        # nextpnr derives the PLL output's constraint from the oscillator's (FREQUENCY PORT).
+        synchronised_domain(m, clock, button | ~locked)

