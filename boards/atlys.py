@@ -30,9 +30,10 @@ class AtlysTop(BoardTop):
     default_clock_hz = 100_000_000
     uart_note = "XR21V1410 USB-UART, J17 (uart 0: rx A16, tx B16)"
 
-    def check_clock(self, clock_hz):
-        if clock_hz != self.oscillator_hz():
-            spartan6_pll_setting(self.oscillator_hz(), clock_hz)
+    @classmethod
+    def check_clock(cls, clock_hz):
+        if clock_hz != cls.oscillator_hz():
+            spartan6_pll_setting(cls.oscillator_hz(), clock_hz)
 
     def elaborate_clock(self, m, platform):
         spartan6_clock(m, platform, oscillator=self.oscillator,

@@ -32,15 +32,16 @@ Exit status:
 import argparse
 import datetime
 import json
+import os
 import platform as host_platform
-import shutil
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from . import BOARDS, board
-from .common import CHAINS, DEFAULT_CHAIN, chain_name, make_chain
+from .common import CHAINS, DEFAULT_CHAIN, chain_name, check_chain, make_chain
 from .cycles import schedule_update_cycles, simulate_update_cycles
 from .toolchain import (
     DEVICE_CAPACITY, ToolError, find_tool, nextpnr_report, tool_env, tool_version,
@@ -90,7 +91,7 @@ def _run_script(out, env, log_name):
                         f"{out / log_name}:\n{tail}")
 
 
-def _cycles(top, kind, nodes, fmt):
+def _cycles(kind, nodes, fmt):
     if kind == "linkdyn":
         figures = simulate_update_cycles(make_chain("linkdyn", nodes, fmt))
         figures.pop("update_count", None)
@@ -113,27 +114,19 @@ def _trce_fmax(out):
     twr = out / "top.twr"
     if not twr.exists():
         return None
-    import re
     match = re.search(r"Maximum frequency:\s*([0-9.]+)\s*MHz", twr.read_text(errors="replace"))
     return float(match.group(1)) if match else None
 
 
-def build(name, nodes=None, *, clock_hz=None, out=None, chain=None, synth_only=False,
-          seed=1, progress=print):
+def build(top, *, out=None, synth_only=False, seed=1, progress=print):
     """Build a board and write ``report.json`` and ``report.txt``.
 
     Parameters
     ----------
-    name : str
-        Board, a key of :data:`linkdyn.boards.BOARDS`.
-    nodes : int, optional
-        Number of nodes (default: the board's).
-    clock_hz : int, optional
-        Core clock, Hz (default: the board's).
+    top : BoardTop
+        The board top-level, e.g. ``BOARDS["ulx3s"](6)`` (its nodes, clock and chain).
     out : path-like, optional
         Build directory (default ``build/<board>``).
-    chain : str, optional
-        ``"linkdyn"`` or ``"fake"`` (default :data:`~linkdyn.boards.common.DEFAULT_CHAIN`).
     synth_only : bool
         Stop after Yosys synthesis (no place and route, no bitstream).
     seed : int
@@ -149,18 +142,12 @@ def build(name, nodes=None, *, clock_hz=None, out=None, chain=None, synth_only=F
 
     Raises
     ------
-    ValueError, TypeError
-        For bad arguments (unknown board, node count, clock).
-    RuntimeError
-        If the real chain is asked for but not available.
     BuildError
         If a tool is missing or fails (``exit_status`` 1).
     """
     started = time.monotonic()
-    top_class = board(name)
-    kind = DEFAULT_CHAIN if chain is None else chain
-    top = top_class(nodes, clock_hz=clock_hz, chain=kind)
-    nodes = top.nodes
+    top_class, name, nodes = type(top), top.name, top.nodes
+    kind = chain_name(top.core.chain)
     out = Path(out if out is not None else Path("build") / name)
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("report.json", "report.txt", "top.bit"):
@@ -186,7 +173,7 @@ def build(name, nodes=None, *, clock_hz=None, out=None, chain=None, synth_only=F
     progress(f"build tree written ({', '.join(sorted(plan.files))})")
 
     t = time.monotonic()
-    cycles, cycles_source = _cycles(top, kind, nodes, top.core.fmt)
+    cycles, cycles_source = _cycles(kind, nodes, top.core.fmt)
     phase("cycles", t)
     progress(f"update latency {cycles['update_latency_cycles']} cycles, interval "
              f"{cycles['update_interval_cycles']} cycles ({cycles_source.split(':')[0]})")
@@ -249,7 +236,7 @@ def build(name, nodes=None, *, clock_hz=None, out=None, chain=None, synth_only=F
             else:
                 t = time.monotonic()
                 progress("ISE: xst, ngdbuild, map, par, bitgen ...")
-                _run_script(out, dict(__import__("os").environ), "build.log")
+                _run_script(out, dict(os.environ), "build.log")
                 phase("ise", t)
                 report["bitstream"] = str(out / "top.bit")
                 report["fmax_mhz"] = _trce_fmax(out)
@@ -282,7 +269,7 @@ def build(name, nodes=None, *, clock_hz=None, out=None, chain=None, synth_only=F
              f"--chain {report['chain']}", f"--out {out}"] + (["--synth-only"] if synth_only
                                                              else [])),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "host": f"{host_platform.machine()}, {_cpu_count()} CPU(s)",
+        "host": f"{host_platform.machine()}, {os.cpu_count()} CPU(s)",
     })
     missing_fields = [field for field in REPORT_FIELDS if field not in report]
     assert not missing_fields, missing_fields
@@ -290,11 +277,6 @@ def build(name, nodes=None, *, clock_hz=None, out=None, chain=None, synth_only=F
     (out / "report.txt").write_text(report_text(report))
     progress(f"report: {out / 'report.json'}, {out / 'report.txt'}")
     return report
-
-
-def _cpu_count():
-    import os
-    return os.cpu_count()
 
 
 def report_text(report):
@@ -384,14 +366,15 @@ def main(argv=None):
         clock_hz = round(args.clock_mhz * 1e6)
         if clock_hz <= 0:
             parser.error(f"--clock-mhz must be positive, not {args.clock_mhz:g}")
+    top_class = board(args.board)
     try:
-        report = build(args.board, args.nodes, clock_hz=clock_hz, out=args.out,
-                       chain=args.chain, synth_only=args.synth_only, seed=args.seed)
-    except (ValueError, TypeError, RuntimeError) as error:
-        if isinstance(error, BuildError):
-            print(f"error: {error}", file=sys.stderr)
-            return error.exit_status
+        top_class.check_arguments(args.nodes, clock_hz)
+        chain = check_chain(args.chain)
+    except (ValueError, TypeError) as error:
         parser.error(str(error))
+    top = top_class(args.nodes, clock_hz=clock_hz, chain=chain)
+    try:
+        report = build(top, out=args.out, synth_only=args.synth_only, seed=args.seed)
     except BuildError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_status

@@ -19,7 +19,7 @@ from linkdyn.model.fixedpoint import Q15_16
 from .core import LED_COUNT, BoardCore
 
 __all__ = [
-    "CHAINS", "DEFAULT_CHAIN", "make_chain", "chain_name", "BoardTop", "PllSetting",
+    "CHAINS", "DEFAULT_CHAIN", "check_chain", "make_chain", "chain_name", "BoardTop", "PllSetting",
     "ecp5_pll_setting", "spartan6_pll_setting",
 ]
 
@@ -31,6 +31,27 @@ CHAINS = ("linkdyn", "fake")
 #: The chain of board builds when none is named. Switch to "linkdyn" once
 #: ``linkdyn.gateware.chain`` exists (this line is the switch).
 DEFAULT_CHAIN = "fake"
+
+
+def check_chain(kind):
+    """Return the chain kind (:data:`DEFAULT_CHAIN` for None) if it can be built.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is not one of :data:`CHAINS`, or is ``"linkdyn"`` while
+        ``linkdyn.gateware.chain`` is not there yet.
+    """
+    kind = DEFAULT_CHAIN if kind is None else kind
+    if kind not in CHAINS:
+        raise ValueError(f"Chain must be one of {', '.join(CHAINS)}, not {kind!r}")
+    if kind == "linkdyn":
+        try:
+            from linkdyn.gateware.chain import LinkDynChain  # noqa: F401
+        except ImportError as error:
+            raise ValueError("The LinkDyn chain (linkdyn.gateware.chain.LinkDynChain) is not "
+                             f"available ({error}); build with chain 'fake'") from None
+    return kind
 
 
 def make_chain(kind, nodes, fmt=Q15_16):
@@ -53,21 +74,13 @@ def make_chain(kind, nodes, fmt=Q15_16):
     Raises
     ------
     ValueError
-        If ``kind`` is not one of :data:`CHAINS`.
-    RuntimeError
-        If the real chain is asked for but ``linkdyn.gateware.chain`` is not there yet.
+        See :func:`check_chain`.
     """
-    kind = DEFAULT_CHAIN if kind is None else kind
-    if kind not in CHAINS:
-        raise ValueError(f"Chain must be one of {', '.join(CHAINS)}, not {kind!r}")
+    kind = check_chain(kind)
     if kind == "fake":
         from linkdyn.gateware.fake_chain import FakeChain
         return FakeChain(nodes, fmt=fmt, wait_states=False)
-    try:
-        from linkdyn.gateware.chain import LinkDynChain
-    except ImportError as error:
-        raise RuntimeError("The LinkDyn chain (linkdyn.gateware.chain.LinkDynChain) is not "
-                           "available yet; build with chain 'fake' (--chain fake)") from error
+    from linkdyn.gateware.chain import LinkDynChain
     return LinkDynChain(nodes, fmt=fmt)
 
 
@@ -101,13 +114,19 @@ class PllSetting:
     out_hz: Fraction
 
 
+#: Largest relative difference between a PLL's output and the clock asked for (10 ppm, below a
+#: crystal oscillator's tolerance), so that 100/3 MHz can be asked for as 33333333 Hz.
+TOLERANCE = Fraction(1, 100_000)
+
+
 def _check_frequency(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, Fraction)) or value <= 0:
         raise ValueError(f"{name} must be a positive integer (Hz), not {value!r}")
 
 
 def ecp5_pll_setting(in_hz, out_hz):
-    """Return the EHXPLLL setting that makes exactly ``out_hz`` from ``in_hz`` (CLKOP feedback).
+    """Return the EHXPLLL setting that makes ``out_hz`` from ``in_hz`` (CLKOP feedback), exactly
+    or within :data:`TOLERANCE`.
 
     Ranges as Project Trellis' ``ecppll``: PFD 3.125 to 400 MHz, VCO 400 to 800 MHz, output
     3.125 to 400 MHz, CLKI_DIV and CLKOP_DIV 1 to 128, CLKFB_DIV 1 to 80. Among exact settings
@@ -139,7 +158,7 @@ def ecp5_pll_setting(in_hz, out_hz):
                 setting = PllSetting(input_div, feedback_mult, output_div, vco, out)
                 if nearest is None or abs(out - out_hz) < abs(nearest.out_hz - out_hz):
                     nearest = setting
-                if out == out_hz and (best is None or
+                if abs(out - out_hz) <= out_hz * TOLERANCE and (best is None or
                                       abs(vco - 600 * mhz) < abs(best.vco_hz - 600 * mhz)):
                     best = setting
     if best is None:
@@ -150,11 +169,12 @@ def ecp5_pll_setting(in_hz, out_hz):
 
 
 def spartan6_pll_setting(in_hz, out_hz):
-    """Return the PLL_BASE setting that makes exactly ``out_hz`` from ``in_hz`` (CLKOUT0).
+    """Return the PLL_BASE setting that makes ``out_hz`` from ``in_hz`` (CLKOUT0), exactly or
+    within :data:`TOLERANCE`.
 
     Spartan-6 ranges (DS162, speed grade -2): PFD 19 to 375 MHz, VCO 400 to 1000 MHz,
-    DIVCLK_DIVIDE 1 to 52, CLKFBOUT_MULT 1 to 64, CLKOUT0_DIVIDE 1 to 128; the VCO nearest
-    700 MHz is preferred.
+    DIVCLK_DIVIDE 1 to 52, CLKFBOUT_MULT 1 to 64, CLKOUT0_DIVIDE 1 to 128; the smallest input
+    divider (highest PFD), then the highest VCO, is preferred.
 
     Raises
     ------
@@ -173,11 +193,11 @@ def spartan6_pll_setting(in_hz, out_hz):
             vco = pfd * feedback_mult
             if not 400 * mhz <= vco <= 1000 * mhz:
                 continue
-            output_div = vco / out_hz
-            if output_div.denominator != 1 or not 1 <= output_div <= 128:
+            output_div = round(vco / out_hz)
+            if not 1 <= output_div <= 128 or abs(vco / output_div - out_hz) > out_hz * TOLERANCE:
                 continue
-            setting = PllSetting(input_div, feedback_mult, int(output_div), vco, Fraction(out_hz))
-            if best is None or abs(vco - 700 * mhz) < abs(best.vco_hz - 700 * mhz):
+            setting = PllSetting(input_div, feedback_mult, output_div, vco, vco / output_div)
+            if best is None or (input_div, -vco) < (best.input_div, -best.vco_hz):
                 best = setting
     if best is None:
         raise ValueError(f"The Spartan-6 PLL cannot make {out_hz / mhz:g} MHz from "
@@ -246,22 +266,32 @@ class BoardTop(Elaboratable):
 
     def __init__(self, nodes=None, *, clock_hz=None, baudrate=None, chain=None, fmt=Q15_16):
         from . import BOARD_IDS
-        nodes = self.default_nodes if nodes is None else nodes
+        self.nodes, self.clock_hz = self.check_arguments(nodes, clock_hz)
+        if chain is None or isinstance(chain, str):
+            chain = make_chain(chain, self.nodes, fmt)
+        self.core = BoardCore(self.nodes, clock_hz=self.clock_hz, baudrate=baudrate, fmt=fmt,
+                              board_id=BOARD_IDS[self.name], chain=chain)
+
+    @classmethod
+    def check_arguments(cls, nodes=None, clock_hz=None):
+        """Return ``(nodes, clock_hz)`` with the defaults filled in, if the board takes them.
+
+        Raises
+        ------
+        TypeError, ValueError
+            As the constructor.
+        """
+        nodes = cls.default_nodes if nodes is None else nodes
         if isinstance(nodes, bool) or not isinstance(nodes, int):
             raise TypeError(f"Node count must be an integer, not {nodes!r}")
-        if not 1 <= nodes <= self.max_nodes:
-            raise ValueError(f"Node count for {self.title} ({self.device}) must be in "
-                             f"1..{self.max_nodes}, not {nodes}")
-        clock_hz = self.default_clock_hz if clock_hz is None else clock_hz
+        if not 1 <= nodes <= cls.max_nodes:
+            raise ValueError(f"Node count for {cls.title} ({cls.platform_class.device}) must "
+                             f"be in 1..{cls.max_nodes}, not {nodes}")
+        clock_hz = cls.default_clock_hz if clock_hz is None else clock_hz
         if isinstance(clock_hz, bool) or not isinstance(clock_hz, int):
             raise TypeError(f"Clock frequency must be an integer (Hz), not {clock_hz!r}")
-        self.check_clock(clock_hz)
-        self.nodes = nodes
-        self.clock_hz = clock_hz
-        if chain is None or isinstance(chain, str):
-            chain = make_chain(chain, nodes, fmt)
-        self.core = BoardCore(nodes, clock_hz=clock_hz, baudrate=baudrate, fmt=fmt,
-                              board_id=BOARD_IDS[self.name], chain=chain)
+        cls.check_clock(clock_hz)
+        return nodes, clock_hz
 
     # -- board description ----------------------------------------------------------------------
 
@@ -285,7 +315,8 @@ class BoardTop(Elaboratable):
         """str: the FPGA (amaranth-boards' ``device``)."""
         return self.platform_class.device
 
-    def check_clock(self, clock_hz):
+    @classmethod
+    def check_clock(cls, clock_hz):
         """Raise ValueError if the board's clocking cannot make ``clock_hz``."""
         raise NotImplementedError
 

@@ -47,9 +47,10 @@ class MimasTop(BoardTop):
     uart_note = "header P1: rx P1-3 (P35), tx P1-4 (P34), 3.3 V USB-UART adapter"
     extra_resources = (HEADER_UART,)
 
-    def check_clock(self, clock_hz):
-        if clock_hz != self.oscillator_hz():
-            spartan6_pll_setting(self.oscillator_hz(), clock_hz)
+    @classmethod
+    def check_clock(cls, clock_hz):
+        if clock_hz != cls.oscillator_hz():
+            spartan6_pll_setting(cls.oscillator_hz(), clock_hz)
 
     def elaborate_clock(self, m, platform):
         spartan6_clock(m, platform, oscillator=self.oscillator,

@@ -54,9 +54,10 @@ class SK_XC6SLX9Top(BoardTop):
     uart_note = "header X7: rx X7-3 (P34), tx X7-5 (P33), 3.3 V USB-UART adapter"
     extra_resources = (HEADER_UART, *HEADER_LEDS)
 
-    def check_clock(self, clock_hz):
-        if clock_hz != self.oscillator_hz():
-            spartan6_pll_setting(self.oscillator_hz(), clock_hz)
+    @classmethod
+    def check_clock(cls, clock_hz):
+        if clock_hz != cls.oscillator_hz():
+            spartan6_pll_setting(cls.oscillator_hz(), clock_hz)
 
     def elaborate_clock(self, m, platform):
         spartan6_clock(m, platform, oscillator=self.oscillator,

@@ -34,8 +34,9 @@ class ULX3STop(BoardTop):
     uart_note = "FT231X USB-UART (uart 0: rx M1, tx L4)"
     reset = "button_pwr"
 
-    def check_clock(self, clock_hz):
-        ecp5_pll_setting(self.oscillator_hz(), clock_hz)
+    @classmethod
+    def check_clock(cls, clock_hz):
+        ecp5_pll_setting(cls.oscillator_hz(), clock_hz)
 
     def elaborate_clock(self, m, platform):
         in_hz = self.oscillator_hz()

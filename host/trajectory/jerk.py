@@ -392,30 +392,35 @@ class _Planner:
             else:
                 lo_mu = hi_mu = mid
                 g_lo = g_hi = g
-        # Within the step: Illinois (regula falsi with halved weights), bisection while an end
-        # is infinite. w_lo, w_hi are the interpolation weights; g_lo, g_hi the true values.
-        w_lo, w_hi = g_lo, g_hi
-        side = 0
+        # Within the step: the value is smooth where it is positive (the speed left) and has a
+        # kink at the root, so extrapolate the root from the two last positive points (secant),
+        # keeping it inside the bracket; bisect when that is not possible.
+        previous = None                  # the positive point before lo_mu
         for _ in range(100):
             if abs(g_lo) <= tol or abs(g_hi) <= tol or hi_mu - lo_mu < 1e-13:
                 break
-            if math.isfinite(w_lo) and math.isfinite(w_hi):
-                mid = (lo_mu * (-w_hi) + hi_mu * w_lo) / (w_lo - w_hi)
-            else:
-                mid = (lo_mu + hi_mu) / 2
+            mid = None
+            if previous is not None and math.isfinite(g_lo):
+                mu_p, g_p = previous
+                if g_p > g_lo and mu_p < lo_mu:
+                    mid = lo_mu + g_lo * (lo_mu - mu_p) / (g_p - g_lo)
+                    # Aim slightly past the root so the next point brackets it tightly.
+                    mid += 1e-3 * (mid - lo_mu)
+            if mid is None or not lo_mu < mid < hi_mu:
+                if math.isfinite(g_lo) and math.isfinite(g_hi):
+                    mid = (lo_mu * (-g_hi) + hi_mu * g_lo) / (g_lo - g_hi)
+                    mid = min(max(mid, lo_mu + 0.05 * (hi_mu - lo_mu)),
+                              hi_mu - 0.05 * (hi_mu - lo_mu))
+                else:
+                    mid = (lo_mu + hi_mu) / 2
             g = value(mid)
             if g > tol:
                 if not math.isfinite(g):
                     return None
-                lo_mu, g_lo, w_lo = mid, g, g
-                if side == 1 and math.isfinite(w_hi):
-                    w_hi /= 2
-                side = 1
+                previous = (lo_mu, g_lo)
+                lo_mu, g_lo = mid, g
             elif g < -tol:
-                hi_mu, g_hi, w_hi = mid, g, g
-                if side == -1 and math.isfinite(w_lo):
-                    w_lo /= 2
-                side = -1
+                hi_mu, g_hi = mid, g
             else:
                 lo_mu, g_lo = mid, g
                 break
