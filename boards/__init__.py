@@ -1,13 +1,13 @@
 """Board top-levels: the board-independent core (:mod:`.core`) on real boards.
 
-=============  =====================  ============  =====  ===================  ============
-``--board``    board                  device        nodes  clock                UART
-=============  =====================  ============  =====  ===================  ============
-``ulx3s``      ULX3S 85F              LFE5U-85F     6      25 MHz -> PLL 100    FT231X USB
-``atlys``      Digilent Atlys         XC6SLX45-3    6      100 MHz              XR21V1410 USB
-``mimas``      Numato Mimas           XC6SLX9-2     2      100 MHz              header P1
-``sk_xc6slx9`` SK-XC6SLX9             XC6SLX9-2     2      50 MHz               header X7
-=============  =====================  ============  =====  ===================  ============
+=============  ===============  ============  =====  ====  =================  =============
+``--board``    board            device        nodes  max   clock              UART
+=============  ===============  ============  =====  ====  =================  =============
+``ulx3s``      ULX3S 85F        LFE5U-85F-6   6      28    25 MHz -> PLL 75   FT231X USB
+``atlys``      Digilent Atlys   XC6SLX45-3    6      14    100 MHz            XR21V1410 USB
+``mimas``      Numato Mimas     XC6SLX9-2     2      3     100 MHz            header P1
+``sk_xc6slx9`` SK-XC6SLX9       XC6SLX9-2     2      3     50 MHz             header X7
+=============  ===============  ============  =====  ====  =================  =============
 
 :data:`BOARDS` maps the name to the top-level class (a :class:`~.common.BoardTop`: device,
 default and largest node count, clock, platform); :data:`BOARD_IDS` gives the identifier the

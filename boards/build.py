@@ -1,7 +1,8 @@
 """Build a board: bitstream (open flow) or synthesis report and ISE build tree (Spartan-6).
 
-Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 100]
-[--out build/ulx3s] [--chain fake|linkdyn] [--synth-only]``; ``--list`` prints the boards.
+Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 75]
+[--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined] [--synth-only]``;
+``--list`` prints the boards.
 
 - ECP5 (``ulx3s``): Amaranth writes the Trellis build tree into ``--out`` and its script runs
   Yosys, nextpnr-ecp5 and ecppack (the YoWASP packages unless ``YOSYS``, ``NEXTPNR_ECP5``,
@@ -26,6 +27,8 @@ Exit status:
 2     bad arguments (unknown board, node count out of range, clock the board cannot make)
 3     Spartan-6 without ISE: synthesis report and ISE build tree written, no bitstream
 4     bitstream written but timing not met (Fmax below the clock; see ``report.txt``)
+5     synthesis done but the design does not fit the device (more LUTs, FFs, DSPs or block
+      RAMs than it has)
 ====  ===================================================================================
 """
 
@@ -41,7 +44,7 @@ import time
 from pathlib import Path
 
 from . import BOARDS, board
-from .common import CHAINS, DEFAULT_CHAIN, chain_name, check_chain, make_chain
+from .common import CHAINS, DEFAULT_CHAIN, chain_name, chain_policy, check_chain, make_chain
 from .cycles import schedule_update_cycles, simulate_update_cycles
 from .toolchain import (
     DEVICE_CAPACITY, ToolError, find_tool, nextpnr_report, tool_env, tool_version,
@@ -49,17 +52,19 @@ from .toolchain import (
 )
 
 __all__ = ["build", "BuildError", "REPORT_FIELDS", "EXIT_OK", "EXIT_TOOL_FAILED", "EXIT_USAGE",
-           "EXIT_NEEDS_ISE", "EXIT_TIMING", "main"]
+           "EXIT_NEEDS_ISE", "EXIT_TIMING", "EXIT_DOES_NOT_FIT", "main"]
 
 EXIT_OK = 0
 EXIT_TOOL_FAILED = 1
 EXIT_USAGE = 2
 EXIT_NEEDS_ISE = 3
 EXIT_TIMING = 4
+EXIT_DOES_NOT_FIT = 5
 
 #: Fields every ``report.json`` holds.
 REPORT_FIELDS = (
-    "board", "title", "device", "part", "family", "nodes", "chain", "clock_mhz", "baudrate",
+    "board", "title", "device", "part", "family", "nodes", "chain", "policy", "clock_mhz",
+    "baudrate",
     "luts", "ffs", "dsps", "brams", "capacity", "utilisation_percent", "fits",
     "utilisation_source", "fmax_mhz", "timing_met", "clocks", "update_latency_cycles",
     "update_interval_cycles", "cycles_source", "status", "exit_status", "message",
@@ -91,17 +96,20 @@ def _run_script(out, env, log_name):
                         f"{out / log_name}:\n{tail}")
 
 
-def _cycles(kind, nodes, fmt):
+def _cycles(chain, nodes, fmt):
+    kind = chain_name(chain)
     if kind == "linkdyn":
-        figures = simulate_update_cycles(make_chain("linkdyn", nodes, fmt))
+        policy = chain_policy(chain)
+        figures = simulate_update_cycles(make_chain("linkdyn", nodes, fmt, policy))
         figures.pop("update_count", None)
-        return figures, ("simulation: LATENCY_CYCLES and INTERVAL_CYCLES of this build's chain "
-                         "(LinkDynChain, zero state) after two back-to-back updates over its "
-                         "register bus")
+        return figures, (f"simulation of this build's chain (LinkDynChain, {policy} policy, "
+                         "zero state, Amaranth simulator): LATENCY_CYCLES of one update alone, "
+                         "INTERVAL_CYCLES of back-to-back updates over its register bus")
     figures = schedule_update_cycles(nodes, fmt)
-    return figures, ("model schedule, NOT a simulation: the build's chain is the FakeChain "
-                     "stand-in; figures are build_microprogram().segments for a sequential "
-                     "update (joint + n forward + local + n distal), no mailbox handover")
+    return figures, (f"model schedule, NOT a simulation: the build's chain is the stand-in "
+                     f"{type(chain).__name__}; figures are build_microprogram().segments for a "
+                     "sequential update (joint + n forward + local + n distal), no mailbox "
+                     "handover")
 
 
 def _trce_fmax(out):
@@ -147,7 +155,6 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
     """
     started = time.monotonic()
     top_class, name, nodes = type(top), top.name, top.nodes
-    kind = chain_name(top.core.chain)
     out = Path(out if out is not None else Path("build") / name)
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("report.json", "report.txt", "top.bit"):
@@ -173,7 +180,7 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
     progress(f"build tree written ({', '.join(sorted(plan.files))})")
 
     t = time.monotonic()
-    cycles, cycles_source = _cycles(kind, nodes, top.core.fmt)
+    cycles, cycles_source = _cycles(top.core.chain, nodes, top.core.fmt)
     phase("cycles", t)
     progress(f"update latency {cycles['update_latency_cycles']} cycles, interval "
              f"{cycles['update_interval_cycles']} cycles ({cycles_source.split(':')[0]})")
@@ -182,6 +189,7 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
         "board": name, "title": top.title, "device": top.device,
         "part": f"{top.device}-{platform.speed}{platform.package}", "family": top.family,
         "nodes": nodes, "chain": chain_name(top.core.chain),
+        "policy": chain_policy(top.core.chain),
         "clock_mhz": top.clock_hz / 1e6, "baudrate": top.core.baudrate, "uart": top.uart_note,
         **cycles, "cycles_source": cycles_source,
         "fmax_mhz": None, "timing_met": None, "clocks": {}, "bitstream": None,
@@ -202,7 +210,8 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
             phase("yosys_nextpnr_ecppack", t)
             pnr = nextpnr_report(out / "top.nextpnr.json")
             utilisation = pnr["utilisation"]
-            source = "nextpnr-ecp5 (placed and routed: TRELLIS_COMB, TRELLIS_FF, MULT18X18D, DP16KD)"
+            source = ("nextpnr-ecp5 (placed and routed: TRELLIS_COMB, TRELLIS_FF, MULT18X18D, "
+                      "DP16KD)")
             report["clocks"] = {net: {"fmax_mhz": round(v["achieved"], 2),
                                       "constraint_mhz": round(v["constraint"], 2)}
                                 for net, v in pnr["fmax"].items()}
@@ -259,15 +268,20 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
     report["fits"] = all(utilisation[key] <= capacity[key] for key in capacity)
     report["utilisation_source"] = source
     if not report["fits"]:
-        message = (message + "; " if message else "") + "the design does NOT fit the device"
+        over = ", ".join(f"{key} {utilisation[key]:g} > {capacity[key]}" for key in capacity
+                         if utilisation[key] > capacity[key])
+        message = (message + "; " if message else "") + f"the design does NOT fit ({over})"
+        if exit_status == EXIT_OK:
+            exit_status = EXIT_DOES_NOT_FIT
     report.update({
         "status": status, "exit_status": exit_status, "message": message,
         "phases_seconds": phases, "build_seconds": round(time.monotonic() - started, 1),
         "tools": tools,
         "command": "python -m linkdyn.boards.build " + " ".join(
             [f"--board {name}", f"--nodes {nodes}", f"--clock-mhz {top.clock_hz / 1e6:g}",
-             f"--chain {report['chain']}", f"--out {out}"] + (["--synth-only"] if synth_only
-                                                             else [])),
+             f"--chain {report['chain']}"]
+            + ([f"--policy {report['policy']}"] if report["policy"] else [])
+            + [f"--out {out}"] + (["--synth-only"] if synth_only else [])),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": f"{host_platform.machine()}, {os.cpu_count()} CPU(s)",
     })
@@ -283,12 +297,14 @@ def report_text(report):
     """Return the human-readable ``report.txt`` for a report dict."""
     r = report
     capacity = r["capacity"]
+    phases = ", ".join(f"{step} {seconds:g} s" for step, seconds in r["phases_seconds"].items())
     fmax = "n/a (no place and route)" if r["fmax_mhz"] is None else f"{r['fmax_mhz']:.2f} MHz"
     lines = [
         f"LinkDyn board build: {r['title']} ({r['part']})",
         "",
         f"nodes            {r['nodes']} (chain: {r['chain']}"
-        + (", STAND-IN without inverse dynamics" if r["chain"] == "fake" else "") + ")",
+        + (", STAND-IN without inverse dynamics" if r["chain"] == "fake" else "")
+        + (f", {r['policy']} policy" if r.get("policy") else "") + ")",
         f"clock            {r['clock_mhz']:g} MHz; UART {r['baudrate']:,} baud ({r['uart']})",
         f"Fmax             {fmax}"
         + ("" if r["timing_met"] is None else
@@ -319,7 +335,7 @@ def report_text(report):
     if r.get("ise_build_tree"):
         lines.append(f"ISE build tree   {r['ise_build_tree']}")
     lines += [
-        f"build time       {r['build_seconds']:g} s ({', '.join(f'{k} {v:g} s' for k, v in r['phases_seconds'].items())}); {r['host']}",
+        f"build time       {r['build_seconds']:g} s ({phases}); {r['host']}",
         f"tools            " + "; ".join(f"{k}: {v}" for k, v in r["tools"].items()),
         f"command          {r['command']}",
         f"date             {r['date']}",
@@ -344,7 +360,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m linkdyn.boards.build", description=__doc__.splitlines()[0],
         epilog="Exit status: 0 done, 1 tool failed, 2 bad arguments, 3 Spartan-6 without ISE "
-               "(synthesis report written), 4 timing not met.")
+               "(synthesis report written), 4 timing not met, 5 does not fit the device.")
     parser.add_argument("--board", default="ulx3s", choices=list(BOARDS),
                         help="board (default ulx3s)")
     parser.add_argument("--nodes", type=int, help="number of nodes (default: the board's)")
@@ -352,7 +368,11 @@ def main(argv=None):
                         "board's; ULX3S through its PLL, Spartan-6 through PLL_BASE)")
     parser.add_argument("--out", help="build directory (default build/<board>)")
     parser.add_argument("--chain", choices=CHAINS, default=None,
-                        help=f"chain of nodes (default {DEFAULT_CHAIN})")
+                        help=f"chain of nodes: linkdyn (the LinkDyn chain) or fake (the "
+                             f"register-bus stand-in, no inverse dynamics); default "
+                             f"{DEFAULT_CHAIN}")
+    parser.add_argument("--policy", choices=("sequential", "pipelined"), default=None,
+                        help="update policy of the LinkDyn chain (default sequential)")
     parser.add_argument("--synth-only", action="store_true",
                         help="Yosys synthesis only: no place and route, no bitstream")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
@@ -369,10 +389,10 @@ def main(argv=None):
     top_class = board(args.board)
     try:
         top_class.check_arguments(args.nodes, clock_hz)
-        chain = check_chain(args.chain)
+        chain, policy = check_chain(args.chain, args.policy)
     except (ValueError, TypeError) as error:
         parser.error(str(error))
-    top = top_class(args.nodes, clock_hz=clock_hz, chain=chain)
+    top = top_class(args.nodes, clock_hz=clock_hz, chain=chain, policy=policy)
     try:
         report = build(top, out=args.out, synth_only=args.synth_only, seed=args.seed)
     except BuildError as error:

@@ -19,8 +19,8 @@ from linkdyn.model.fixedpoint import Q15_16
 from .core import LED_COUNT, BoardCore
 
 __all__ = [
-    "CHAINS", "DEFAULT_CHAIN", "check_chain", "make_chain", "chain_name", "BoardTop", "PllSetting",
-    "ecp5_pll_setting", "spartan6_pll_setting",
+    "CHAINS", "DEFAULT_CHAIN", "check_chain", "make_chain", "chain_name", "chain_policy",
+    "BoardTop", "PllSetting", "ecp5_pll_setting", "spartan6_pll_setting",
 ]
 
 #: Chains a board can be built with: ``"linkdyn"`` is the real chain of LinkDyn nodes
@@ -28,33 +28,48 @@ __all__ = [
 #: :class:`linkdyn.gateware.fake_chain.FakeChain` (no inverse dynamics; host-link tests).
 CHAINS = ("linkdyn", "fake")
 
-#: The chain of board builds when none is named. Switch to "linkdyn" once
-#: ``linkdyn.gateware.chain`` exists (this line is the switch).
-DEFAULT_CHAIN = "fake"
+#: The chain of board builds when none is named ("fake" builds the host link around the
+#: stand-in; this line is the switch).
+DEFAULT_CHAIN = "linkdyn"
 
 
-def check_chain(kind):
-    """Return the chain kind (:data:`DEFAULT_CHAIN` for None) if it can be built.
+def check_chain(kind, policy=None):
+    """Return ``(kind, policy)`` with the defaults filled in, if such a chain can be built.
+
+    Parameters
+    ----------
+    kind : str or None
+        One of :data:`CHAINS`; None for :data:`DEFAULT_CHAIN`.
+    policy : str or None
+        Update policy of the real chain (``linkdyn.gateware.chain.POLICIES``; None for
+        ``"sequential"``); the stand-in has none (returned as None).
 
     Raises
     ------
     ValueError
-        If ``kind`` is not one of :data:`CHAINS`, or is ``"linkdyn"`` while
-        ``linkdyn.gateware.chain`` is not there yet.
+        If ``kind`` is not one of :data:`CHAINS`, ``"linkdyn"`` is asked for while
+        ``linkdyn.gateware.chain`` is not there, or the policy is unknown or given for the
+        stand-in.
     """
     kind = DEFAULT_CHAIN if kind is None else kind
     if kind not in CHAINS:
         raise ValueError(f"Chain must be one of {', '.join(CHAINS)}, not {kind!r}")
-    if kind == "linkdyn":
-        try:
-            from linkdyn.gateware.chain import LinkDynChain  # noqa: F401
-        except ImportError as error:
-            raise ValueError("The LinkDyn chain (linkdyn.gateware.chain.LinkDynChain) is not "
-                             f"available ({error}); build with chain 'fake'") from None
-    return kind
+    if kind == "fake":
+        if policy not in (None, "sequential"):
+            raise ValueError(f"The stand-in chain has no update policy {policy!r}")
+        return kind, None
+    try:
+        from linkdyn.gateware.chain import POLICIES
+    except ImportError as error:
+        raise ValueError("The LinkDyn chain (linkdyn.gateware.chain.LinkDynChain) is not "
+                         f"available ({error}); build with chain 'fake'") from None
+    policy = "sequential" if policy is None else policy
+    if policy not in POLICIES:
+        raise ValueError(f"Policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+    return kind, policy
 
 
-def make_chain(kind, nodes, fmt=Q15_16):
+def make_chain(kind, nodes, fmt=Q15_16, policy=None):
     """Return a chain component for a board core.
 
     Parameters
@@ -65,6 +80,8 @@ def make_chain(kind, nodes, fmt=Q15_16):
         Number of nodes.
     fmt : QFormat
         Word format of the nodes.
+    policy : str, optional
+        Update policy of the real chain (default ``"sequential"``).
 
     Returns
     -------
@@ -76,12 +93,12 @@ def make_chain(kind, nodes, fmt=Q15_16):
     ValueError
         See :func:`check_chain`.
     """
-    kind = check_chain(kind)
+    kind, policy = check_chain(kind, policy)
     if kind == "fake":
         from linkdyn.gateware.fake_chain import FakeChain
         return FakeChain(nodes, fmt=fmt, wait_states=False)
     from linkdyn.gateware.chain import LinkDynChain
-    return LinkDynChain(nodes, fmt=fmt)
+    return LinkDynChain(nodes, fmt=fmt, policy=policy)
 
 
 def chain_name(chain):
@@ -89,6 +106,11 @@ def chain_name(chain):
     class name."""
     name = type(chain).__name__
     return {"FakeChain": "fake", "LinkDynChain": "linkdyn"}.get(name, name)
+
+
+def chain_policy(chain):
+    """Return the update policy of a real chain, or None for a stand-in."""
+    return chain.policy if chain_name(chain) == "linkdyn" else None
 
 
 # -- PLL settings ---------------------------------------------------------------------------------
@@ -243,13 +265,16 @@ class BoardTop(Elaboratable):
     chain : str or wiring.Component, optional
         ``"linkdyn"``, ``"fake"`` (see :func:`make_chain`; default :data:`DEFAULT_CHAIN`) or a
         chain component.
+    policy : str, optional
+        Update policy of the real chain (``"sequential"`` by default, or ``"pipelined"``).
 
     Raises
     ------
     TypeError
         If ``nodes`` or ``clock_hz`` is not an integer.
     ValueError
-        If ``nodes`` is outside 1 .. ``max_nodes`` or the clock cannot be made.
+        If ``nodes`` is outside 1 .. ``max_nodes``, the clock cannot be made, the chain or
+        policy is unknown, or a chain component has another node count.
     """
 
     name = None
@@ -264,11 +289,15 @@ class BoardTop(Elaboratable):
     #: Resources added to the amaranth-boards platform (header UART, LEDs).
     extra_resources = ()
 
-    def __init__(self, nodes=None, *, clock_hz=None, baudrate=None, chain=None, fmt=Q15_16):
+    def __init__(self, nodes=None, *, clock_hz=None, baudrate=None, chain=None, policy=None,
+                 fmt=Q15_16):
         from . import BOARD_IDS
         self.nodes, self.clock_hz = self.check_arguments(nodes, clock_hz)
         if chain is None or isinstance(chain, str):
-            chain = make_chain(chain, self.nodes, fmt)
+            chain = make_chain(chain, self.nodes, fmt, policy)
+        elif getattr(getattr(chain, "spec", None), "n_nodes", self.nodes) != self.nodes:
+            raise ValueError(f"The chain has {chain.spec.n_nodes} nodes, the board "
+                             f"{self.nodes}")
         self.core = BoardCore(self.nodes, clock_hz=self.clock_hz, baudrate=baudrate, fmt=fmt,
                               board_id=BOARD_IDS[self.name], chain=chain)
 

@@ -2,9 +2,9 @@
 the microprogram's schedule when the build's chain is the stand-in.
 
 :func:`simulate_update_cycles` drives a chain through its register bus in the Amaranth
-simulator, as the host link does: it writes CONTROL.start, polls STATUS until the update is
-done, starts the next update at once (retrying while the chain refuses), and reads the chain's
-LATENCY_CYCLES and INTERVAL_CYCLES (``docs/protocol.md``). It works for any chain that
+simulator, as the host link does: one update alone (CONTROL.start, STATUS polled until done,
+LATENCY_CYCLES read), then updates back to back (each start written again at once while the
+chain refuses it), then INTERVAL_CYCLES (``docs/protocol.md``). It works for any chain that
 implements the protocol's control block: the real :class:`~linkdyn.gateware.chain.LinkDynChain`
 or :class:`~linkdyn.gateware.fake_chain.FakeChain`.
 
@@ -51,8 +51,8 @@ async def _access(ctx, bus, node, addr, budget, *, write=None):
     return error, rdata
 
 
-def simulate_update_cycles(chain, *, updates=2, max_cycles=200_000):
-    """Run back-to-back updates of a chain and return its cycle counters.
+def simulate_update_cycles(chain, *, updates=4, max_cycles=200_000):
+    """Run one update alone, then updates back to back, and return the chain's counters.
 
     Parameters
     ----------
@@ -61,63 +61,72 @@ def simulate_update_cycles(chain, *, updates=2, max_cycles=200_000):
         registers are left at their reset value (zero state; the cycle counts of the node
         microprogram do not depend on the data).
     updates : int
-        Updates to run back to back (at least 2, so that an interval exists).
+        Updates in all (at least 3): the first alone, the others back to back.
     max_cycles : int
         Simulation budget, cycles; exceeded means the chain never finished.
 
     Returns
     -------
     dict
-        ``{"update_latency_cycles": LATENCY_CYCLES, "update_interval_cycles":
-        INTERVAL_CYCLES, "update_count": UPDATE_COUNT}`` after the last update. The interval
-        is the shortest start-to-start distance the chain accepts through its register bus
-        (the start of the next update is written as soon as STATUS reads done or, if the
-        chain takes starts while busy, as soon as it accepts one).
+        ``{"update_latency_cycles": LATENCY_CYCLES after the first update (alone, nothing
+        queued), "update_interval_cycles": INTERVAL_CYCLES after the last (the start-to-start
+        distance of back-to-back updates: every start is written again at once while the chain
+        refuses it, so a pipelined chain's overlap shows), "update_count": UPDATE_COUNT}``.
 
     Raises
     ------
     ValueError
-        If ``updates`` is below 2.
+        If ``updates`` is below 3.
     RuntimeError
         If the chain did not finish within ``max_cycles`` or refused a read.
     """
-    if not isinstance(updates, int) or updates < 2:
-        raise ValueError(f"Updates must be an integer of at least 2, not {updates!r}")
+    if not isinstance(updates, int) or updates < 3:
+        raise ValueError(f"Updates must be an integer of at least 3, not {updates!r}")
     bus = chain.bus
     control = control_register("CONTROL").address
     status = control_register("STATUS").address
-    names = ("LATENCY_CYCLES", "INTERVAL_CYCLES", "UPDATE_COUNT")
     result = {}
     budget = _Budget(max_cycles)
 
+    async def read(ctx, name):
+        error, word = await _access(ctx, bus, CONTROL_NODE, control_register(name).address,
+                                    budget)
+        if error:
+            raise RuntimeError(f"the chain refused a {name} read")
+        return int(word)
+
+    async def start(ctx):
+        # Refused while the chain cannot take it (busy, sequential policy): retried at once.
+        while True:
+            error, _ = await _access(ctx, bus, CONTROL_NODE, control, budget,
+                                      write=CONTROL_START)
+            if not error:
+                return
+
+    async def wait_done(ctx):
+        while True:
+            word = await read(ctx, "STATUS")
+            if word & STATUS_DONE and not word & STATUS_BUSY:
+                return
+
     async def testbench(ctx):
         await ctx.tick().repeat(2)
-        for _ in range(updates):
-            while True:
-                error, _ = await _access(ctx, bus, CONTROL_NODE, control, budget,
-                                          write=CONTROL_START)
-                if not error:
-                    break
-            while True:
-                error, word = await _access(ctx, bus, CONTROL_NODE, status, budget)
-                if error:
-                    raise RuntimeError("the chain refused a STATUS read")
-                if word & STATUS_DONE and not word & STATUS_BUSY:
-                    break
-        for name in names:
-            error, word = await _access(ctx, bus, CONTROL_NODE,
-                                        control_register(name).address, budget)
-            if error:
-                raise RuntimeError(f"the chain refused a {name} read")
-            result[name] = int(word)
+        await start(ctx)
+        await wait_done(ctx)
+        result["latency"] = await read(ctx, "LATENCY_CYCLES")
+        for _ in range(updates - 1):
+            await start(ctx)
+        await wait_done(ctx)
+        result["interval"] = await read(ctx, "INTERVAL_CYCLES")
+        result["count"] = await read(ctx, "UPDATE_COUNT")
 
     simulator = Simulator(chain)
     simulator.add_clock(1e-8)
     simulator.add_testbench(testbench)
     simulator.run()
-    return {"update_latency_cycles": result["LATENCY_CYCLES"],
-            "update_interval_cycles": result["INTERVAL_CYCLES"],
-            "update_count": result["UPDATE_COUNT"]}
+    return {"update_latency_cycles": result["latency"],
+            "update_interval_cycles": result["interval"],
+            "update_count": result["count"]}
 
 
 def schedule_update_cycles(nodes, fmt=Q15_16):

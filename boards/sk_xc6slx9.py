@@ -48,6 +48,9 @@ class SK_XC6SLX9Top(BoardTop):
     platform_class = SK_XC6SLX9Platform
     family = "xc6s"
     oscillator = "clk50"
+    #: A node takes about 1,390 of the 5,720 LUT6 (4 of 16 DSP48A1, 2 of 32 RAMB16; node
+    #: bench) and the host link about 1,500: two nodes fit with room for routing, a third
+    #: fills the LUTs (allowed, reported; place and route may fail).
     default_nodes = 2
     max_nodes = 3
     default_clock_hz = 50_000_000

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 __all__ = [
-    "find_tool", "tool_env", "tool_version", "yosys_utilisation", "nextpnr_report",
+    "find_tool", "tool_variable", "tool_env", "tool_version", "yosys_utilisation", "nextpnr_report",
     "DEVICE_CAPACITY", "ToolError",
 ]
 
@@ -63,15 +63,22 @@ def find_tool(name):
         The tool's own name (``yosys``, ``nextpnr-ecp5``, ``ecppack``, ``xst``,
         ``openFPGALoader`` ...).
     """
-    variable = re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+    variable = tool_variable(name)
     if os.environ.get(variable):
-        return [os.environ[variable]]
+        command = shutil.which(os.environ[variable])
+        return [command] if command else None
     candidates = [Path(sys.executable).with_name(f"yowasp-{name}"),
                   shutil.which(f"yowasp-{name}"), shutil.which(name)]
     for candidate in candidates:
         if candidate and Path(candidate).is_file():
             return [str(candidate)]
     return None
+
+
+def tool_variable(name):
+    """Return the environment variable that names a tool (``nextpnr-ecp5`` ->
+    ``NEXTPNR_ECP5``), as Amaranth's build scripts read it."""
+    return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
 
 
 def tool_env(names):
@@ -88,8 +95,8 @@ def tool_env(names):
         command = find_tool(name)
         if command is None:
             raise ToolError(f"{name} not found: install yowasp-{name} (pip) or put {name} on "
-                            f"the PATH, or name it in ${re.sub(r'[^A-Za-z0-9]', '_', name).upper()}")
-        env[re.sub(r"[^A-Za-z0-9]", "_", name).upper()] = command[0]
+                            f"the PATH, or name it in ${tool_variable(name)}")
+        env[tool_variable(name)] = command[0]
     return env
 
 
@@ -104,7 +111,10 @@ def tool_version(name):
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = (process.stdout + process.stderr).strip().splitlines()
-    return lines[0].strip() if lines else None
+    if not lines:
+        return None
+    # "Yosys 0.70 (git sha1 28ba3cb92, Release, Clang ...)" -> "Yosys 0.70 (git sha1 28ba3cb92)"
+    return re.sub(r",[^()]*\)", ")", lines[0].strip()).replace('"', "")
 
 
 def _classes(cells, table):

@@ -1,10 +1,11 @@
 """ULX3S 85F (Lattice ECP5 LFE5U-85F): the open-toolchain board.
 
 - clock: the 25 MHz oscillator (``clk25``, G2) through an EHXPLLL to the core clock (default
-  100 MHz; any frequency the PLL makes exactly, see :func:`~linkdyn.boards.common.
-  ecp5_pll_setting`); reset: the PWR button (``button_pwr``, D6, active low) or a lost PLL lock;
+  75 MHz, a clock the current gateware meets timing at; any frequency the PLL makes, see
+  :func:`~linkdyn.boards.common.ecp5_pll_setting`); reset: the PWR button (``button_pwr``,
+  D6, active low) or a lost PLL lock;
 - UART: the FT231X USB-UART (amaranth-boards ``uart`` 0: FPGA receives on M1, transmits on
-  L4), 3 Mbaud at 100 MHz;
+  L4), 3 Mbaud (exact at 75 MHz, 1 % fast at 100 MHz);
 - LEDs 0..3 (B2 C2 C1 D2): heartbeat, host link busy, overflow, chain busy.
 
 Built with Yosys, nextpnr-ecp5 and ecppack (YoWASP), programmed with openFPGALoader.
@@ -29,8 +30,13 @@ class ULX3STop(BoardTop):
     family = "ecp5"
     oscillator = "clk25"
     default_nodes = 6
-    max_nodes = 24
-    default_clock_hz = 100_000_000
+    #: A node takes about 2,750 LUT4 slots (2,138 LUT4 + 307 CCU2C), 4 MULT18X18D and 4 DP16KD
+    #: (node bench, synth_ecp5); 28 leave room for the host link in the 83,640 LUT4 slots.
+    max_nodes = 28
+    #: 75 MHz, not the 100 MHz goal: the host link's engine, the MAC's multiplier and the
+    #: stand-in chain each close at about 80 MHz on an ECP5-6 (docs/performance.md, "Boards");
+    #: 75 MHz makes 3 Mbaud exactly (divisor 25). Raise it when those paths are pipelined.
+    default_clock_hz = 75_000_000
     uart_note = "FT231X USB-UART (uart 0: rx M1, tx L4)"
     reset = "button_pwr"
 

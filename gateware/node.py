@@ -25,9 +25,23 @@ operand registers (``t + 1``), product (``t + 2``), accumulator (``t + 3``), rou
 (``t + 4``), register-file write (``t + 5``); a term issued in ``t + 6`` reads the result: the
 microprogram's :class:`~linkdyn.model.microprogram.MacTiming` (latency 6). A Lookup or Atan
 starts its unit in ``t + 1`` with the word read from the register file.
+
+Chain options (:mod:`linkdyn.gateware.chain`; all off by default, the node above):
+
+* ``split_joint``: ``start_joint`` runs ``joint`` alone and ``start_forward`` runs ``forward``
+  and ``local``, so that every node of a chain runs its ``joint`` segment at the start of an
+  update, without waiting for its proximal neighbour.
+* ``inbox``: the ``forward_in`` and/or ``backward_in`` words are read from a neighbour's mailbox
+  (``inbox_*`` ports) instead of the register file. A term that reads an inbox word which is not
+  present yet *stalls* the sequencer (the slot is issued again in the next cycle, the MAC sees a
+  bubble), so a request may start before its mailbox is complete and run as the words arrive.
+* ``banks``: 2 or 4 banks of the registers a sample writes or produces
+  (:data:`~linkdyn.model.microprogram.BANKED_KINDS`); every request carries a bank, so the
+  segments of several samples can run interleaved (pipelined chain policy) and external writes
+  are accepted while the node runs (in cycles without a MAC write).
 """
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -41,10 +55,16 @@ from .cordic import CordicArctangent
 from .mac import MultiplyAccumulate
 from .sincos import SineCosineLookup
 
-__all__ = ["LinkDynNode", "ScheduleRom", "SLOT_OPS", "COUNTER_WIDTH"]
+__all__ = ["LinkDynNode", "ScheduleRom", "SLOT_OPS", "COUNTER_WIDTH", "REQUESTS", "INBOX_KINDS"]
 
 #: Slot operations, encoded as their index in the schedule ROM.
 SLOT_OPS = ("nop", "term", "lookup", "atan")
+
+#: Request kinds, in the order of the ``request_kind`` encoding.
+REQUESTS = ("joint", "forward", "backward")
+
+#: Register kinds a node may read from a neighbour's mailbox (``inbox``).
+INBOX_KINDS = ("forward_in", "backward_in")
 
 #: Width of the cycle counters, bits.
 COUNTER_WIDTH = 16
@@ -96,31 +116,51 @@ class ScheduleRom(wiring.Component):
 class LinkDynNode(wiring.Component):
     """One LinkDyn node: register file, schedule ROM, sequencer, shared MAC, sine table, CORDIC.
 
-    Requests: a cycle with ``start_forward`` (``start_backward``) high makes the request pending
-    (sticky). While the node is idle, a pending request is taken (the backward one first if both
-    are): ``forward_ack`` (``backward_ack``) pulses for that cycle, and the run starts in the
-    next. A request input high in the cycle its request is taken belongs to that request (a
-    trigger held until its acknowledge starts one run). A running computation is never
-    interrupted; requests arriving meanwhile wait.
+    Requests: a cycle with ``start_forward`` (``start_backward``, ``start_joint``) high makes the
+    request pending (sticky). While the node is idle and ``hold`` is low, a pending request is
+    taken (backward first, then forward, then joint): ``forward_ack`` (``backward_ack``,
+    ``joint_ack``) pulses for that cycle, and the run starts in the next. A request input high in
+    the cycle its request is taken belongs to that request (a trigger held until its acknowledge
+    starts one run). A running computation is never interrupted; requests arriving meanwhile
+    wait.
 
     External port: ``ext_addr`` selects a register-file word. A write (``ext_write_enable``) is
-    accepted only while ``ready``, else ignored. ``ext_read_data`` is the word at the
-    ``ext_addr`` of the previous cycle if the node was not ``busy`` in that cycle (while busy it
-    shows the sequencer's operands). ``result_*`` show every register-file write of the MAC as
-    it happens, e.g. for a mailbox that forwards the outputs while the node runs on.
+    accepted in a cycle with ``ext_write_ready`` (while ``ready``; in a banked node, in every
+    cycle without a MAC write), else ignored. ``ext_read_data`` is the word at the ``ext_addr``
+    of the previous cycle if the node was not ``busy`` in that cycle (while busy it shows the
+    sequencer's operands). ``result_*`` show every register-file write of the MAC as it
+    happens, e.g. for a mailbox that forwards the outputs while the node runs on.
 
     Parameters
     ----------
     fmt : QFormat
         Word format of the node (default Q15.16); its width must be 32 bits.
+    split_joint : bool
+        ``start_joint`` runs the ``joint`` segment; ``start_forward`` runs ``forward`` and
+        ``local`` only.
+    inbox : sequence of str
+        Register kinds of :data:`INBOX_KINDS` read from the ``inbox_*`` port (a neighbour's
+        mailbox) instead of the register file.
+    banks : int
+        Register banks: 1 (no banks), 2 or 4 copies of the registers of
+        :data:`~linkdyn.model.microprogram.BANKED_KINDS`
+        (:meth:`~linkdyn.model.microprogram.RegisterMap.bank_address`), chosen per request.
 
     Members
     -------
     start_forward : In(1)
-        Request ``joint``, ``forward``, ``local``.
+        Request ``joint``, ``forward``, ``local`` (with ``split_joint``: ``forward``,
+        ``local``).
     start_backward : In(1)
         Request ``distal``.
-    forward_ack, backward_ack : Out(1)
+    start_joint : In(1)
+        With ``split_joint``: request ``joint``.
+    forward_bank, backward_bank, joint_bank : In(range(banks))
+        Banked node: the bank of the request, sampled with its ``start_*``.
+    hold : In(1)
+        Take no pending request (the running one goes on): the node becomes idle, e.g. for
+        external reads.
+    forward_ack, backward_ack, joint_ack : Out(1)
         Pulse in the cycle the request is taken.
     forward_done : Out(1)
         Pulses in the first cycle the forward outputs (``omega``, ``omega_dot``, ``p_ddot``)
@@ -128,28 +168,56 @@ class LinkDynNode(wiring.Component):
     backward_done : Out(1)
         Pulses in the first cycle after the distal segment (``tau``, ``f_out``, ``mu_out``
         written); the node is idle again.
+    joint_done : Out(1)
+        With ``split_joint``: pulses in the first cycle after a joint run.
+    request_done : Out(1)
+        Pulses in the first cycle after any run; ``request_kind`` (index in :data:`REQUESTS`)
+        and ``request_bank`` (banked node) say which.
     busy : Out(1)
         A request runs.
+    bank : Out(range(banks))
+        Banked node: the bank of the running (or last) request.
     segment : Out(range(4))
         While ``busy``: index in :data:`~linkdyn.model.microprogram.SEGMENTS` of the segment
         that runs (its slots and its drain cycles).
     ready : Out(1)
-        Idle with no request pending: external writes are accepted.
+        Idle with no request pending.
     overflow : Out(1)
-        Sticky: some result saturated since the last forward request was taken.
+        Sticky: some result saturated since the last forward request (with ``split_joint``:
+        joint request) was taken.
     forward_cycles, backward_cycles : Out(16)
         Duration of the last forward (backward) run, clock cycles from its first issue to its
-        last write.
+        last write (stall cycles included).
     ext_addr : In(addr_width)
-        Register-file address of the external port.
+        Register-file address of the external port (the unbanked map).
+    ext_bank : In(range(banks))
+        Banked node: the bank of ``ext_addr`` (for banked registers).
     ext_write_data : In(signed(32))
         Word to write.
     ext_write_enable : In(1)
-        Write ``ext_write_data`` to ``ext_addr`` (only while ``ready``).
+        Write ``ext_write_data`` to ``ext_addr`` (only with ``ext_write_ready``).
+    ext_write_ready : Out(1)
+        A write presented in this cycle is accepted.
     ext_read_data : Out(signed(32))
         The word at the previous cycle's ``ext_addr``.
     result_valid, result_addr, result_data : Out(1), Out(addr_width), Out(signed(32))
         The MAC's register-file writes as they happen (for mailboxes that snoop the outputs).
+    result_overflow : Out(1)
+        With ``result_valid``: the result saturated.
+    result_bank : Out(range(banks))
+        Banked node: with ``result_valid``, the bank written.
+    inbox_read : Out(1)
+        With ``inbox``: the slot at issue reads the inbox word ``inbox_addr`` (its register
+        address) of bank ``inbox_bank``; the word must be addressed in this cycle and its data
+        given in the next.
+    inbox_addr : Out(addr_width)
+        The register address of the inbox word.
+    inbox_bank : Out(range(banks))
+        The bank of the running request (the mailbox slot).
+    inbox_present : In(1)
+        The inbox word addressed is present (else the issue stalls).
+    inbox_data : In(signed(32))
+        The word addressed in the previous cycle.
 
     Raises
     ------
@@ -157,14 +225,23 @@ class LinkDynNode(wiring.Component):
         If ``fmt`` is not a :class:`~linkdyn.model.fixedpoint.QFormat`.
     ValueError
         If ``fmt`` is not 32 bits wide, or the microprogram was scheduled for another pipeline
-        than this gateware's (``MacTiming``), or the table/CORDIC latency does not fit it.
+        than this gateware's (``MacTiming``), or the table/CORDIC latency does not fit it, or
+        ``inbox`` names another kind than :data:`INBOX_KINDS`, or ``banks`` is not 1, 2 or 4.
     """
 
-    def __init__(self, fmt=Q15_16):
+    def __init__(self, fmt=Q15_16, *, split_joint=False, inbox=(), banks=1):
         if not isinstance(fmt, QFormat):
             raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
         if fmt.width != WORD_WIDTH:
             raise ValueError(f"fmt must be {WORD_WIDTH} bits wide, not {fmt.width} ({fmt.name})")
+        if isinstance(inbox, str):
+            inbox = (inbox,)
+        inbox = tuple(inbox)
+        for kind in inbox:
+            if kind not in INBOX_KINDS:
+                raise ValueError(f"inbox kinds must be of {INBOX_KINDS!r}, not {kind!r}")
+        if banks not in (1, 2, 4):
+            raise ValueError(f"banks must be 1, 2 or 4, not {banks!r}")
         program = microprogram(fmt)
         timing = program.timing
         for field, cycles in _PIPELINE.items():
@@ -182,9 +259,14 @@ class LinkDynNode(wiring.Component):
                              f"the schedule allows {timing.atan}")
         self._fmt = fmt
         self._program = program
+        self._split_joint = bool(split_joint)
+        self._inbox = tuple(kind for kind in INBOX_KINDS if kind in inbox)
+        self._banks = banks
+        self._banked = banks > 1
+        self._bank_bits = ceil_log2(banks)
         rmap = program.registers
         self._addr_width = ceil_log2(rmap.depth)
-        self._slot_layout = data.StructLayout({
+        fields = {
             "op": range(len(SLOT_OPS)),
             "a": self._addr_width,
             "b": self._addr_width,
@@ -195,15 +277,24 @@ class LinkDynNode(wiring.Component):
             "dst": self._addr_width,
             "shift": range(len(program.shifts)),
             "wraps": 1,
-        })
-        self._rom, self._segment_start = self._build_rom(program)
-        super().__init__({
+        }
+        if self._banked:
+            fields.update({"a_banked": 1, "b_banked": 1})
+        if self._inbox:
+            fields["b_inbox"] = 1
+        self._slot_layout = data.StructLayout(fields)
+        self._rom, self._segment_start, self._latch_sides = self._build_rom(
+            program, self._inbox, self._banked)
+        members = {
             "start_forward": In(1),
             "start_backward": In(1),
+            "hold": In(1),
             "forward_ack": Out(1),
             "backward_ack": Out(1),
             "forward_done": Out(1),
             "backward_done": Out(1),
+            "request_done": Out(1),
+            "request_kind": Out(range(len(REQUESTS))),
             "busy": Out(1),
             "segment": Out(range(len(SEGMENTS))),
             "ready": Out(1),
@@ -213,29 +304,62 @@ class LinkDynNode(wiring.Component):
             "ext_addr": In(self._addr_width),
             "ext_write_data": In(signed(WORD_WIDTH)),
             "ext_write_enable": In(1),
+            "ext_write_ready": Out(1),
             "ext_read_data": Out(signed(WORD_WIDTH)),
             "result_valid": Out(1),
             "result_addr": Out(self._addr_width),
             "result_data": Out(signed(WORD_WIDTH)),
-        })
+            "result_overflow": Out(1),
+        }
+        if self._split_joint:
+            members.update({"start_joint": In(1), "joint_ack": Out(1), "joint_done": Out(1)})
+        if self._banked:
+            bank_shape = range(banks)
+            members.update({"forward_bank": In(bank_shape), "backward_bank": In(bank_shape),
+                            "bank": Out(bank_shape), "ext_bank": In(bank_shape),
+                            "result_bank": Out(bank_shape), "request_bank": Out(bank_shape)})
+            if self._split_joint:
+                members["joint_bank"] = In(bank_shape)
+        if self._inbox:
+            members.update({"inbox_read": Out(1), "inbox_addr": Out(self._addr_width),
+                            "inbox_bank": Out(range(banks)), "inbox_present": In(1),
+                            "inbox_data": In(signed(WORD_WIDTH))})
+        super().__init__(members)
 
     @staticmethod
-    def _build_rom(program):
-        """Return the schedule ROM (a list of slot dicts) and each segment's start address.
+    def _build_rom(program, inbox=(), banked=False):
+        """Return the schedule ROM (a list of slot dicts), each segment's start address, and
+        the latches read on each operand side.
 
         Each segment's slots are followed by NOPs up to its ``.cycles``; a Dot's ``shift`` and
         ``wraps`` are given with its first and its last term (the MAC samples them there).
         Fields a slot does not use repeat the previous slot's value, which makes the ROM's
         logic smaller. ``first`` is not stored: a term is the first of its Dot unless the slot
         before it is a term that is not the last of its Dot (a Dot's terms issue back to back).
+        A term that reads an ``inbox`` word on side ``a`` has its operands swapped (products
+        and sums are symmetric), so that inbox words are always read on side ``b``.
 
         Raises
         ------
         ValueError
-            If the schedule does not issue a Dot's terms on consecutive cycles.
+            If the schedule does not issue a Dot's terms on consecutive cycles, or a term reads
+            two inbox words.
         """
+        rmap = program.registers
+        by_address = {reg.address: reg for reg in rmap if reg.address is not None}
+
+        def is_inbox(address):
+            reg = by_address.get(address)
+            return reg is not None and reg.kind in inbox
+
+        def is_banked(address):
+            reg = by_address.get(address)
+            return reg is not None and rmap.banked(reg.name)
+
         rows = []
         starts = {}
+        latch_addresses = {rmap.operand_address(name): name for name in LATCHES}
+        sides = {"a": set(), "b": set()}
         for name in SEGMENTS:
             segment = program.segments[name]
             starts[name] = len(rows)
@@ -256,21 +380,42 @@ class LinkDynNode(wiring.Component):
                 row = {"op": SLOT_OPS.index(slot.op)}
                 if slot.op in ("lookup", "atan"):
                     row["a"] = slot.a
+                    if banked:
+                        row["a_banked"] = int(is_banked(slot.a))
                 elif slot.op == "term":
+                    a, b = slot.a, slot.b
+                    if is_inbox(a):
+                        if is_inbox(b):
+                            raise ValueError(f"segment {name}: a term reads two inbox words")
+                        a, b = b, a
+                    for side, address in (("a", a), ("b", b)):
+                        if address in latch_addresses:
+                            sides[side].add(latch_addresses[address])
                     row.update({
-                        "a": slot.a,
-                        "b": slot.b,
+                        "a": a,
+                        "b": b,
                         "add": int(slot.kind == "add"),
                         "negate": int(slot.negate),
                         "align": program.aligns.index(slot.align),
                         "last": int(slot.last),
                     })
+                    if banked:
+                        row.update({"a_banked": int(is_banked(a)), "b_banked": int(is_banked(b))})
+                    if inbox:
+                        row["b_inbox"] = int(is_inbox(b))
                     if slot.last:
                         row["dst"] = slot.dst
+                        if banked and not is_banked(slot.dst):
+                            raise ValueError(f"segment {name}: result {slot.dst} is not banked")
                     if slot.first or slot.last:
                         row.update({"shift": shift, "wraps": wraps})
+                if inbox and slot.op != "term":
+                    row["b_inbox"] = 0
                 rows.append(row)
-            rows += [{"op": SLOT_OPS.index("nop")}] * (segment.cycles - len(segment.slots))
+            nop = {"op": SLOT_OPS.index("nop")}
+            if inbox:
+                nop["b_inbox"] = 0
+            rows += [nop] * (segment.cycles - len(segment.slots))
         starts["end"] = len(rows)
         rom = []
         previous = dict.fromkeys(("a", "b", "add", "negate", "align", "last", "dst", "shift",
@@ -278,7 +423,9 @@ class LinkDynNode(wiring.Component):
         for row in rows:
             previous = {**previous, **row}
             rom.append(previous)
-        return rom, starts
+        latch_sides = {side: tuple(name for name in LATCHES if name in used)
+                       for side, used in sides.items()}
+        return rom, starts, latch_sides
 
     @property
     def fmt(self):
@@ -289,6 +436,21 @@ class LinkDynNode(wiring.Component):
     def program(self):
         """Microprogram: the microprogram the node executes."""
         return self._program
+
+    @property
+    def split_joint(self):
+        """bool: ``joint`` is a request of its own."""
+        return self._split_joint
+
+    @property
+    def inbox(self):
+        """tuple of str: the register kinds read from the inbox port."""
+        return self._inbox
+
+    @property
+    def banks(self):
+        """int: register banks (1: none)."""
+        return self._banks
 
     @property
     def addr_width(self):
@@ -306,13 +468,21 @@ class LinkDynNode(wiring.Component):
         return dict(self._segment_start)
 
     @property
+    def joint_request_cycles(self):
+        """int: cycles of a joint request (``split_joint``), ``joint.cycles``."""
+        return self._segment_start["forward"]
+
+    @property
     def forward_request_cycles(self):
-        """int: cycles of a forward request, ``joint + forward + local`` ``.cycles``."""
+        """int: cycles of a forward request without stalls, ``joint + forward + local``
+        ``.cycles`` (with ``split_joint``: ``forward + local``)."""
+        if self._split_joint:
+            return self._segment_start["distal"] - self._segment_start["forward"]
         return self._segment_start["distal"]
 
     @property
     def backward_request_cycles(self):
-        """int: cycles of a backward request, ``distal.cycles``."""
+        """int: cycles of a backward request without stalls, ``distal.cycles``."""
         return self._segment_start["end"] - self._segment_start["distal"]
 
     def elaborate(self, platform):
@@ -320,17 +490,21 @@ class LinkDynNode(wiring.Component):
         program = self._program
         rmap = program.registers
         starts = self._segment_start
+        banked = self._banked
+        bank_bits = self._bank_bits
+        width = self._addr_width
 
         m.submodules.mac = mac = MultiplyAccumulate(
             aligns=program.aligns, shifts=program.shifts, max_terms=program.max_terms,
-            tag_width=self._addr_width)
+            tag_width=width + bank_bits)
         m.submodules.sincos = sincos = SineCosineLookup()
         m.submodules.cordic = cordic = CordicArctangent()
 
         # -- register file: two copies, one read port each, written together --
+        depth = rmap.banked_depth(self._banks)
         copies = []
         for name in ("registers_a", "registers_b"):
-            memory = Memory(shape=signed(WORD_WIDTH), depth=rmap.depth, init=[])
+            memory = Memory(shape=signed(WORD_WIDTH), depth=depth, init=[])
             m.submodules[name] = memory
             copies.append((memory.read_port(), memory.write_port()))
         (read_a, write_a), (read_b, write_b) = copies
@@ -344,71 +518,142 @@ class LinkDynNode(wiring.Component):
         pc = Signal(range(len(self._rom)))
         pc_next = Signal.like(pc)
         running = Signal()
-        backward = Signal()  # the running request is the backward one
+        kind = Signal(range(len(REQUESTS)))  # the running (last) request
+        bank = Signal(range(self._banks))
         pending_forward = Signal()
         pending_backward = Signal()
-        count = Signal(range(len(self._rom) + 1))
+        pending_joint = Signal()
+        pending_forward_bank = Signal.like(bank)
+        pending_backward_bank = Signal.like(bank)
+        pending_joint_bank = Signal.like(bank)
+        count = Signal(COUNTER_WIDTH)
         idle = ~running
-        take_backward = idle & pending_backward
-        take_forward = idle & pending_forward & ~pending_backward
+        take = idle & ~self.hold
+        take_backward = take & pending_backward
+        take_forward = take & pending_forward & ~pending_backward
+        take_joint = take & pending_joint & ~pending_forward & ~pending_backward
+        take_any = take_backward | take_forward | take_joint
+        starts_update = take_joint if self._split_joint else take_forward
         m.d.comb += [
             self.forward_ack.eq(take_forward),
             self.backward_ack.eq(take_backward),
             self.busy.eq(running),
-            self.ready.eq(idle & ~pending_forward & ~pending_backward),
+            self.ready.eq(idle & ~pending_forward & ~pending_backward & ~pending_joint),
             rom_port.addr.eq(pc_next),
-            mac.clear_overflow.eq(take_forward),
+            mac.clear_overflow.eq(starts_update),
             self.overflow.eq(mac.overflow),
+            self.request_kind.eq(kind),
         ]
+        start_joint = self.start_joint if self._split_joint else 0
+        if self._split_joint:
+            m.d.comb += self.joint_ack.eq(take_joint)
         m.d.sync += [
             pending_forward.eq((pending_forward | self.start_forward) & ~take_forward),
             pending_backward.eq((pending_backward | self.start_backward) & ~take_backward),
+            pending_joint.eq((pending_joint | start_joint) & ~take_joint),
             self.forward_done.eq(0),
             self.backward_done.eq(0),
+            self.request_done.eq(0),
             pc.eq(pc_next),
         ]
+        if self._split_joint:
+            m.d.sync += self.joint_done.eq(0)
+        if banked:
+            for start, pending_bank, bank_in in (
+                    (self.start_forward, pending_forward_bank, self.forward_bank),
+                    (self.start_backward, pending_backward_bank, self.backward_bank),
+                    (start_joint, pending_joint_bank,
+                     self.joint_bank if self._split_joint else 0)):
+                with m.If(start):
+                    m.d.sync += pending_bank.eq(bank_in)
+            m.d.comb += [self.bank.eq(bank), self.request_bank.eq(bank)]
+
+        # An issue that reads an inbox word which is not present yet stalls: the slot stays.
+        stall = Signal()
+        if self._inbox:
+            reads_inbox = (slot.op == SLOT_OPS.index("term")) & slot.b_inbox
+            m.d.comb += [
+                self.inbox_read.eq(running & reads_inbox),
+                self.inbox_addr.eq(slot.b),
+                self.inbox_bank.eq(bank),
+                stall.eq(running & reads_inbox & ~self.inbox_present),
+            ]
+
+        joint_end = starts["forward"] - 1
+        forward_end = starts["distal"] - 1
+        backward_end = starts["end"] - 1
         m.d.comb += pc_next.eq(pc)
-        with m.If(take_forward | take_backward):
-            m.d.comb += pc_next.eq(Mux(take_backward, starts["distal"], starts["joint"]))
+        with m.If(take_any):
+            forward_start = starts["forward"] if self._split_joint else starts["joint"]
+            m.d.comb += pc_next.eq(Mux(take_backward, starts["distal"],
+                                       Mux(take_forward, forward_start, starts["joint"])))
             m.d.sync += [
                 running.eq(1),
-                backward.eq(take_backward),
+                kind.eq(Mux(take_backward, REQUESTS.index("backward"),
+                            Mux(take_forward, REQUESTS.index("forward"),
+                                REQUESTS.index("joint")))),
+                bank.eq(Mux(take_backward, pending_backward_bank,
+                            Mux(take_forward, pending_forward_bank, pending_joint_bank))),
                 count.eq(0),
             ]
         with m.Elif(running):
-            m.d.comb += pc_next.eq(pc + 1)
             m.d.sync += count.eq(count + 1)
-            with m.If(~backward & (pc == starts["local"] - 1)):
-                m.d.sync += self.forward_done.eq(1)
-            with m.If(~backward & (pc == starts["distal"] - 1)):
-                m.d.sync += [running.eq(0), self.forward_cycles.eq(count + 1)]
-            with m.If(backward & (pc == starts["end"] - 1)):
-                m.d.sync += [running.eq(0), self.backward_cycles.eq(count + 1),
-                             self.backward_done.eq(1)]
+            is_joint = kind == REQUESTS.index("joint")
+            is_forward = kind == REQUESTS.index("forward")
+            is_backward = kind == REQUESTS.index("backward")
+            with m.If(~stall):
+                m.d.comb += pc_next.eq(pc + 1)
+                with m.If(is_forward & (pc == starts["local"] - 1)):
+                    m.d.sync += self.forward_done.eq(1)
+                with m.If((is_joint & (pc == joint_end)) | (is_forward & (pc == forward_end))
+                          | (is_backward & (pc == backward_end))):
+                    m.d.sync += [running.eq(0), self.request_done.eq(1)]
+                if self._split_joint:
+                    with m.If(is_joint & (pc == joint_end)):
+                        m.d.sync += self.joint_done.eq(1)
+                with m.If(is_forward & (pc == forward_end)):
+                    m.d.sync += self.forward_cycles.eq(count + 1)
+                with m.If(is_backward & (pc == backward_end)):
+                    m.d.sync += [self.backward_cycles.eq(count + 1), self.backward_done.eq(1)]
 
         for index, name in enumerate(SEGMENTS[1:], start=1):
             with m.If(pc >= starts[name]):
                 m.d.comb += self.segment.eq(index)
 
         # -- issue: operand addresses to the block RAMs; the slot moves to the read stage --
+        def physical(address, is_banked, which_bank):
+            if not banked:
+                return address
+            return Cat(address, which_bank & is_banked.replicate(bank_bits))
+
+        ext_banked = Signal()
+        if banked:
+            for start, stop in rmap.banked_ranges:
+                with m.If((self.ext_addr >= start) & (self.ext_addr < stop)):
+                    m.d.comb += ext_banked.eq(1)
+        ext_address = physical(self.ext_addr, ext_banked, self.ext_bank if banked else 0)
         m.d.comb += [
-            read_a.addr.eq(Mux(running, slot.a, self.ext_addr)),
-            read_b.addr.eq(slot.b),
+            read_a.addr.eq(Mux(running, physical(slot.a, slot.a_banked if banked else None, bank),
+                               ext_address)),
+            read_b.addr.eq(physical(slot.b, slot.b_banked if banked else None, bank)),
             self.ext_read_data.eq(read_a.data),
         ]
         issued = Signal(self._slot_layout, name="issued")
         issued_valid = Signal()
-        m.d.sync += [issued.eq(slot), issued_valid.eq(running)]
+        issued_bank = Signal.like(bank)
+        m.d.sync += [issued.eq(slot), issued_valid.eq(running & ~stall), issued_bank.eq(bank)]
         is_term = issued_valid & (issued.op == SLOT_OPS.index("term"))
-        # A term opens a Dot unless the term before it left one open.
+        # A term opens a Dot unless the term before it left one open (stall bubbles between the
+        # terms of a Dot do not close it).
         dot_open = Signal()
-        m.d.sync += dot_open.eq(is_term & ~issued.last)
+        with m.If(is_term):
+            m.d.sync += dot_open.eq(~issued.last)
         is_lookup = issued_valid & (issued.op == SLOT_OPS.index("lookup"))
         is_atan = issued_valid & (issued.op == SLOT_OPS.index("atan"))
 
-        # -- read stage: operand mux (block RAM or a latch at the top of the address space).
-        #    The latch a term reads is decoded from its operand address at issue and registered
-        #    as a small index (0: the block RAM), so the mux itself has few select inputs.
+        # -- read stage: operand mux (block RAM, a latch at the top of the address space, or the
+        #    inbox). The source a term reads is decoded from its slot at issue and registered as
+        #    a small index (0: the block RAM), so the mux itself has few select inputs.
         latch_values = {
             "sin_base": sincos.sin_base, "sin_delta": sincos.sin_delta,
             "sin_fraction": sincos.sin_fraction, "cos_base": sincos.cos_base,
@@ -418,21 +663,27 @@ class LinkDynNode(wiring.Component):
         operands = []
         for side, port in (("a", read_a), ("b", read_b)):
             # Only the latches the program reads on this side get a mux input.
-            used = {getattr(s, side) for seg in program.segments.values() for s in seg.slots
-                    if s.op == "term"}
-            sources = [name for name in LATCHES if rmap.operand_address(name) in used]
-            select = Signal(range(len(sources) + 1), name=f"select_{side}")
+            sources = list(self._latch_sides[side])
+            values = [latch_values[name] for name in sources]
+            inbox_index = None
+            if side == "b" and self._inbox:
+                values.append(self.inbox_data)
+                inbox_index = len(values)
+            select = Signal(range(len(values) + 1), name=f"select_{side}")
             select_issued = Signal.like(select, name=f"select_{side}_issued")
             with m.Switch(getattr(slot, side)):
                 for index, name in enumerate(sources, start=1):
                     with m.Case(rmap.operand_address(name)):
                         m.d.comb += select.eq(index)
+            if inbox_index is not None:
+                with m.If(slot.b_inbox):
+                    m.d.comb += select.eq(inbox_index)
             m.d.sync += select_issued.eq(select)
             operand = Signal(signed(WORD_WIDTH), name=f"operand_{side}")
             with m.Switch(select_issued):
-                for index, name in enumerate(sources, start=1):
+                for index, value in enumerate(values, start=1):
                     with m.Case(index):
-                        m.d.comb += operand.eq(latch_values[name])
+                        m.d.comb += operand.eq(value)
                 with m.Default():
                     m.d.comb += operand.eq(port.data)
             operands.append(operand)
@@ -449,7 +700,7 @@ class LinkDynNode(wiring.Component):
             mac.last.eq(issued.last),
             mac.shift.eq(issued.shift),
             mac.wraps.eq(issued.wraps),
-            mac.tag.eq(issued.dst),
+            mac.tag.eq(physical(issued.dst, Const(1, 1), issued_bank)),
             # Lookup and Atan read a register (phase, k qd): the block RAM directly.
             sincos.start.eq(is_lookup),
             sincos.phase.eq(read_a.data),
@@ -457,17 +708,22 @@ class LinkDynNode(wiring.Component):
             cordic.x.eq(read_a.data),
         ]
 
-        # -- write: MAC results (while running) or the external port (while ready) --
-        ext_write = self.ext_write_enable & self.ready
+        # -- write: MAC results, or the external port (while ready; banked: in any cycle
+        #    without a MAC result) --
+        m.d.comb += self.ext_write_ready.eq(~mac.result_valid if banked else self.ready)
+        ext_write = self.ext_write_enable & self.ext_write_ready
         for port in (write_a, write_b):
             m.d.comb += [
                 port.en.eq(mac.result_valid | ext_write),
-                port.addr.eq(Mux(mac.result_valid, mac.result_tag, self.ext_addr)),
+                port.addr.eq(Mux(mac.result_valid, mac.result_tag, ext_address)),
                 port.data.eq(Mux(mac.result_valid, mac.result, self.ext_write_data)),
             ]
         m.d.comb += [
             self.result_valid.eq(mac.result_valid),
-            self.result_addr.eq(mac.result_tag),
+            self.result_addr.eq(mac.result_tag[:width]),
             self.result_data.eq(mac.result),
+            self.result_overflow.eq(mac.result_overflow),
         ]
+        if banked:
+            m.d.comb += self.result_bank.eq(mac.result_tag[width:])
         return m

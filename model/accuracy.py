@@ -48,6 +48,7 @@ import numpy as np
 from .fixedpoint import Q15_16, WORD_WIDTH, wrap
 from .golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
 from .microprogram import Atan, Dot, Lookup
+from .reference import REFERENCE_URDFS
 from .rnea import link_offset_vector, rnea
 from .robot import Friction
 from .tables import CORDIC, SINE_TABLE
@@ -113,7 +114,6 @@ _CONSTANT_GROUPS = {
     "friction": ("F_c", "F_v", "F_o", "k_friction"),
 }
 
-_PANDA_URDF = "panda_description/urdf/panda.urdf"
 
 
 def _source_doc(source, fmt=Q15_16):
@@ -167,8 +167,8 @@ def load_accuracy_robot(name):
     if name not in ROBOTS:
         raise ValueError(f"robot must be one of {ROBOTS!r}, not {name!r}")
     if name == "panda":
-        from .bench import example_robot_data_dir
-        return load_robot(example_robot_data_dir() / _PANDA_URDF, tip="panda_hand")
+        from .reference import load_reference_robot
+        return load_reference_robot("panda")
     return load_robot(name)
 
 
@@ -707,7 +707,7 @@ def report(results, *, states, seed, command, date, cores):
       "second all upper).")
     w("- UR5, UR10, Puma 560: built-in robots (`load_robot(\"ur5\")` ...; sources in "
       "`python -m linkdyn.model info --robot ...`). Panda: example-robot-data "
-      f"`{_PANDA_URDF}` up to `panda_hand` (fingers merged at zero).")
+      f"`{REFERENCE_URDFS['panda'][0]}` up to `panda_hand` (fingers merged at zero).")
     f = TYPICAL_FRICTION
     w("- Friction off: no friction term. Friction on: the robot's own friction (Puma 560, "
       "eq. 20 from Corke's model); the UR5, UR10 and Panda publish none, so they get a "

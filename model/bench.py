@@ -23,18 +23,17 @@ Needs the optional ``reference`` dependencies (``pin``, ``example-robot-data``).
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import platform
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
+from .reference import example_robot_data_dir
 from .rnea import regressor, rnea
 
-__all__ = ["example_robot_data_dir", "benchmark", "main"]
+__all__ = ["benchmark", "main"]
 
 #: Gravity used by Pinocchio's models, m/s^2.
 PINOCCHIO_GRAVITY = (0.0, 0.0, -9.81)
@@ -45,30 +44,6 @@ ROBOTS = {
     "Panda": ("panda_description/urdf/panda.urdf", "panda_hand",
               ("panda_finger_joint1", "panda_finger_joint2")),
 }
-
-
-def example_robot_data_dir():
-    """Return the ``robots`` folder of the installed example-robot-data package.
-
-    Returns
-    -------
-    pathlib.Path
-        ``<site-packages>/cmeel.prefix/share/example-robot-data/robots``, located at run time.
-
-    Raises
-    ------
-    FileNotFoundError
-        If example-robot-data is not installed (``pip install example-robot-data``).
-    """
-    try:
-        distribution = importlib.metadata.distribution("example-robot-data")
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError("example-robot-data is not installed; "
-                                "pip install 'linkdyn[reference]'") from None
-    path = Path(distribution.locate_file("cmeel.prefix/share/example-robot-data/robots"))
-    if not path.is_dir():
-        raise FileNotFoundError(f"example-robot-data has no robots folder at {str(path)!r}")
-    return path
 
 
 #: Clocks of ``--clock``.

@@ -43,11 +43,22 @@ from .tables import CORDIC, SINE_TABLE
 __all__ = [
     "RegisterFormat", "Register", "RegisterMap", "Term", "mul", "add", "Dot", "Lookup", "Atan",
     "MacTiming", "MAC_TIMING", "Segment", "Slot", "Microprogram", "build_microprogram",
-    "SEGMENTS", "LATCHES",
+    "SEGMENTS", "LATCHES", "BANKS", "BANKED_KINDS",
 ]
 
 #: Segment names in execution order.
 SEGMENTS = ("joint", "forward", "local", "distal")
+
+#: Register banks of a banked node (pipelined chain policy): bank 0 is the host-visible map;
+#: bank ``b`` of a banked register is at its address plus ``b`` times
+#: :attr:`RegisterMap.bank_stride`.
+BANKS = 4
+
+#: Register kinds with one copy per bank in a banked node: everything a sample writes or the
+#: program produces. Constants (one robot), the mailbox registers (``forward_in`` is node 1's
+#: base motion, ``backward_in`` the last node's zero wrench; in a chain the other nodes read
+#: their mailboxes, which have their own slots) and the latches are shared by the banks.
+BANKED_KINDS = ("input", "forward_out", "backward_out", "output", "scratch")
 
 #: Latched outputs of the sine/cosine table and the CORDIC unit, readable as operands.
 LATCHES = ("sin_base", "sin_delta", "sin_fraction", "cos_base", "cos_delta", "cos_fraction",
@@ -440,6 +451,53 @@ class RegisterMap:
         i's ``f_in, mu_in``. 6 words in the node's word format."""
         return [(reg.name.replace("_in_", "_out_"), reg.name)
                 for reg in self.of_kind("backward_in")]
+
+    # -- banks (pipelined chain policy) ------------------------------------------------------
+
+    @property
+    def bank_stride(self):
+        """int: address distance between the two copies of a banked register (:attr:`depth`).
+
+        Bank ``b`` of a banked register at address ``a`` lives at ``a + b * bank_stride``, after
+        every address of the unbanked map, so bank 0 is the host-visible map unchanged.
+        """
+        return self.depth
+
+    def banked_depth(self, banks=BANKS):
+        """Return the register-file depth of a node with ``banks`` banks (``banks * depth``)."""
+        return self.depth * banks
+
+    def banked(self, name):
+        """Return whether register ``name`` has one copy per bank (:data:`BANKED_KINDS`)."""
+        return self[name].kind in BANKED_KINDS
+
+    def bank_address(self, name, bank):
+        """Return the register-file address of bank ``bank`` of register ``name``.
+
+        Raises
+        ------
+        ValueError
+            If ``bank`` is negative, or the register is a latch.
+        """
+        if not isinstance(bank, int) or bank < 0:
+            raise ValueError(f"bank must be a non-negative integer, not {bank!r}")
+        reg = self[name]
+        if reg.address is None:
+            raise ValueError(f"{name!r} is a latch, not a register-file word")
+        return reg.address + (bank * self.bank_stride if self.banked(name) else 0)
+
+    @property
+    def banked_ranges(self):
+        """list of (int, int): the ``[start, stop)`` address ranges of the banked registers."""
+        ranges = []
+        for reg in sorted((r for r in self if r.address is not None), key=lambda r: r.address):
+            if reg.kind not in BANKED_KINDS:
+                continue
+            if ranges and ranges[-1][1] == reg.address:
+                ranges[-1] = (ranges[-1][0], reg.address + 1)
+            else:
+                ranges.append((reg.address, reg.address + 1))
+        return ranges
 
     def operand_address(self, name):
         """Return the operand address of a register: its RAM address, or for a latch

@@ -56,8 +56,9 @@ Implementation (speed without leaving this form):
   gateware); a twist that is a multiple of pi/2 up to the rounding of the double (``cos`` below
   1e-15) has an exact sine and cosine of 0 and +-1 here;
 * the regressor's products ``(c, b) . V_j`` are two ``einsum`` contractions per link, into a
-  workspace; ``Y`` is then filled tile by tile of states, so each of its cache lines is written
-  while cached;
+  workspace laid out so that row ``i`` of ``Y`` (columns ``10 i`` on) is one contiguous run;
+  ``Y`` is then filled tile by tile of states, so each of its cache lines is written while
+  cached;
 * long batches are worked in chunks of states whose workspace (one array) stays below
   ``_WORKSPACE_DOUBLES``: the allocator then recycles it between calls instead of mapping and
   zeroing fresh pages.
@@ -81,10 +82,10 @@ __all__ = [
 #: Largest chunk of states worked at once.
 _CHUNK_STATES = 16_384
 
-#: Workspace of one chunk, doubles (24 MiB): below glibc's largest dynamic mmap threshold
+#: Workspace of one chunk, doubles (28 MiB): below glibc's largest dynamic mmap threshold
 #: (32 MiB), so that the allocator recycles the workspace from one call to the next instead of
 #: mapping (and zeroing) fresh pages each time; a chunk is cut to fit it.
-_WORKSPACE_DOUBLES = 3 * 2**20
+_WORKSPACE_DOUBLES = 7 * 2**19
 
 #: Smallest chunk of states: below it numpy's per-call overhead would dominate.
 _MIN_CHUNK = 256
@@ -727,9 +728,10 @@ def regressor(robot, q, qd, qdd, gravity=None):
     # * v_force[k, col], v_moment[k, col]: V_j as the contraction needs it. Row k of the rows
     #   (c then b) meets v_force[k] in columns (m, m c); row k of b meets v_moment[k] in the
     #   inertia columns;
-    # * blocks: Y[:, i, block j] of every j and i <= j, as [col, i, state] per j;
+    # * blocks[i, j, col, state]: Y[state, i, 10 j + col] for i <= j (i > j is not used), so
+    #   that row i of Y, columns 10 i ... 10 n, is one contiguous run blocks[i, i:] per state;
     # * the chunk's joint states, one row per joint; scratch.
-    sizes = {"rows": 12 * n, "v_force": 24, "v_moment": 18, "blocks": 5 * n * (n + 1),
+    sizes = {"rows": 12 * n, "v_force": 24, "v_moment": 18, "blocks": 10 * n * n,
              "joints": 3 * n, "scratch": 2 * n}
     parts = _chunks(count, sum(sizes.values()))
     width = max((part.stop - part.start for part in parts), default=0)
@@ -741,11 +743,7 @@ def regressor(robot, q, qd, qdd, gravity=None):
     rows_buffers = views["rows"].reshape(2, 2, 3, n, width)
     v_force = views["v_force"].reshape(6, 4, width)
     v_moment = views["v_moment"].reshape(3, 6, width)
-    blocks, offset = [], 0
-    for j in range(n):
-        blocks.append(views["blocks"][offset:offset + 10 * (j + 1) * width].reshape(
-            10, j + 1, width))
-        offset += 10 * (j + 1) * width
+    blocks = views["blocks"].reshape(n, n, 10, width)
     joint_rows = views["joints"].reshape(3, n, width)
     scratch = views["scratch"].reshape(2, n, width)
     # Structural zeros of V_j: the moment rows in the mass column, the diagonal of -S(p).
@@ -769,7 +767,9 @@ def regressor(robot, q, qd, qdd, gravity=None):
                                       ((3, 2), pz), ((4, 3), px), ((5, 1), py)):
                 np.copyto(vf[row, col], value)
             for (row, col), value in (((3, 3), py), ((4, 1), pz), ((5, 2), px)):
-                np.negative(value, out=vf[row, col]) if isinstance(value, np.ndarray) else \
+                if isinstance(value, np.ndarray):
+                    np.negative(value, out=vf[row, col])
+                else:
                     np.copyto(vf[row, col], -value)
             rows = j + 1
             prev = rows_buffers[j % 2, :, :, :rows, :size]
@@ -792,7 +792,7 @@ def regressor(robot, q, qd, qdd, gravity=None):
                     ck -= np.multiply(b[k2], r[k1], out=tmp)
             # Y[:, i, block j] = c . V_j[f rows] + b . V_j[mu rows] for every i <= j.
             both = new.reshape(6, rows, size)
-            block = blocks[j][:, :, :size]
+            block = blocks[:rows, j, :, :size].transpose(1, 0, 2)      # [col, i, state]
             np.einsum("kic,klc->lic", both, vf, out=block[0:4])
             np.einsum("kic,klc->lic", both[3:6], vm, out=block[4:10])
         _assemble(y[part], blocks, friction_regressor(states[1][part], steepness), size)
@@ -806,22 +806,24 @@ def _assemble(y, blocks, friction, size):
     ----------
     y : numpy.ndarray, shape (size, n, 13 n)
         The chunk's part of ``Y`` (zeros below the block diagonal already).
-    blocks : list of numpy.ndarray
-        ``blocks[j][col, i, state]``: ``Y[state, i, 10 j + col]`` for ``i <= j``.
+    blocks : numpy.ndarray, shape (n, n, 10, >= size)
+        ``blocks[i, j, col, state]``: ``Y[state, i, 10 j + col]`` for ``i <= j``.
     friction : numpy.ndarray, shape (size, n, 3)
         :func:`friction_regressor` of the chunk.
 
     Notes
     -----
-    Tile by tile of states, so that every cache line of ``Y`` is filled while it is cached.
+    Tile by tile of states, so that every cache line of ``Y`` is filled while it is cached;
+    row ``i`` of a state, columns ``10 i ... 10 n``, is one contiguous run.
     """
-    n = len(blocks)
+    n = blocks.shape[0]
     friction_view = _friction_view(y, n)
     for start in range(0, size, _TILE_STATES):
         stop = min(start + _TILE_STATES, size)
         tile = y[start:stop]
-        for j, block in enumerate(blocks):
-            tile[:, :j + 1, 10 * j:10 * j + 10] = block[:, :, start:stop].transpose(2, 1, 0)
+        for i in range(n):
+            tile[:, i, 10 * i:10 * n] = blocks[i, i:, :, start:stop].reshape(
+                10 * (n - i), stop - start).T
         friction_view[start:stop] = friction[start:stop]
 
 

@@ -1,32 +1,38 @@
 """The cocotb side of :class:`linkdyn.sim.board.SimulatedBoard`: a pseudo-terminal on the pins.
 
-This module is the cocotb test module the simulator runs (``COCOTB_TEST_MODULES``); it is not
-meant to be imported by host code. Its one test, :func:`serve_pseudo_terminal`, drives the
-board core's clock and reset, opens a pseudo-terminal (``os.openpty``, raw mode) and bridges it
-to the UART pins until it is told to stop:
+This is the cocotb test module the simulator runs (``COCOTB_TEST_MODULES``); host code does not
+import it. Its one test, :func:`serve_pseudo_terminal`, opens a pseudo-terminal
+(``os.openpty``, raw mode) and bridges it to the UART pins of the board core until it is told
+to stop. The toplevel is the testbench ``linkdyn_board_sim``
+(:func:`linkdyn.sim.board.testbench_verilog`): the board core, its clock (generated in the
+testbench, not through the simulator interface, which would cost a callback per edge) and a
+serial line on each pin. Two line drivers, chosen with ``LINKDYN_BRIDGE_LINE``:
 
-- bytes written by the host to the pseudo-terminal's slave side are sent on ``rx`` as 8N1
-  frames, bit by bit, at the board's divisor (:class:`UARTSource`);
-- ``tx`` is sampled in the middle of every bit (:class:`UARTSink`) and each byte is written
-  to the pseudo-terminal for the host to read.
+``"bytes"`` (default, fast)
+    :class:`ByteLine`: cocotb hands up to ``SEND_BYTES`` bytes at a time to the testbench's
+    8N1 serialiser, which shifts them onto ``rx`` back to back at the board's divisor; the
+    testbench's 8N1 receiver samples ``tx`` in the middle of every bit and stores the bytes in a
+    ring that cocotb reads. Python runs a few times per frame, not per bit.
+``"bits"``
+    :class:`UARTSource` / :class:`UARTSink`: cocotb drives ``rx`` and samples ``tx`` itself,
+    one ``Timer`` per bit (slower; a cross-check of the byte driver).
 
-So the whole board (UART receiver and transmitter, FIFOs, protocol engine, chain) is in the
-loop, and a host using pyserial on the slave path cannot tell it from a board on a USB serial
-adapter, apart from the speed.
+Either way the board's own UART receiver and transmitter, FIFOs, protocol engine and chain are
+in the loop, and a host using pyserial on the pseudo-terminal cannot tell the board from one on
+a USB serial adapter, apart from the speed.
 
 Simulated time
 --------------
-Simulated time only runs while there is something to simulate: while bytes are sent or
-received, and for ``quiet_cycles`` after the last of them (at least the board's step timeout
-plus its inter-byte timeout, so that a running update, a STEP timeout or a TRUNCATED reply
-always finishes). Then the bridge blocks on the pseudo-terminal without advancing time until
-the host writes again. Bytes the host writes in several pieces are sent back to back if the
-pieces arrive within ``join_seconds`` of wall-clock time while a request frame is incomplete
-(the bridge follows the request framing of :mod:`linkdyn.model.protocol` for this only; it
-never alters a byte), so that the operating system's splitting of writes does not truncate
-frames.
+Simulated time runs while bytes are sent or received, and for ``quiet_cycles`` after the last
+of them (at least the board's step timeout plus its inter-byte timeout, so that an update, a
+STEP timeout or a TRUNCATED reply always completes). Then the bridge blocks on the
+pseudo-terminal without advancing time until the host writes again. Host bytes that arrive in
+pieces within ``join_seconds`` of wall-clock time while a request frame is incomplete are sent
+back to back (the bridge follows the request framing of :mod:`linkdyn.model.protocol` for this
+only and never alters a byte), so that the operating system's splitting of a write cannot
+truncate a frame.
 
-Parameters arrive in environment variables (``LINKDYN_BRIDGE_*``, see :func:`_config`) set by
+Parameters come in environment variables (``LINKDYN_BRIDGE_*``, see :func:`_config`) set by
 :class:`~linkdyn.sim.board.SimulatedBoard`. When the board is ready the bridge writes the
 ready file (JSON: ``port``, ``pid``); it stops when the stop file appears or the owner process
 is gone.
@@ -43,13 +49,13 @@ import time
 import tty
 
 import cocotb
-from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, Timer
 
-from linkdyn.model.protocol import REQUEST_HEADER_BYTES, REQUEST_SYNC, CRC_BYTES
+from linkdyn.model.protocol import CRC_BYTES, REQUEST_HEADER_BYTES, REQUEST_SYNC
 
-__all__ = ["UARTSource", "UARTSink", "PseudoTerminal", "RequestFramer", "serve_pseudo_terminal"]
+__all__ = ["PseudoTerminal", "RequestFramer", "ByteLine", "UARTSource", "UARTSink",
+           "serve_pseudo_terminal"]
 
 #: Bytes kept for the host at most when it does not read (then the oldest are dropped, as a
 #: real serial port's buffer overflows).
@@ -59,10 +65,14 @@ OUTPUT_LIMIT = 1 << 20
 def _config():
     env = os.environ
     return {
+        "line": env.get("LINKDYN_BRIDGE_LINE", "bytes"),
         "divisor": int(env["LINKDYN_BRIDGE_DIVISOR"]),
         "period_steps": int(env["LINKDYN_BRIDGE_PERIOD_STEPS"]),
         "quiet_cycles": int(env["LINKDYN_BRIDGE_QUIET_CYCLES"]),
+        "send_bytes": int(env.get("LINKDYN_BRIDGE_SEND_BYTES", "64")),
+        "recv_bytes": int(env.get("LINKDYN_BRIDGE_RECV_BYTES", "64")),
         "poll_cycles": int(env.get("LINKDYN_BRIDGE_POLL_CYCLES", "64")),
+        "max_poll_cycles": int(env.get("LINKDYN_BRIDGE_MAX_POLL_CYCLES", "1024")),
         "join_seconds": float(env.get("LINKDYN_BRIDGE_JOIN_SECONDS", "0.02")),
         "ready_file": env["LINKDYN_BRIDGE_READY_FILE"],
         "stop_file": env["LINKDYN_BRIDGE_STOP_FILE"],
@@ -81,6 +91,8 @@ class PseudoTerminal:
     ----------
     port : str
         Path of the slave side (``/dev/pts/N``), what the host opens.
+    dropped : int
+        Bytes for the host dropped because it did not read (see :data:`OUTPUT_LIMIT`).
     """
 
     def __init__(self):
@@ -101,13 +113,13 @@ class PseudoTerminal:
             return os.read(self.master, 4096)
         except BlockingIOError:
             return b""
-        except OSError as error:            # EIO: no slave side open (cannot happen here)
+        except OSError as error:
             if error.errno == errno.EIO:
                 return b""
             raise
 
     def write(self, data):
-        """Queue bytes for the host and send what the terminal takes now."""
+        """Queue bytes for the host and pass on what the terminal takes now."""
         self._output += data
         if len(self._output) > OUTPUT_LIMIT:
             excess = len(self._output) - OUTPUT_LIMIT
@@ -116,7 +128,7 @@ class PseudoTerminal:
         self.flush()
 
     def flush(self):
-        """Send queued bytes as far as the terminal's buffer takes them (never blocks)."""
+        """Pass queued bytes on as far as the terminal's buffer takes them (never blocks)."""
         while self._output:
             try:
                 sent = os.write(self.master, self._output)
@@ -138,10 +150,10 @@ class PseudoTerminal:
 
 
 class RequestFramer:
-    """Follow the request framing of the byte stream, to know whether a frame is incomplete.
+    """Follow the request framing of a byte stream, to know whether a frame is incomplete.
 
-    Used only to schedule simulated time (see the module notes); the bytes themselves go to the
-    board unchanged, whatever they are.
+    Only used to schedule simulated time (see the module notes); the bytes go to the board
+    unchanged, whatever they are.
     """
 
     def __init__(self):
@@ -168,15 +180,94 @@ class RequestFramer:
                 self._header.append(byte)
 
 
+class ByteLine:
+    """Byte-level line driver on the testbench's serialiser and receiver (``line="bytes"``).
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The testbench ``linkdyn_board_sim``.
+    bit_steps : int
+        One bit, simulator steps.
+    send_bytes, recv_bytes : int
+        Sizes of the testbench's send buffer and receive ring.
+
+    Attributes
+    ----------
+    send_until : int
+        Simulator time (steps) at which the bytes handed over last have been sent.
+    """
+
+    def __init__(self, dut, bit_steps, send_bytes, recv_bytes):
+        self.dut = dut
+        self.bit_steps = bit_steps
+        self.send_bytes = send_bytes
+        self.recv_bytes = recv_bytes
+        self.send_until = 0
+        self._go = 0
+        self._received = 0
+        self._turnarounds = 0
+        dut.tb_bit_mode.value = 0
+        dut.tb_send_go.value = 0
+        dut.tb_send_count.value = 0
+
+    @property
+    def sending(self):
+        """bool: bytes handed over are still being shifted out."""
+        return get_sim_time("step") < self.send_until or int(self.dut.tb_send_busy.value)
+
+    def send(self, data):
+        """Hand over up to ``send_bytes`` bytes (the serialiser must be idle); return how many
+        were taken."""
+        chunk = bytes(data[:self.send_bytes])
+        dut = self.dut
+        dut.tb_send_data.value = int.from_bytes(chunk, "little")
+        dut.tb_send_count.value = len(chunk)
+        self._go ^= 1
+        dut.tb_send_go.value = self._go
+        # The serialiser starts at the next clock edge; a cycle of margin is checked by busy.
+        self.send_until = get_sim_time("step") + len(chunk) * 10 * self.bit_steps
+        return len(chunk)
+
+    def receive(self):
+        """Return the bytes the testbench received from ``tx`` since the last call."""
+        count = int(self.dut.tb_recv_count.value)
+        new = (count - self._received) & 0xFFFFFFFF
+        if not new:
+            return b""
+        if new > self.recv_bytes:
+            raise RuntimeError(f"the receive ring overflowed ({new} bytes since the last poll)")
+        ring = self.dut.tb_recv_data.value.to_unsigned().to_bytes(self.recv_bytes, "little")
+        start = self._received % self.recv_bytes
+        data = (ring + ring)[start:start + new]
+        self._received = count
+        return data
+
+    @property
+    def frame_errors(self):
+        """int: bytes from the board with a stop bit of 0 (dropped)."""
+        return int(self.dut.tb_recv_frame_errors.value)
+
+    def turnaround(self):
+        """Return the newest turnaround (cycles from the end of the last stop bit sent to the
+        start bit of the first byte received after it), or ``None`` if there is no new one."""
+        count = int(self.dut.tb_turnaround_count.value)
+        if count == self._turnarounds:
+            return None
+        self._turnarounds = count
+        return int(self.dut.tb_turnaround.value)
+
+
 class UARTSource:
-    """Drive a serial line with 8N1 frames, least significant bit first.
+    """Drive a serial line with 8N1 frames from cocotb, one ``Timer`` per bit
+    (``line="bits"``).
 
     Parameters
     ----------
     signal : cocotb handle
-        The board's ``rx`` input.
+        The line (the testbench's ``tb_rx_pin``, which drives the board's ``rx``).
     bit_steps : int
-        Duration of one bit, simulator steps (divisor times the clock period).
+        One bit, simulator steps.
     """
 
     def __init__(self, signal, bit_steps):
@@ -199,20 +290,20 @@ class UARTSource:
 
 
 class UARTSink:
-    """Receive 8N1 frames from a serial line, sampling every bit in its middle.
+    """Receive 8N1 frames in cocotb, sampling every bit in its middle (``line="bits"``).
 
     Parameters
     ----------
     signal : cocotb handle
-        The board's ``tx`` output.
+        The board's ``tx``.
     bit_steps : int
-        Duration of one bit, simulator steps.
+        One bit, simulator steps.
     sample_offset_steps : int
-        Delay of the first sample (the start bit) after the falling edge; half a bit plus a
-        fraction of a clock period, away from the clock edges where the line may change.
+        Delay of the start bit's sample after the falling edge: half a bit plus a fraction of
+        a clock period, away from the clock edges where the line may change.
     deliver : callable
-        Called with every byte received (a byte with a stop bit of 0 is counted in
-        :attr:`frame_errors` and dropped, as a UART does).
+        Called as ``deliver(byte, start_steps)`` for every byte; a byte with a stop bit of 0 is
+        counted in :attr:`frame_errors` and dropped, as a UART does.
 
     Attributes
     ----------
@@ -258,101 +349,171 @@ class UARTSink:
                 self.frame_errors += 1
 
 
-@cocotb.test()
-async def serve_pseudo_terminal(dut):
-    """Serve the board core's UART on a pseudo-terminal until told to stop."""
-    config = _config()
-    period = config["period_steps"]
-    bit_steps = config["divisor"] * period
-    quiet_steps = config["quiet_cycles"] * period
-    poll = Timer(config["poll_cycles"] * period, "step")
+class _Stopper:
+    """Decide, at most every 0.1 s of wall-clock time, whether the bridge must stop."""
 
-    Clock(dut.clk, period, "step", impl="gpi").start()
-    dut.rx.value = 1
-    dut.rst.value = 1
-    await Timer(8 * period, "step")
-    dut.rst.value = 0
-    await Timer(8 * period, "step")
+    def __init__(self, stop_file, owner_pid):
+        self.stop_file = stop_file
+        self.owner_pid = owner_pid
+        self._next = 0.0
 
-    pty = PseudoTerminal()
-    trace = open(config["trace_file"], "a") if config["trace_file"] else None
-    state = {"last_rx_end": 0, "frame_start": True}
-
-    def deliver(byte, start):
-        pty.write(bytes([byte]))
-        if trace is not None and state["frame_start"]:
-            # First byte after host bytes: record the turnaround (reply start - last stop bit).
-            trace.write(json.dumps({"rx_end": state["last_rx_end"], "tx_start": start,
-                                    "period": period}) + "\n")
-            trace.flush()
-            state["frame_start"] = False
-
-    source = UARTSource(dut.rx, bit_steps)
-    sink = UARTSink(dut.tx, bit_steps, bit_steps // 2 + period // 4, deliver)
-    cocotb.start_soon(sink.run())
-
-    ready = config["ready_file"]
-    with open(ready + ".tmp", "w") as f:
-        json.dump({"port": pty.port, "pid": os.getpid()}, f)
-    os.replace(ready + ".tmp", ready)
-    dut._log.info("board on %s", pty.port)
-
-    stop_file, owner = config["stop_file"], config["owner_pid"]
-    next_check = 0.0
-
-    def should_stop():
-        if os.path.exists(stop_file):
+    def __call__(self):
+        now = time.monotonic()
+        if now < self._next:
+            return False
+        self._next = now + 0.1
+        if os.path.exists(self.stop_file):
             return True
-        if owner:
+        if self.owner_pid:
             try:
-                os.kill(owner, 0)
+                os.kill(self.owner_pid, 0)
             except ProcessLookupError:
                 return True
             except PermissionError:
                 pass
         return False
 
-    framer = RequestFramer()
-    pending = bytearray()
-    last_activity = get_sim_time("step")
+
+def _announce(config, pty):
+    ready = config["ready_file"]
+    with open(ready + ".tmp", "w") as f:
+        json.dump({"port": pty.port, "pid": os.getpid()}, f)
+    os.replace(ready + ".tmp", ready)
+
+
+@cocotb.test()
+async def serve_pseudo_terminal(dut):
+    """Serve the board core's UART on a pseudo-terminal until told to stop."""
+    config = _config()
+    period = config["period_steps"]
+    bit_steps = config["divisor"] * period
+    dut.tb_rx_pin.value = 1
+    dut.tb_bit_mode.value = 1 if config["line"] == "bits" else 0
+    await Timer(16 * period, "step")
+
+    pty = PseudoTerminal()
+    trace = open(config["trace_file"], "a") if config["trace_file"] else None
     try:
-        while True:
-            if pending:
-                byte = pending.pop(0)
-                await source.send(byte)
-                now = get_sim_time("step")
-                state["last_rx_end"] = now
-                state["frame_start"] = True
-                last_activity = now
-                if not pending:
-                    pending += pty.read()
-                    if not pending and framer.incomplete:
-                        pending += pty.read(config["join_seconds"])
-                    framer.feed(pending)
-                continue
-            data = pty.read()
-            if data:
-                framer.feed(data)
-                pending += data
-                continue
-            pty.flush()
-            now = get_sim_time("step")
-            active = sink.busy or now - max(last_activity, sink.last_end) < quiet_steps
-            clock = time.monotonic()
-            if clock >= next_check:
-                next_check = clock + 0.1
-                if should_stop():
-                    break
-            if active:
-                await poll
-                continue
-            # Nothing to simulate: wait for the host without advancing simulated time.
-            data = pty.read(0.1)
-            if data:
-                framer.feed(data)
-                pending += data
+        if config["line"] == "bits":
+            await _serve_bits(dut, config, pty, bit_steps, trace)
+        else:
+            await _serve_bytes(dut, config, pty, bit_steps, trace)
     finally:
         pty.flush()
         pty.close()
         if trace is not None:
             trace.close()
+
+
+async def _serve_bytes(dut, config, pty, bit_steps, trace):
+    period = config["period_steps"]
+    quiet_steps = config["quiet_cycles"] * period
+    line = ByteLine(dut, bit_steps, config["send_bytes"], config["recv_bytes"])
+    stop = _Stopper(config["stop_file"], config["owner_pid"])
+    framer = RequestFramer()
+    pending = bytearray()
+    last_activity = get_sim_time("step")
+    poll_cycles = config["poll_cycles"]
+    _announce(config, pty)
+    dut._log.info("board on %s (byte-level line driver)", pty.port)
+
+    while True:
+        received = line.receive()
+        now = get_sim_time("step")
+        if received:
+            pty.write(received)
+            last_activity = now
+        if trace is not None:
+            turnaround = line.turnaround()
+            if turnaround is not None:
+                trace.write(json.dumps({"turnaround_cycles": turnaround}) + "\n")
+                trace.flush()
+        data = pty.read()
+        if data:
+            framer.feed(data)
+            pending += data
+        sending = line.sending
+        if pending and not sending:
+            if framer.incomplete and len(pending) < config["send_bytes"]:
+                more = pty.read(config["join_seconds"])
+                framer.feed(more)
+                pending += more
+            del pending[:line.send(pending)]
+            sending = True
+        if sending or pending:
+            last_activity = now
+            poll_cycles = config["poll_cycles"]
+            # Wake when the serialiser is done, or before the receive ring can fill up.
+            wait = max(period, min(line.send_until - now, config["max_poll_cycles"] * period))
+            await Timer(wait, "step")
+            continue
+        pty.flush()
+        if stop():
+            return
+        if now - last_activity < quiet_steps:
+            await Timer(poll_cycles * period, "step")
+            poll_cycles = min(2 * poll_cycles, config["max_poll_cycles"])
+            continue
+        # Nothing to simulate: wait for the host without advancing simulated time.
+        data = pty.read(0.1)
+        if data:
+            framer.feed(data)
+            pending += data
+            poll_cycles = config["poll_cycles"]
+
+
+async def _serve_bits(dut, config, pty, bit_steps, trace):
+    period = config["period_steps"]
+    quiet_steps = config["quiet_cycles"] * period
+    poll = Timer(config["poll_cycles"] * period, "step")
+    state = {"last_rx_end": 0, "awaiting": False}
+
+    def deliver(byte, start):
+        pty.write(bytes([byte]))
+        if state["awaiting"]:
+            state["awaiting"] = False
+            if trace is not None:
+                turnaround = (start - state["last_rx_end"]) // period
+                trace.write(json.dumps({"turnaround_cycles": turnaround}) + "\n")
+                trace.flush()
+
+    source = UARTSource(dut.tb_rx_pin, bit_steps)
+    sink = UARTSink(dut.tx, bit_steps, bit_steps // 2 + period // 4, deliver)
+    cocotb.start_soon(sink.run())
+    stop = _Stopper(config["stop_file"], config["owner_pid"])
+    framer = RequestFramer()
+    pending = bytearray()
+    last_activity = get_sim_time("step")
+    _announce(config, pty)
+    dut._log.info("board on %s (bit-level line driver)", pty.port)
+
+    while True:
+        if pending:
+            byte = pending.pop(0)
+            await source.send(byte)
+            now = get_sim_time("step")
+            state["last_rx_end"] = now
+            state["awaiting"] = True
+            last_activity = now
+            if not pending:
+                pending += pty.read()
+                if not pending and framer.incomplete:
+                    pending += pty.read(config["join_seconds"])
+                framer.feed(pending)
+            continue
+        data = pty.read()
+        if data:
+            framer.feed(data)
+            pending += data
+            continue
+        pty.flush()
+        now = get_sim_time("step")
+        if stop():
+            return
+        if sink.busy or now - max(last_activity, sink.last_end) < quiet_steps:
+            await poll
+            continue
+        data = pty.read(0.1)
+        if data:
+            framer.feed(data)
+            pending += data

@@ -9,7 +9,7 @@ import pytest
 
 from linkdyn.model import Friction, load_robot, rnea
 from linkdyn.host.identification.data import DataError, Measurements, dataset_path
-from linkdyn.host.identification.reference import example_robot_urdf
+from linkdyn.model.reference import example_robot_urdf
 
 #: The UR5's shoulder and elbow up: every DH origin well above the table (z > 0.08 m).
 UR5_HOME = np.array([0.0, -np.pi / 2, 0.0, -np.pi / 2, 0.0, 0.0])

@@ -44,7 +44,7 @@ UR_BASE_IN_BASE_LINK = np.diag([-1.0, -1.0, 1.0, 1.0])
 
 
 def _ur_urdf(name):
-    from linkdyn.model.bench import example_robot_data_dir
+    from linkdyn.model.reference import example_robot_data_dir
     try:
         directory = example_robot_data_dir()
     except FileNotFoundError:

@@ -80,7 +80,7 @@ def test_robot_file_is_accepted(tmp_path):
 
 
 def test_urdf_is_accepted(tmp_path):
-    from linkdyn.model.bench import example_robot_data_dir
+    from linkdyn.model.reference import example_robot_data_dir
     from linkdyn.model.urdf import load_urdf
     try:
         urdf = example_robot_data_dir() / "panda_description" / "urdf" / "panda.urdf"

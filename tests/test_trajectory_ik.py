@@ -74,7 +74,7 @@ def test_each_mapping_tracks_the_figure_eight_within_its_measured_error(ur10, ei
 
 
 def test_redundant_panda_tracks_with_pseudo_inverse_and_forward_dynamics():
-    from linkdyn.model.bench import example_robot_data_dir
+    from linkdyn.model.reference import example_robot_data_dir
     try:
         urdf = example_robot_data_dir() / "panda_description/urdf/panda.urdf"
     except FileNotFoundError as error:

@@ -35,7 +35,7 @@ URDF_ROBOTS = {
 
 
 def _robots_dir():
-    from linkdyn.model.bench import example_robot_data_dir
+    from linkdyn.model.reference import example_robot_data_dir
     try:
         return example_robot_data_dir()
     except FileNotFoundError as error:

@@ -43,13 +43,14 @@ def eight_path(ur10):
 def puma():
     robot = load_robot("puma560")
     assert robot.has_friction
-    path = JointPath.from_waypoints([[0.0, 0.3, 2.5, 0.0, 0.4, 0.0],
-                                     [0.6, 0.6, 2.0, 0.5, 0.2, 0.4],
-                                     [1.2, 0.2, 2.4, 1.0, 0.7, 0.2],
-                                     [1.5, 0.5, 2.9, 0.4, 0.3, -0.3]])
-    # Test limits (the built-in Puma has no speed, acceleration or torque limits).
+    path = JointPath.from_waypoints([[0.0, 0.3, -2.5, 0.0, 0.4, 0.0],
+                                     [0.6, 0.6, -2.0, 0.5, 0.2, 0.4],
+                                     [1.2, 0.2, -2.4, 1.0, 0.7, 0.2],
+                                     [1.5, 0.5, -2.9, 0.4, 0.3, -0.3]])
+    # Test limits (the built-in Puma has no speed, acceleration or torque limits), tight enough
+    # for the torque limits, friction included, to shape the time law.
     limits = Limits.from_robot(robot, velocity=2.0, acceleration=[6, 6, 6, 12, 12, 12],
-                               torque=[60, 100, 40, 8, 8, 6])
+                               torque=[40, 60, 25, 3, 3, 2])
     return robot, path, limits
 
 
@@ -65,25 +66,31 @@ def _check(robot, trajectory, limits, tmp_path, jerk=False):
 def test_toppra_and_linear_program_agree_on_the_ur10_eight(ur10, eight_path, tmp_path):
     limits = Limits.from_robot(ur10, acceleration=3.0)
     toppra_law = time_optimal(ur10, eight_path, limits.scaled(MARGIN), gridpoints=1000)
-    lp_law = time_optimal_lp(ur10, eight_path, limits.scaled(MARGIN), gridpoints=1000)
+    lp_law = time_optimal_lp(ur10, eight_path, limits.scaled(MARGIN), gridpoints=1000,
+                             scheme="interpolation")
+    lp_collocation = time_optimal_lp(ur10, eight_path, limits.scaled(MARGIN), gridpoints=1000)
     difference = abs(toppra_law.duration - lp_law.duration) / toppra_law.duration
-    print(f"toppra {toppra_law.duration:.5f} s, LP {lp_law.duration:.5f} s, "
-          f"difference {100 * difference:.3f} %")
+    print(f"toppra {toppra_law.duration:.6f} s, LP {lp_law.duration:.6f} s "
+          f"({100 * difference:.2e} %), LP collocation {lp_collocation.duration:.6f} s")
+    # Same discretisation, independent solvers: the same optimum (measured 1e-6 relative).
     assert difference < 0.01
-    # The same discretisation in both gives the same optimum (to the solvers' tolerance).
-    lp_same = time_optimal_lp(ur10, eight_path, limits.scaled(MARGIN), gridpoints=1000,
-                              scheme="interpolation")
-    assert lp_same.duration == pytest.approx(toppra_law.duration, rel=1e-4)
-    # Time-optimal: some limit is active along the whole path (at every grid point one of the
-    # velocity or acceleration rows is within 2 % of its bound).
+    assert difference < 1e-4
+    # The collocation discretisation differs by O(grid step) (measured 0.08 %).
+    assert abs(lp_collocation.duration - toppra_law.duration) < 0.01 * toppra_law.duration
+    # Time-optimal: on every segment a velocity or acceleration limit is active at one of its
+    # ends (bang-bang, seed 002 Sect. 1.3.3).
     dynamics = path_dynamics(ur10, eight_path, toppra_law.s)
-    sd = toppra_law.sd[:-1]
-    sdd = toppra_law.sdd
-    velocity = np.max(np.abs(dynamics.dq[:-1] * sd[:, None]) / limits.velocity, axis=1)
-    acceleration = np.max(np.abs(dynamics.dq[:-1] * sdd[:, None] + dynamics.ddq[:-1]
-                                 * (sd ** 2)[:, None]) / limits.acceleration, axis=1)
-    active = np.maximum(velocity, acceleration)[5:-5]
-    assert np.min(active) > 0.95 * MARGIN
+    x = toppra_law.sd ** 2
+    u = toppra_law.sdd
+    ratio = []
+    for end in (slice(None, -1), slice(1, None)):
+        velocity = np.abs(dynamics.dq[end]) * np.sqrt(x[end])[:, None] / limits.velocity
+        acceleration = np.abs(dynamics.dq[end] * u[:, None] + dynamics.ddq[end] * x[end][:, None])
+        ratio.append(np.maximum(np.max(velocity, axis=1),
+                                np.max(acceleration / limits.acceleration, axis=1)))
+    active = np.maximum(*ratio) > 0.99 * MARGIN
+    print(f"segments with an active limit: {100 * np.mean(active):.1f} %")
+    assert np.mean(active) > 0.97        # all but the few where the profile switches
     report = _check(ur10, sample(eight_path, toppra_law, 1000), limits, tmp_path)
     print(report.as_dict()["ratios"])
     assert report.ok, report.as_dict()
@@ -92,57 +99,62 @@ def test_toppra_and_linear_program_agree_on_the_ur10_eight(ur10, eight_path, tmp
 
 def test_toppra_and_linear_program_agree_with_friction(puma, tmp_path):
     robot, path, limits = puma
-    toppra_law = time_optimal(robot, path, limits.scaled(MARGIN), gridpoints=800)
-    lp_law = time_optimal_lp(robot, path, limits.scaled(MARGIN), gridpoints=800)
-    assert toppra_law.iterations > 1            # friction needed the fixed point
-    assert abs(toppra_law.duration - lp_law.duration) < 0.01 * toppra_law.duration
-    # Friction costs time: the same path without it is faster.
+    toppra_law = time_optimal(robot, path, limits.scaled(MARGIN), gridpoints=500)
+    lp_law = time_optimal_lp(robot, path, limits.scaled(MARGIN), gridpoints=500,
+                             scheme="interpolation")
+    print(f"toppra {toppra_law.duration:.6f} s ({toppra_law.iterations} friction passes), "
+          f"LP {lp_law.duration:.6f} s ({lp_law.iterations})")
+    assert toppra_law.iterations > 1            # friction bounds were refined
+    assert abs(toppra_law.duration - lp_law.duration) < 1e-3 * toppra_law.duration
+    # Friction costs time here: the same path without it is faster.
     frictionless = time_optimal(robot.without_friction(), path, limits.scaled(MARGIN),
-                                gridpoints=800)
-    assert frictionless.duration < toppra_law.duration
+                                gridpoints=500)
+    assert frictionless.duration < 0.9 * toppra_law.duration
     report = _check(robot, sample(path, toppra_law, 1000), limits, tmp_path)
     print(report.as_dict()["ratios"])
     assert report.ok, report.as_dict()
-    assert max(report.checks["torque"].ratio, report.checks["acceleration"].ratio) > 0.95
+    assert report.checks["torque"].ratio > 0.95             # the torque limits are active
 
 
 def test_jerk_limited_method_holds_its_limits_at_every_sample(puma, tmp_path):
     robot, path, limits = puma
     limits = Limits(limits.velocity, limits.acceleration, limits.torque, 40.0)
-    law = jerk_limited(robot, path, limits, step=0.004, margin=MARGIN)
+    law = jerk_limited(robot, path, limits, step=0.008, margin=MARGIN)
     # The output is the discrete system of eq. (2.15) driven by the jerk inputs.
     T = law.step
     s, v, a = law.state[:-1].T
     u = law.jerk
-    assert np.allclose(law.state[1:, 0], s + T * v + T * T * a / 2 + T ** 3 * u / 6, atol=1e-9)
-    assert np.allclose(law.state[1:, 1], v + T * a + T * T * u / 2, atol=1e-7)
+    assert np.allclose(law.state[1:, 0], s + T * v + T * T * a / 2 + T ** 3 * u / 6, rtol=0,
+                       atol=1e-9)
+    assert np.allclose(law.state[1:-1, 1], (v + T * a + T * T * u / 2)[:-1], atol=1e-12)
     assert np.allclose(law.state[1:, 2], a + T * u, atol=1e-9)
+    assert np.all(law.state[:, 1] >= 0)
+    assert abs(law.state[-2, 1] + T * law.state[-2, 2] + T * T * u[-1] / 2) < 1e-9
     assert law.state[0, 1] == law.state[-1, 1] == 0.0
     assert law.state[-1, 0] == path.s_end
     report = _check(robot, sample(path, law, 1000), limits, tmp_path, jerk=True)
     print(law.duration, law.tests, law.fallbacks, report.as_dict()["ratios"])
     assert report.ok, report.as_dict()
     assert report.checks["jerk"].ratio > 0.95               # the jerk limit is what shapes it
-    optimal = time_optimal(robot, path, limits.scaled(MARGIN), gridpoints=800)
+    optimal = time_optimal(robot, path, limits.scaled(MARGIN), gridpoints=500)
     assert law.duration > optimal.duration
 
 
-def test_jerk_limited_method_approaches_the_time_optimum(ur10, eight_path, tmp_path):
-    """Without a practical jerk limit the online method ends within 2 % of toppra's optimum,
-    with a tight one it is slower; its limits hold at every 1 kHz sample."""
+def test_jerk_limited_method_approaches_the_time_optimum(ur10, eight_path):
+    """Without a practical jerk limit the online method ends within 2 % of toppra's optimum
+    (never below it); with a tight one it is slower. (Its limits at every sample are checked
+    on the Puma above and, on this path, by the command-line test.)"""
     limits = Limits.from_robot(ur10, acceleration=3.0)
     optimal = time_optimal(ur10, eight_path, limits.scaled(MARGIN), gridpoints=1000).duration
     durations = {}
     for jerk in (1e4, 30.0):
         bounded = Limits(limits.velocity, limits.acceleration, limits.torque, jerk)
-        law = jerk_limited(ur10, eight_path, bounded, step=0.005, margin=MARGIN)
-        durations[jerk] = law.duration
-        if jerk == 30.0:
-            report = _check(ur10, sample(eight_path, law, 1000), bounded, tmp_path, jerk=True)
-            assert report.ok, report.as_dict()
+        durations[jerk] = jerk_limited(ur10, eight_path, bounded, step=0.008,
+                                       margin=MARGIN).duration
     print(f"time-optimal {optimal:.4f} s, jerk-limited {durations}")
+    # Measured: 2.7469 s; 2.784 s (+1.3 %) with 1e4 rad/s^3, 3.048 s with 30 rad/s^3.
     assert optimal <= durations[1e4] < 1.02 * optimal
-    assert durations[30.0] > durations[1e4]
+    assert durations[30.0] > 1.05 * durations[1e4]
 
 
 def test_timing_rejects_impossible_limits(puma):

@@ -12,11 +12,8 @@ related by a linear map ``pi_ours = M_i pi_pin`` (rigid transform of a spatial i
 regressors must satisfy ``Y_pin[:, body j] = Y_ours[:, link i] @ M_i`` exactly.
 """
 
-import importlib.metadata
 import math
-import sysconfig
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +21,7 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 from linkdyn.model import Link, rnea, regressor  # noqa: E402
+from linkdyn.model.reference import example_robot_data_dir  # noqa: E402
 from linkdyn.model.urdf import dh_frames, load_urdf  # noqa: E402
 
 TOLERANCE = 1e-9
@@ -31,26 +29,11 @@ SAMPLES = 500
 
 
 def _robots_dir():
-    """The example-robot-data ``robots`` folder, found from the installed distributions."""
-    candidates = [Path(sysconfig.get_paths()["purelib"])]
-    for dist in ("example-robot-data", "pin"):
-        try:
-            files = importlib.metadata.files(dist) or []
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        for file in files:
-            if "example-robot-data/robots" in str(file):
-                located = Path(file.locate())
-                candidates.insert(0, located.parents[len(file.parts) - 1])
-                break
-    candidates.append(Path(pin.__file__).resolve().parents[4])
-    for base in candidates:
-        folder = base / "cmeel.prefix" / "share" / "example-robot-data" / "robots"
-        if folder.is_dir():
-            return folder
-        if (base / "share" / "example-robot-data" / "robots").is_dir():
-            return base / "share" / "example-robot-data" / "robots"
-    pytest.skip("example-robot-data is not installed")
+    """The example-robot-data ``robots`` folder."""
+    try:
+        return example_robot_data_dir()
+    except FileNotFoundError:
+        pytest.skip("example-robot-data is not installed")
 
 
 ROBOTS = {

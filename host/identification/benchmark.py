@@ -75,7 +75,7 @@ def panda_figures(out, *, repeats=3, progress=print):
     from linkdyn.model import load_robot
     from .data import dataset_path, load_measurements
     from .pipeline import IdentificationOptions, identify, summary, write_outputs
-    from .reference import example_robot_urdf
+    from linkdyn.model.reference import example_robot_urdf
 
     urdf = example_robot_urdf("panda")
     robot = load_robot(urdf, tip="panda_hand")

@@ -146,7 +146,7 @@ def _eight(args):
             q0=args.q0, qdd_max=args.qdd_max, respect_limits=not args.no_limits,
             make_plots=not args.no_plots, progress=True)
     except IKError as error:
-        raise CommandError(f"the figure-eight cannot be started: {error}") from None
+        raise CommandError(f"the figure-eight cannot be tracked: {error}") from None
     except ValueError as error:
         raise CommandError(str(error)) from None
     print(f"{robot.name}: figure-eight with IK '{args.ik}', {summary['samples']} samples at "

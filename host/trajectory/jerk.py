@@ -48,6 +48,10 @@ from .timing import Limits, TimingError, path_dynamics
 
 __all__ = ["jerk_limited", "JerkLimitedLaw"]
 
+#: The motion ends this close to the end of the path (in units of ``s``), with
+#: ``0 <= sd <= velocity_tolerance`` and ``sdd = 0``.
+END_TOLERANCE = 1e-6
+
 # Outcomes of a test-trajectory simulation.
 _REST, _FAIL_EARLY, _FAIL_LATE, _END = "rest", "fail-early", "fail-late", "end"
 
@@ -126,10 +130,13 @@ class _Problem:
         self.viscous = d.viscous.tolist()
         self.steepness = d.steepness.tolist()
         self.has_friction = bool(np.any(d.coulomb != 0) or np.any(d.viscous != 0))
-        self.jerk = limits.jerk.tolist()
-        self.torque = limits.torque.tolist()
-        self.acceleration = limits.acceleration.tolist()
-        self.velocity = limits.velocity.tolist()
+        def finite(value):
+            return None if value == math.inf else float(value)
+
+        # Per joint: index and the finite limits (None: unlimited, the row is skipped).
+        self.rows = [(j, finite(limits.jerk[j]), finite(limits.torque[j]),
+                      finite(limits.acceleration[j]), finite(limits.velocity[j]))
+                     for j in range(n)]
 
     def lookup(self, s):
         x = (min(max(s, self.s0), self.s1) - self.s0) / self.h
@@ -141,61 +148,56 @@ class _Problem:
     def interval(self, s, v, a, guess):
         """Return ``(u_min, u_max)`` at state ``(s, v, a)``; ``u_min > u_max`` if empty.
 
-        The next-state rows are linearised in ``u`` about ``guess`` (their ``sd^2`` and friction
-        terms depend on ``u`` through ``sd_{k+1} = sd + T sdd + T^2 u / 2``).
+        Every row reads ``|slope u + value| <= bound``. The next-state rows are linearised in
+        ``u`` about ``guess`` (their ``sd^2`` and friction terms depend on ``u`` through
+        ``sd_{k+1} = sd + T sdd + T^2 u / 2``).
         """
         T = self.step
         n = self.n
         half = T * T / 2
         now = self.lookup(s)
         v_next = v + T * a + half * guess
+        a_next = a + T * guess
         nxt = self.lookup(s + T * v + half * a + T ** 3 * guess / 6)
         low, high = -math.inf, math.inf
-        friction = self.has_friction
-        inf = math.inf
-        for j in range(n):
-            dq, ddq, dddq = now[j], now[n + j], now[2 * n + j]
+        for j, jerk, torque_limit, acceleration, velocity in self.rows:
             dq_n, ddq_n = nxt[j], nxt[n + j]
-            a0, a2, a3 = nxt[3 * n + j], nxt[4 * n + j], nxt[5 * n + j]
             rows = []
-            # jerk at the current state (exact) and at the end of the step (the input acts over
-            # the whole step, so both ends are checked, like an interpolation scheme)
-            if self.jerk[j] != inf:
-                rows.append((dq, dddq * v * v * v + 3 * ddq * v * a, self.jerk[j]))
-                dddq_n = nxt[2 * n + j]
-                a_next = a + T * guess
-                slope = (3 * dddq_n * v_next * v_next * half
-                         + 3 * ddq_n * (half * a_next + v_next * T) + dq_n)
-                value = (dddq_n * v_next ** 3 + 3 * ddq_n * v_next * a_next + dq_n * guess)
-                rows.append((slope, value - slope * guess, self.jerk[j]))
-            # torque at the next state
-            if self.torque[j] != inf:
+            if velocity is not None:          # velocity at the next state: linear in u
+                rows.append((dq_n * half, dq_n * (v + T * a), velocity))
+            if acceleration is not None:      # acceleration at the next state
+                slope = 2 * ddq_n * v_next * half + dq_n * T
+                rows.append((slope, ddq_n * v_next * v_next + dq_n * a_next - slope * guess,
+                             acceleration))
+            if torque_limit is not None:      # torque at the next state, friction exact
+                a2, a3 = nxt[4 * n + j], nxt[5 * n + j]
                 slope = 2 * a2 * v_next * half + a3 * T
-                torque = a0 + a2 * v_next * v_next + a3 * (a + T * guess)
-                if friction:
+                value = nxt[3 * n + j] + a2 * v_next * v_next + a3 * a_next
+                if self.has_friction:
                     qd = dq_n * v_next
                     k = self.steepness[j]
-                    torque += self.coulomb[j] * math.atan(k * qd) + self.viscous[j] * qd
+                    value += self.coulomb[j] * math.atan(k * qd) + self.viscous[j] * qd
                     slope += (self.coulomb[j] * k * dq_n / (1 + (k * qd) ** 2)
                               + self.viscous[j] * dq_n) * half
-                rows.append((slope, torque - slope * guess, self.torque[j]))
-            # acceleration at the next state
-            if self.acceleration[j] != inf:
-                slope = 2 * ddq_n * v_next * half + dq_n * T
-                rows.append((slope, ddq_n * v_next * v_next + dq_n * (a + T * guess)
-                             - slope * guess, self.acceleration[j]))
-            # velocity at the next state: exactly linear in u
-            if self.velocity[j] != inf:
-                rows.append((dq_n * half, dq_n * (v + T * a), self.velocity[j]))
-            for coefficient, base, bound in rows:
-                if coefficient > 1e-12:
-                    high = min(high, (bound - base) / coefficient)
-                    low = max(low, (-bound - base) / coefficient)
-                elif coefficient < -1e-12:
-                    high = min(high, (-bound - base) / coefficient)
-                    low = max(low, (bound - base) / coefficient)
-                elif abs(base) > bound * (1 + 1e-9):
-                    return inf, -inf
+                rows.append((slope, value - slope * guess, torque_limit))
+            if jerk is not None:
+                # Jerk at the current state (exact) and at the end of the step: the input acts
+                # over the whole step, so both ends are checked (an interpolation scheme).
+                rows.append((now[j], now[2 * n + j] * v ** 3 + 3 * now[n + j] * v * a, jerk))
+                dddq_n = nxt[2 * n + j]
+                slope = (3 * dddq_n * v_next * v_next * half
+                         + 3 * ddq_n * (half * a_next + v_next * T) + dq_n)
+                value = dddq_n * v_next ** 3 + 3 * ddq_n * v_next * a_next + dq_n * guess
+                rows.append((slope, value - slope * guess, jerk))
+            for slope, value, bound in rows:
+                if slope > 1e-12:
+                    high = min(high, (bound - value) / slope)
+                    low = max(low, (-bound - value) / slope)
+                elif slope < -1e-12:
+                    high = min(high, (-bound - value) / slope)
+                    low = max(low, (bound - value) / slope)
+                elif abs(value) > bound * (1 + 1e-9):
+                    return math.inf, -math.inf
         return low, high
 
 
@@ -266,18 +268,36 @@ class _Planner:
             state = nxt
         return _FAIL_LATE, math.inf, states, inputs
 
-    def test(self, start, first_input=None):
+    #: Braking strengths tried for a test trajectory, strongest first (see :meth:`test`).
+    BRAKING = (1.0, 0.5)
+
+    def test(self, start, first_input=None, tolerance=None):
         """Return a stop trajectory from ``start`` ending at rest, or ``None``.
 
         With ``first_input`` the first step uses it (then the braking profile starts at the
-        second state). Returns ``(states, inputs, reaches_end)`` with ``states[0] == start``.
-        The braking profile is ``u_min`` for ``mu`` steps (a fractional step blends ``u_min``
-        and ``u_max``), then ``u_max`` until ``sdd = 0``; ``mu`` is the root of the speed left
-        at that moment (decreasing in ``mu``), bracketed around a guess from the braking
-        profile and refined by bisection over whole steps and the Illinois method within one.
+        second state). Returns ``(states, inputs, reaches_end)`` with ``states[0] == start``;
+        the last state has ``sdd = 0`` and ``0 <= sd <= tolerance`` (default: the planner's).
+
+        The braking profile is the seed's: ``u_min`` for ``mu`` steps (a fractional step
+        blends it with ``u_max``), then ``u_max`` until ``sdd = 0``; ``mu`` is the root of the
+        speed left at that moment, bracketed around a guess from the braking profile and
+        refined by bisection over whole steps and a secant within one. Maximal braking can fail
+        where the path bends sharply (the ``3 q'' sd sdd`` part of the joint jerk outgrows the
+        limit at large ``|sdd|``) although a gentler stop exists, so when it fails the braking
+        input is weakened to ``BRAKING`` times ``u_min`` (bounded by the admissible interval)
+        before the state is declared not continuable.
         """
         self.tests += 1
-        p, T, tol = self.p, self.p.step, self.tolerance
+        tol = self.tolerance if tolerance is None else tolerance
+        for scale in self.BRAKING:
+            result = self._test(start, first_input, tol, scale)
+            if result is not None:
+                return result
+        return None
+
+    def _test(self, start, first_input, tol, scale):
+        """One stop trajectory with braking input ``scale * u_min`` (see :meth:`test`)."""
+        p, T = self.p, self.p.step
         states, inputs = [start], []
         state, guess = start, 0.0
         if first_input is not None:
@@ -286,7 +306,7 @@ class _Planner:
             inputs.append(first_input)
             guess = first_input
         phase_a = [(state, guess)]     # state before braking step j, and its linearisation
-        bounds = []                    # admissible interval at phase_a[j] (None: empty)
+        bounds = []                    # (braking input, u_max) at phase_a[j] (None: empty)
         ended = [False]
 
         def extend(upto):
@@ -297,12 +317,15 @@ class _Planner:
                     bounds.append(None)
                     ended[0] = True
                     return
-                bounds.append((low, high))
-                nxt = _advance(here, low, T)
+                brake = low
+                if scale < 1.0 and low < 0:
+                    brake = min(scale * low, high)
+                bounds.append((brake, high))
+                nxt = _advance(here, brake, T)
                 if nxt[1] < 0 or len(bounds) >= self.max_steps:
                     ended[0] = True
                     return
-                phase_a.append((nxt, low))
+                phase_a.append((nxt, brake))
 
         def outcome(mu, record=False):
             """``(kind, speed left, tail states, tail inputs)`` after ``mu`` braking steps."""
@@ -344,7 +367,7 @@ class _Planner:
         g = value(m)
         if not math.isfinite(g) and g > 0:
             return None
-        if abs(g) <= tol:
+        if 0 <= g <= tol:
             lo_mu = hi_mu = float(m)
             g_lo = g_hi = g
         elif g > tol:
@@ -360,6 +383,10 @@ class _Planner:
                     width *= 2
                     if lo_mu > self.max_steps:
                         return None
+                elif g >= 0:
+                    lo_mu, g_lo = trial, g
+                    hi_mu, g_hi = trial + 1, -math.inf
+                    break
                 else:
                     hi_mu, g_hi = trial, g
                     break
@@ -371,7 +398,7 @@ class _Planner:
                     return None          # braking at once already stops too hard: stuck
                 trial = max(hi_mu - width, 0.0)
                 g = value(trial)
-                if g < -tol:
+                if g < 0:
                     hi_mu, g_hi = trial, g
                     width *= 2
                 else:
@@ -380,53 +407,45 @@ class _Planner:
                     lo_mu, g_lo = trial, g
                     break
         # Whole steps by bisection.
-        while hi_mu - lo_mu > 1 and abs(g_lo) > tol and abs(g_hi) > tol:
+        while hi_mu - lo_mu > 1 and not 0 <= g_lo <= tol:
             mid = float(math.floor((lo_mu + hi_mu) / 2))
             g = value(mid)
-            if g > tol:
+            if g >= 0:
                 if not math.isfinite(g):
                     return None
                 lo_mu, g_lo = mid, g
-            elif g < -tol:
-                hi_mu, g_hi = mid, g
             else:
-                lo_mu = hi_mu = mid
-                g_lo = g_hi = g
-        # Within the step: the value is smooth where it is positive (the speed left) and has a
-        # kink at the root, so extrapolate the root from the two last positive points (secant),
-        # keeping it inside the bracket; bisect when that is not possible.
-        previous = None                  # the positive point before lo_mu
-        for _ in range(100):
-            if abs(g_lo) <= tol or abs(g_hi) <= tol or hi_mu - lo_mu < 1e-13:
+                hi_mu, g_hi = mid, g
+        # Within the step. The value is smooth where it is positive (the speed left) and has a
+        # square-root kink at the root on the negative side, so the root is approached from the
+        # positive side: secant through the last two positive points, aimed 2 % short of the
+        # root, else bisection. Accepted: 0 <= value <= tol (the stop ends at sdd = 0 with a
+        # speed of at most tol: at rest for every practical purpose, and a real state).
+        previous = None
+        for _ in range(60):
+            if 0 <= g_lo <= tol or hi_mu - lo_mu < 1e-13:
                 break
             mid = None
-            if previous is not None and math.isfinite(g_lo):
+            if previous is not None:
                 mu_p, g_p = previous
-                if g_p > g_lo and mu_p < lo_mu:
-                    mid = lo_mu + g_lo * (lo_mu - mu_p) / (g_p - g_lo)
-                    # Aim slightly past the root so the next point brackets it tightly.
-                    mid += 1e-3 * (mid - lo_mu)
+                if g_p > g_lo:
+                    root = lo_mu + g_lo * (lo_mu - mu_p) / (g_p - g_lo)
+                    mid = lo_mu + 0.98 * (root - lo_mu)
             if mid is None or not lo_mu < mid < hi_mu:
-                if math.isfinite(g_lo) and math.isfinite(g_hi):
-                    mid = (lo_mu * (-g_hi) + hi_mu * g_lo) / (g_lo - g_hi)
-                    mid = min(max(mid, lo_mu + 0.05 * (hi_mu - lo_mu)),
-                              hi_mu - 0.05 * (hi_mu - lo_mu))
-                else:
-                    mid = (lo_mu + hi_mu) / 2
+                mid = (lo_mu + hi_mu) / 2
             g = value(mid)
-            if g > tol:
+            if g >= 0:
                 if not math.isfinite(g):
                     return None
                 previous = (lo_mu, g_lo)
                 lo_mu, g_lo = mid, g
-            elif g < -tol:
-                hi_mu, g_hi = mid, g
             else:
-                lo_mu, g_lo = mid, g
-                break
-        mu = lo_mu if abs(g_lo) <= tol else hi_mu
+                hi_mu, g_hi = mid, g
+        if not 0 <= g_lo <= tol:
+            return None
+        mu = lo_mu
         kind, g, tail, tail_inputs = outcome(mu, record=True)
-        if kind != _REST or abs(g) > tol:
+        if kind != _REST or not 0 <= g <= tol:
             return None
         self.mu = mu
         m = int(math.floor(mu))
@@ -434,16 +453,14 @@ class _Planner:
         inputs.extend(b[0] for b in bounds[:m])
         states.extend(tail)
         inputs.extend(tail_inputs)
-        last = states[-1]
-        states[-1] = (last[0], 0.0, 0.0)           # at rest: |sd| <= tolerance, sdd = 0
-        if any(st[1] < -tol for st in states):
+        if any(st[1] < 0 for st in states):
             return None
         reaches_end = any(st[0] > p.s1 for st in states)
         return states, inputs, reaches_end
 
 
 def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=None,
-                 velocity_tolerance=1e-8, max_steps=None, progress=False):
+                 velocity_tolerance=1e-6, max_steps=None, progress=False):
     """Return the jerk-limited, near time-optimal time law of seed 002, chapter 2.
 
     Parameters
@@ -464,7 +481,8 @@ def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=No
         Points of the coefficient tables along ``s`` (linear interpolation); default
         ``max(2000, 200 * length)``.
     velocity_tolerance : float
-        A test trajectory is at rest when ``|sd|`` is below this (1/s in units of ``s``).
+        A test trajectory ends when ``sdd = 0`` and ``0 <= sd <=`` this (1/s in units of ``s``);
+        the final stop at the end of the path is solved to 1e-10 and made exact rest.
     max_steps : int, optional
         Give up after this many steps (default: 100 times the steps of a slow crawl).
     progress : bool
@@ -509,8 +527,6 @@ def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=No
     guess = 0.0
     for _ in range(limit_steps):
         s, v, a = state
-        if end - s <= 1e-12 and abs(v) <= velocity_tolerance and abs(a) <= 1e-12:
-            break
         low, high = problem.interval(s, v, a, guess)
         test = None
         if low <= high:
@@ -549,7 +565,10 @@ def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=No
     if bar is not None:
         bar.close()
     state_array = np.array(states, dtype=float)
-    state_array[-1] = (end, 0.0, 0.0)
+    if (abs(state_array[-1, 0] - end) > END_TOLERANCE
+            or not 0 <= state_array[-1, 1] <= velocity_tolerance):
+        raise TimingError("internal error: the jerk-limited method did not end at rest at the "
+                          f"end of the path (s = {state_array[-1, 0]!r} of {end!r})")
     return JerkLimitedLaw(step, state_array, np.array(inputs, dtype=float), planner.tests,
                           fallbacks)
 
@@ -558,7 +577,9 @@ def _final_approach(planner, state, low, high, end):
     """Choose this step's input in ``[low, high]`` so that the stop ends exactly at ``end``.
 
     ``low`` is the input of a known stop that ends before ``end`` (the previous test
-    trajectory's), ``high`` one whose stop runs past it.
+    trajectory's), ``high`` one whose stop runs past it. Returns the stop trajectory made exact
+    rest at its end, or ``None`` if no stop within 1e-9 of ``end`` is found (the main loop then
+    carries on and tries again).
     """
     def stop_at(rho):
         test = planner.test(state, first_input=low + rho * (high - low))
@@ -567,19 +588,37 @@ def _final_approach(planner, state, low, high, end):
         return test, test[0][-1][0]
 
     test0, s0 = stop_at(0.0)
-    if test0 is None or s0 > end + 1e-9:
+    if test0 is None or s0 > end + END_TOLERANCE:
         return None
-    if abs(s0 - end) <= 1e-9:
-        return test0
-    lo, hi = 0.0, 1.0
-    best = test0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        test, s_mid = stop_at(mid)
-        if test is None or s_mid > end:
-            hi = mid
+    best, s_best = test0, s0
+    # Where the stop ends grows smoothly with rho: regula falsi (Illinois) on s_stop - end,
+    # bisection while the upper end is unknown (a failed test).
+    lo, f_lo = 0.0, s0 - end
+    hi, f_hi = 1.0, None
+    side = 0
+    for _ in range(100):
+        if end - s_best <= END_TOLERANCE or hi - lo < 1e-15:
+            break
+        if f_hi is None:
+            mid = (lo + hi) / 2
         else:
-            lo, best = mid, test
-            if end - s_mid <= 1e-9:
-                break
+            mid = (lo * f_hi - hi * f_lo) / (f_hi - f_lo)
+            mid = min(max(mid, lo + 1e-6 * (hi - lo)), hi - 1e-6 * (hi - lo))
+        test, s_mid = stop_at(mid)
+        if test is None:
+            hi, f_hi = mid, None
+            continue
+        if s_mid > end:
+            hi, f_hi = mid, s_mid - end
+            if side == 1:
+                f_lo /= 2
+            side = 1
+        else:
+            lo, f_lo = mid, s_mid - end
+            best, s_best = test, s_mid
+            if side == -1 and f_hi is not None:
+                f_hi /= 2
+            side = -1
+    if abs(end - s_best) > END_TOLERANCE:
+        return None
     return best

@@ -123,18 +123,22 @@ class JointPath:
         return cls(make_interp_spline(s, q, k=5))
 
     @classmethod
-    def from_samples(cls, q, *, spacing=0.01, max_knots=4000):
+    def from_samples(cls, q, t=None, *, spacing=0.005, max_knots=20000):
         """Return the geometric path of a densely sampled joint trajectory.
 
-        Consecutive repeated samples are dropped; ``s`` is the cumulative Euclidean distance
-        between samples (joint-space arc length, rad); the samples are re-interpolated
-        (piecewise linearly, error ~ ``h^2 |q''| / 8`` with ``h`` the sample spacing) at
-        points spaced ``spacing`` apart in ``s`` and a quintic spline is passed through them.
+        The samples are interpolated in their own parameter ``t`` (a quintic spline
+        ``Q(t)``, e.g. the sample times), the joint-space arc length of ``Q`` is measured on a
+        10 times finer grid, and points of ``Q`` spaced ``spacing`` apart in arc length become
+        the knots of the returned quintic spline ``q(s)``. So ``s`` is the arc length (rad,
+        Euclidean norm over the joints) to a good approximation, ``|q'| ~ 1``, the knots lie on
+        the interpolated curve (no chords), and the original time law is discarded.
 
         Parameters
         ----------
         q : array_like, shape (N, n)
-            Samples, rad, in path order (e.g. 1 kHz samples of an IK run).
+            Samples, rad, in path order (e.g. 1 kHz samples of an IK run), ``N >= 6``.
+        t : array_like, shape (N,), optional
+            Their parameter (strictly increasing); default ``0..N-1``.
         spacing : float
             Distance between spline knots along the path, rad.
         max_knots : int
@@ -147,21 +151,28 @@ class JointPath:
         Raises
         ------
         ValueError
-            If fewer than two distinct samples remain or ``spacing`` is not positive.
+            If there are fewer than 6 samples, the samples do not move, ``t`` is not strictly
+            increasing or ``spacing`` is not positive.
         """
         q = np.asarray(q, dtype=float)
-        if q.ndim != 2 or not np.all(np.isfinite(q)):
-            raise ValueError(f"q must be a finite array of shape (N, n), not {q.shape}")
+        if q.ndim != 2 or len(q) < 6 or not np.all(np.isfinite(q)):
+            raise ValueError(f"q must be a finite array of shape (N, n) with N >= 6, not "
+                             f"{q.shape}")
+        t = np.arange(len(q), dtype=float) if t is None else np.asarray(t, dtype=float)
+        if t.shape != (len(q),) or np.any(np.diff(t) <= 0):
+            raise ValueError("t must be strictly increasing with one entry per sample")
         spacing = float(spacing)
         if not spacing > 0:
             raise ValueError(f"spacing must be positive, not {spacing!r}")
-        steps = np.linalg.norm(np.diff(q, axis=0), axis=1)
-        keep = np.concatenate([[True], steps > 1e-12])
-        q = q[keep]
-        if len(q) < 2:
-            raise ValueError("the samples do not move: fewer than two distinct samples")
-        arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(q, axis=0), axis=1))])
+        curve = make_interp_spline(t, q, k=5)
+        fine = np.linspace(t[0], t[-1], 10 * (len(q) - 1) + 1)
+        points = curve(fine)
+        arc = np.concatenate([[0.0], np.cumsum(np.linalg.norm(np.diff(points, axis=0),
+                                                              axis=1))])
+        if arc[-1] <= 1e-9:
+            raise ValueError("the samples do not move")
+        moving = np.concatenate([[True], np.diff(arc) > 0])
         count = int(min(max(6, math.ceil(arc[-1] / spacing) + 1), max_knots))
         s = np.linspace(0.0, arc[-1], count)
-        resampled = np.stack([np.interp(s, arc, q[:, j]) for j in range(q.shape[1])], axis=1)
-        return cls(make_interp_spline(s, resampled, k=5))
+        knots = curve(np.interp(s, arc[moving], fine[moving]))
+        return cls(make_interp_spline(s, knots, k=5))

@@ -17,7 +17,7 @@ import numpy as np
 from linkdyn.model import rnea
 
 from . import export, plots
-from .ik import METHODS, track, well_conditioned_configuration
+from .ik import IKError, METHODS, solve_pose, track, well_conditioned_configuration
 from .jerk import jerk_limited
 from .joint_path import JointPath
 from .kinematics import link_frames, tool_pose
@@ -25,7 +25,7 @@ from .paths import figure_eight
 from .timing import Limits, sample, time_optimal, time_optimal_lp
 from .verify import check_trajectory
 
-__all__ = ["run_figure_eight", "run_retime", "polyline_distance"]
+__all__ = ["run_figure_eight", "run_retime", "polyline_distance", "check_reachable"]
 
 
 def _files(out):
@@ -42,6 +42,11 @@ def _finite_list(values):
 def polyline_distance(points, polyline):
     """Return the distance of every point to a polyline (m).
 
+    Exact: every segment with an end vertex within ``d_0 + L`` of the point is examined, where
+    ``d_0`` is the distance to the nearest vertex and ``L`` the longest segment (the nearest
+    segment always has such a vertex), so self-crossing polylines with unevenly spaced vertices
+    (the centre of a figure-eight) are handled.
+
     Parameters
     ----------
     points : array_like, shape (N, 3)
@@ -51,23 +56,49 @@ def polyline_distance(points, polyline):
     Returns
     -------
     numpy.ndarray, shape (N,)
-        Distance to the nearest segment adjacent to the nearest vertex (exact for a densely
-        sampled, non-self-approaching curve).
     """
     from scipy.spatial import cKDTree
 
     points = np.asarray(points, dtype=float)
     polyline = np.asarray(polyline, dtype=float)
-    nearest = cKDTree(polyline).query(points)[1]
-    best = np.linalg.norm(points - polyline[nearest], axis=1)
+    tree = cKDTree(polyline)
+    nearest_distance = tree.query(points)[0]
+    longest = float(np.max(np.linalg.norm(np.diff(polyline, axis=0), axis=1)))
+    candidates = tree.query_ball_point(points, nearest_distance + longest + 1e-12)
+    owner = np.repeat(np.arange(len(points)), [len(c) for c in candidates])
+    vertex = np.concatenate([np.asarray(c, dtype=int) for c in candidates])
+    best = nearest_distance.copy()
     for offset in (-1, 0):
-        i = np.clip(nearest + offset, 0, len(polyline) - 2)
+        i = np.clip(vertex + offset, 0, len(polyline) - 2)
         a, b = polyline[i], polyline[i + 1]
         ab = b - a
         length2 = np.maximum(np.sum(ab * ab, axis=1), 1e-300)
-        u = np.clip(np.sum((points - a) * ab, axis=1) / length2, 0.0, 1.0)
-        best = np.minimum(best, np.linalg.norm(points - (a + u[:, None] * ab), axis=1))
+        u = np.clip(np.sum((points[owner] - a) * ab, axis=1) / length2, 0.0, 1.0)
+        distance = np.linalg.norm(points[owner] - (a + u[:, None] * ab), axis=1)
+        np.minimum.at(best, owner, distance)
     return best
+
+
+def check_reachable(robot, path, q_start, *, checkpoints=48):
+    """Check that a Cartesian path stays in the workspace before tracking it.
+
+    The inverse kinematics (:func:`~linkdyn.host.trajectory.ik.solve_pose`) is solved at
+    ``checkpoints`` evenly spaced samples, each from the previous solution.
+
+    Raises
+    ------
+    linkdyn.host.trajectory.ik.IKError
+        Naming the first time at which the pose is out of reach.
+    """
+    poses = path.pose
+    q = np.asarray(q_start, dtype=float)
+    for k in np.linspace(0, len(path) - 1, checkpoints).round().astype(int):
+        try:
+            q = solve_pose(robot, poses[k], q, tolerance=1e-9)
+        except IKError:
+            raise IKError(f"the path leaves the workspace of robot {robot.name!r} at "
+                          f"t = {path.t[k]:.3f} s (tool position {poses[k][:3, 3].round(4)} m)"
+                          ) from None
 
 
 def _tool_positions(robot, q):
@@ -122,7 +153,7 @@ def run_figure_eight(robot, method="fd", *, out, gamma=1000.0, alpha=0.01, size=
     ValueError
         On bad parameters (from the path or the mapping).
     linkdyn.host.trajectory.ik.IKError
-        If the start of the eight cannot be reached.
+        If a part of the eight is out of reach.
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
@@ -134,6 +165,7 @@ def run_figure_eight(robot, method="fd", *, out, gamma=1000.0, alpha=0.01, size=
     centre = pose[:3, 3] if centre is None else np.asarray(centre, dtype=float)
     path = figure_eight(centre, pose[:3, :3], size=size, period=period, cycles=cycles,
                         rate=rate)
+    check_reachable(robot, path, q_start)
     result = track(robot, path, method, gamma=gamma, alpha=alpha, q0=q_initial,
                    q_guess=q_start, respect_limits=respect_limits, qdd_max=qdd_max,
                    progress=progress)
@@ -218,7 +250,7 @@ def run_retime(robot, source, *, out, jerk_limit=None, qdd_max=None, rate=1000.0
         The summary (also written as JSON).
     """
     t_in, q_in, _, _ = export.read_csv(source, n=robot.n)
-    path = JointPath.from_samples(q_in)
+    path = JointPath.from_samples(q_in, t_in)
     limits = Limits.from_robot(robot, acceleration=qdd_max, jerk=jerk_limit)
     generator_limits = limits.scaled(margin)
     optimal = time_optimal(robot, path, generator_limits, gridpoints=gridpoints)

@@ -1,0 +1,98 @@
+"""Tabulate board builds: the Markdown table of ``docs/performance.md`` from ``report.json``.
+
+Run as ``python -m linkdyn.boards.summary build/ulx3s build/atlys ... [--write-docs
+docs/performance.md]``: prints a Markdown table of the builds (board, nodes, chain, clock,
+Fmax, LUTs, FFs, DSPs, block RAMs with their share of the device, update latency and interval,
+build time) and, with ``--write-docs``, puts it between the markers
+``<!-- boards-table:begin -->`` and ``<!-- boards-table:end -->`` of the file (the text around
+the markers is left alone).
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["load_reports", "table", "write_table", "BEGIN", "END", "main"]
+
+BEGIN = "<!-- boards-table:begin -->"
+END = "<!-- boards-table:end -->"
+
+
+def load_reports(paths):
+    """Return the reports of build directories (or ``report.json`` paths), in order.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a directory holds no ``report.json``.
+    """
+    reports = []
+    for path in paths:
+        path = Path(path)
+        if path.is_dir():
+            path = path / "report.json"
+        reports.append(json.loads(path.read_text()))
+    return reports
+
+
+def _cell(report, key):
+    value = report[key]
+    return f"{value:,g} ({report['utilisation_percent'][key]:.0f} %)"
+
+
+def table(reports):
+    """Return the Markdown table of a list of reports."""
+    lines = [
+        "| board | device | nodes | chain | clock [MHz] | Fmax [MHz] | LUTs | FFs | DSPs "
+        "| BRAM 18 Kb | fits | latency / interval [cycles] | status | build [s] |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---|---:|",
+    ]
+    for r in reports:
+        fmax = "-" if r["fmax_mhz"] is None else f"{r['fmax_mhz']:.1f}"
+        cycles = f"{r['update_latency_cycles']} / {r['update_interval_cycles']}"
+        if r["cycles_source"].startswith("model schedule"):
+            cycles += " (schedule)"
+        chain = "FakeChain (stand-in)" if r["chain"] == "fake" else r["chain"]
+        lines.append(
+            f"| {r['title']} | {r['part']} | {r['nodes']} | {chain} | {r['clock_mhz']:g} | "
+            f"{fmax} | {_cell(r, 'luts')} | {_cell(r, 'ffs')} | {_cell(r, 'dsps')} | "
+            f"{_cell(r, 'brams')} | {'yes' if r['fits'] else 'NO'} | {cycles} | "
+            f"{r['status']} | {r['build_seconds']:g} |")
+    return "\n".join(lines)
+
+
+def write_table(path, text):
+    """Replace the text between :data:`BEGIN` and :data:`END` in a file.
+
+    Raises
+    ------
+    ValueError
+        If the file lacks the markers.
+    """
+    path = Path(path)
+    content = path.read_text()
+    start, end = content.find(BEGIN), content.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"{path} has no '{BEGIN}' ... '{END}' markers")
+    path.write_text(content[:start + len(BEGIN)] + "\n" + text + "\n" + content[end:])
+
+
+def main(argv=None):
+    """Command line: print (and optionally write) the table."""
+    parser = argparse.ArgumentParser(prog="python -m linkdyn.boards.summary",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("builds", nargs="+", help="build directories or report.json files")
+    parser.add_argument("--write-docs", metavar="PATH",
+                        help="put the table between the boards-table markers of this file")
+    args = parser.parse_args(argv)
+    text = table(load_reports(args.builds))
+    print(text)
+    if args.write_docs:
+        write_table(args.write_docs, text)
+        print(f"\nwrote the table into {args.write_docs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

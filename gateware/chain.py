@@ -1,0 +1,631 @@
+"""The chain: n LinkDyn nodes wired proximal to distal over neighbour mailboxes, behind the
+host's register bus (source paper Sect. 3, Fig. 8; DESIGN.md Sect. 2, 5).
+
+Structure::
+
+    host --bus--> control block (CONTROL, STATUS, counters), node register access
+                    |
+    node 0 --forward mailbox--> node 1 --forward mailbox--> ... --> node n-1
+    node 0 <--backward mailbox-- node 1 <--backward mailbox-- ... <-- node n-1
+      ^ base motion (node 0's forward_in, host-written)      zero wrench (node n-1's backward_in)
+      | base wrench (node 0's f_out, mu_out)
+
+Every node is a :class:`~linkdyn.gateware.node.LinkDynNode` with ``split_joint`` and its
+``inbox`` reading the mailboxes of its neighbours (:class:`~linkdyn.gateware.mailbox.Mailbox`):
+the sender's MAC writes each message word into the mailbox as it produces it (the node's
+``result_*`` port), and the receiver reads the mailbox directly as an operand source, stalling
+on a word that has not arrived yet. So a node may start a request before its neighbour has
+finished, and each hop costs only the distance between the neighbour producing a word and the
+node needing it, not a whole segment plus a copy.
+
+Update (one sample): all nodes run ``joint`` at once; node i runs ``forward`` + ``local`` as
+soon as node i-1 has started its own; node n-1 then runs ``distal`` at once, node i as soon as
+node i+1 has started its ``distal``. The update ends when every node has finished ``distal``.
+
+Policies (:data:`POLICIES`, the constructor's ``policy``):
+
+``"sequential"``
+    One update at a time (paper: sequential update). CONTROL.start is refused while an update
+    runs, and so is every node register write.
+``"pipelined"``
+    The nodes have two register banks (:data:`~linkdyn.model.microprogram.BANKED_KINDS`) and
+    the mailboxes two slots: sample k uses bank ``k mod 2``. A node may run the joint, forward
+    and local segments of sample k+1 before the distal segment of sample k ("a node starts the
+    next forward pass while the previous backward pass runs further up"). CONTROL.start, and
+    the input writes of the next sample (which go to the bank it will use), are accepted as
+    soon as every node has finished the forward request of the sample that used that bank
+    before (two samples back), even while updates run; at most four updates are in flight.
+
+The control block (``docs/protocol.md``, :mod:`linkdyn.model.protocol`) and the node access
+rules are those of the protocol. See ``docs/chain.md`` for the bus semantics of each policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH, ceil_log2
+from linkdyn.model.golden import microprogram
+from linkdyn.model.microprogram import BANKS
+from linkdyn.model.protocol import (
+    CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, MAX_NODES, ProtocolSpec, control_register,
+)
+
+from .bus import RegisterBusSignature
+from .mailbox import Mailbox, message_layout
+from .node import REQUESTS, SLOT_OPS, LinkDynNode
+
+__all__ = ["LinkDynChain", "POLICIES", "STAGES", "parse_format", "main"]
+
+#: Update policies, see the module docstring.
+POLICIES = ("sequential", "pipelined")
+
+#: Progress of one sample on one node (per register bank): waiting for / running each request.
+STAGES = ("free", "want_joint", "joint", "want_forward", "forward", "want_backward", "backward")
+
+_FREE, _WANT_JOINT, _JOINT, _WANT_FORWARD, _FORWARD, _WANT_BACKWARD, _BACKWARD = range(7)
+
+
+_COUNTER = 32
+
+
+class LinkDynChain(wiring.Component):
+    """n LinkDyn nodes over block-RAM mailboxes, with the protocol's register-bus target.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes (joints), ``1 .. MAX_NODES``.
+    fmt : QFormat
+        Word format of the nodes (default Q15.16).
+    policy : str
+        Update policy, one of :data:`POLICIES` (default ``"sequential"``).
+    banks : int, optional
+        Register banks of the nodes and slots of the mailboxes: 1 for the sequential policy;
+        2 or 4 for the pipelined one (default :data:`~linkdyn.model.microprogram.BANKS`).
+        Sample k uses bank ``k mod banks``; up to ``2 * banks`` updates may be in flight.
+
+    Members
+    -------
+    bus : In(RegisterBusSignature())
+        The register bus, target side: node registers (``node`` 0 .. n-1) and the control block
+        (``node`` = ``CONTROL_NODE``), see ``docs/chain.md``.
+    busy : Out(1)
+        An update is in flight (STATUS.busy).
+    overflow_sticky : Out(n)
+        Bit i: node i saturated a result since the last CONTROL.clear (OVERFLOW_STICKY).
+
+    Attributes
+    ----------
+    nodes : list of LinkDynNode
+        The nodes, proximal first.
+    spec : ProtocolSpec
+        The protocol definition the bus implements.
+
+    Raises
+    ------
+    TypeError
+        If ``n`` is not an integer or ``fmt`` not a :class:`~linkdyn.model.fixedpoint.QFormat`.
+    ValueError
+        If ``n`` is out of range, ``policy`` unknown, or ``banks`` does not fit the policy.
+    """
+
+    def __init__(self, n, fmt=Q15_16, *, policy="sequential", banks=None):
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise TypeError(f"Node count must be an integer, not {n!r}")
+        if not 1 <= n <= MAX_NODES:
+            raise ValueError(f"Node count must be 1 .. {MAX_NODES}, not {n!r}")
+        if not isinstance(fmt, QFormat):
+            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        if policy not in POLICIES:
+            raise ValueError(f"Policy must be one of {POLICIES!r}, not {policy!r}")
+        self._n = n
+        self._fmt = fmt
+        self._policy = policy
+        self.spec = ProtocolSpec(n, fmt)
+        pipelined = policy == "pipelined"
+        if banks is None:
+            banks = BANKS if pipelined else 1
+        if banks not in ((2, 4) if pipelined else (1,)):
+            raise ValueError(f"The {policy} policy needs "
+                             f"{'2 or 4 banks' if pipelined else '1 bank'}, not {banks!r}")
+        self._banks = banks
+        self._tickets = 2 * banks if pipelined else 1
+        self.nodes = [
+            LinkDynNode(fmt, split_joint=True, banks=banks,
+                        inbox=(("forward_in",) if i > 0 else ())
+                        + (("backward_in",) if i < n - 1 else ()))
+            for i in range(n)
+        ]
+        super().__init__({
+            "bus": In(RegisterBusSignature()),
+            "busy": Out(1),
+            "overflow_sticky": Out(n),
+        })
+
+    @property
+    def n(self):
+        """int: number of nodes."""
+        return self._n
+
+    @property
+    def fmt(self):
+        """QFormat: the nodes' word format."""
+        return self._fmt
+
+    @property
+    def policy(self):
+        """str: the update policy."""
+        return self._policy
+
+    @property
+    def banks(self):
+        """int: register banks of the nodes and slots of the mailboxes (1 or 2)."""
+        return self._banks
+
+    @property
+    def max_in_flight(self):
+        """int: updates in flight at most."""
+        return self._tickets
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._n
+        banks = self._banks
+        tickets = self._tickets
+        spec = self.spec
+        rmap = microprogram(self._fmt).registers
+        bus = self.bus
+        nodes = self.nodes
+        for i, node in enumerate(nodes):
+            m.submodules[f"node{i}"] = node
+
+        forward = message_layout("forward", self._fmt)
+        backward = message_layout("backward", self._fmt)
+
+        # A request is issued once the first mailbox word it reads has arrived (then it
+        # stalls little: its neighbour keeps producing the words ahead of it).
+        def first_inbox_word(segment, layout):
+            node = nodes[1] if segment == "forward" else nodes[0]
+            receivers = [rmap[target].address for _, target in layout]
+            start = node.segment_start[segment]
+            for row in node.rom[start:node.segment_start["end"]]:
+                if row["op"] == SLOT_OPS.index("term") and row.get("b_inbox") and row["b"] in receivers:
+                    return receivers.index(row["b"])
+            raise AssertionError(f"the {segment} segment reads no mailbox word")
+
+        if n > 1:
+            forward_trigger = first_inbox_word("forward", forward)
+            backward_trigger = first_inbox_word("distal", backward)
+
+        # -- mailboxes: forward[i] node i -> i+1, backward[i] node i+1 -> node i --------------
+        forward_boxes, backward_boxes = [], []
+        for i in range(n - 1):
+            m.submodules[f"forward{i}"] = box = Mailbox(len(forward), banks)
+            forward_boxes.append(box)
+            m.submodules[f"backward{i}"] = box = Mailbox(len(backward), banks)
+            backward_boxes.append(box)
+
+        def connect_sender(box, node, layout):
+            # The sender's MAC results that are message words go into the mailbox.
+            hit = Signal()
+            with m.Switch(node.result_addr):
+                for word, (source, _) in enumerate(layout):
+                    with m.Case(rmap[source].address):
+                        m.d.comb += [hit.eq(1), box.write_word.eq(word)]
+            m.d.comb += [
+                box.write.eq(node.result_valid & hit),
+                box.write_data.eq(node.result_data),
+            ]
+            if banks > 1:
+                m.d.comb += box.write_slot.eq(node.result_bank)
+
+        for i in range(n - 1):
+            connect_sender(forward_boxes[i], nodes[i], forward)
+            connect_sender(backward_boxes[i], nodes[i + 1], backward)
+
+        for i, node in enumerate(nodes):
+            if not node.inbox:
+                continue
+            boxes = []
+            if i > 0:
+                boxes.append((forward_boxes[i - 1], forward))
+            if i < n - 1:
+                boxes.append((backward_boxes[i], backward))
+            from_box = [Signal(name=f"node{i}_inbox_{k}") for k in range(len(boxes))]
+            from_box_issued = [Signal(name=f"node{i}_inbox_{k}_issued")
+                               for k in range(len(boxes))]
+            for (box, layout), selected, issued in zip(boxes, from_box, from_box_issued):
+                with m.Switch(node.inbox_addr):
+                    for word, (_, target) in enumerate(layout):
+                        with m.Case(rmap[target].address):
+                            m.d.comb += [selected.eq(1), box.read_word.eq(word)]
+                if banks > 1:
+                    m.d.comb += box.read_slot.eq(node.inbox_bank)
+                m.d.sync += issued.eq(selected)
+                with m.If(selected):
+                    m.d.comb += node.inbox_present.eq(box.present)
+                with m.If(issued):
+                    m.d.comb += node.inbox_data.eq(box.read_data)
+
+        # -- time, tickets (updates in flight) -------------------------------------------------
+        now = Signal(_COUNTER)
+        m.d.sync += now.eq(now + 1)
+        started = Signal(range(tickets))     # ticket of the next update started
+        finished = Signal(range(tickets))    # ticket of the oldest update in flight
+        in_flight = Signal(range(tickets + 1))
+        result_ticket = Signal(range(tickets))  # ticket of the last update finished
+        ever_started = Signal()
+        start_stamp = [Signal(_COUNTER, name=f"start_stamp_{t}") for t in range(tickets)]
+        done_mask = [Signal(n, name=f"done_mask_{t}") for t in range(tickets)]
+        ticket_overflow = [Signal(n, name=f"ticket_overflow_{t}") for t in range(tickets)]
+        last_start = Signal(_COUNTER)
+        latency = Signal(_COUNTER)
+        interval = Signal(_COUNTER)
+        update_count = Signal(_COUNTER)
+        overflow = Signal(n)
+        overflow_sticky = Signal(n)
+
+        bank_bits = ceil_log2(banks)
+
+        def ticket_bank(ticket):
+            return ticket[:bank_bits] if banks > 1 else Const(0, 1)
+
+        staging_bank = ticket_bank(started)
+        result_bank = ticket_bank(result_ticket)
+
+        # -- per node progress -----------------------------------------------------------------
+        stage = [[Signal(range(len(STAGES)), name=f"node{i}_stage_{b}") for b in range(banks)]
+                 for i in range(n)]
+        queued = [[Signal(name=f"node{i}_queued_{b}") for b in range(banks)] for i in range(n)]
+        node_overflow = [[Signal(name=f"node{i}_overflow_{b}") for b in range(banks)]
+                         for i in range(n)]
+        head_ticket = [Signal(range(tickets), name=f"node{i}_head") for i in range(n)]
+        hold = [Signal(name=f"node{i}_hold") for i in range(n)]
+
+        start_event = Signal()   # an update starts (CONTROL.start accepted)
+        clear_event = Signal()
+
+        # The staging bank is free for the next sample: every node has finished the forward
+        # request of the sample that used it before, and nothing is queued on it.
+        staging_free = Signal()
+        free_terms = [in_flight < tickets]
+        for i in range(n):
+            s = Signal(range(len(STAGES)), name=f"node{i}_staging_stage")
+            q = Signal(name=f"node{i}_staging_queued")
+            m.d.comb += [s.eq(stage[i][0]), q.eq(queued[i][0])]
+            for b in range(1, banks):
+                with m.If(staging_bank == b):
+                    m.d.comb += [s.eq(stage[i][b]), q.eq(queued[i][b])]
+            free_terms.append(~q & ((s == _FREE) | (s == _WANT_BACKWARD) | (s == _BACKWARD)))
+        if banks == 1:
+            free_terms = [in_flight == 0]
+        m.d.comb += staging_free.eq(Cat(*free_terms).all())
+
+        for i, node in enumerate(nodes):
+            head = ticket_bank(head_ticket[i])
+            # Eligible requests, in priority order: backward (head sample only), forward, joint.
+            choices = []
+            for b in range(banks):
+                is_head = (head == b) if banks > 1 else Const(1, 1)
+                out_free = Const(1, 1)
+                if i > 0:
+                    out_free = backward_boxes[i - 1].empty[b]
+                arrived = Const(1, 1)
+                if i < n - 1:
+                    arrived = backward_boxes[i].words_present[b][backward_trigger]
+                choices.append(("backward", b, (stage[i][b] == _WANT_BACKWARD) & is_head
+                                & arrived & out_free))
+            for b in range(banks):
+                out_free = Const(1, 1)
+                if i < n - 1:
+                    out_free = forward_boxes[i].empty[b]
+                arrived = Const(1, 1)
+                if i > 0:
+                    arrived = forward_boxes[i - 1].words_present[b][forward_trigger]
+                choices.append(("forward", b, (stage[i][b] == _WANT_FORWARD) & arrived
+                                & out_free))
+            for b in range(banks):
+                if banks > 1:
+                    # joint(k+1) only after forward(k) (the CORDIC latch is read in local):
+                    # unless sample k (bank b-1) is finished here, it is at its backward stage.
+                    previous = stage[i][(b - 1) % banks]
+                    after = ((head == b) | (previous == _WANT_BACKWARD)
+                             | (previous == _BACKWARD))
+                else:
+                    after = Const(1, 1)
+                choices.append(("joint", b, (stage[i][b] == _WANT_JOINT) & after))
+
+            can_issue = node.ready & ~hold[i]
+            issue = {(kind, b): Signal(name=f"node{i}_issue_{kind}_{b}")
+                     for kind, b, _ in choices}
+            taken = Const(0, 1)
+            for kind, b, eligible in choices:
+                m.d.comb += issue[(kind, b)].eq(can_issue & eligible & ~taken)
+                taken = taken | eligible
+            for kind in REQUESTS:
+                start = getattr(node, f"start_{kind}")
+                m.d.comb += start.eq(Cat(*(issue[(kind, b)] for b in range(banks))).any())
+                for b in range(1, banks):
+                    with m.If(issue[(kind, b)]):
+                        m.d.comb += getattr(node, f"{kind}_bank").eq(b)
+
+            # Stage transitions: a request done, a request issued, an update started.
+            done_kind = node.request_kind
+            done_bank = node.request_bank if banks > 1 else Const(0, 1)
+            backward_done = node.request_done & (done_kind == REQUESTS.index("backward"))
+            for b in range(banks):
+                s, q = stage[i][b], queued[i][b]
+                done_here = node.request_done & (done_bank == b)
+                start_here = start_event & (staging_bank == b)
+                issued_here = Cat(*(issue[(kind, b)] for kind in REQUESTS)).any()
+                with m.If(done_here):
+                    with m.Switch(done_kind):
+                        with m.Case(REQUESTS.index("joint")):
+                            m.d.sync += s.eq(_WANT_FORWARD)
+                        with m.Case(REQUESTS.index("forward")):
+                            m.d.sync += s.eq(_WANT_BACKWARD)
+                        with m.Case(REQUESTS.index("backward")):
+                            m.d.sync += [s.eq(Mux(q | start_here, _WANT_JOINT, _FREE)),
+                                         q.eq(0)]
+                with m.Elif(issued_here):
+                    m.d.sync += s.eq(s + 1)
+                with m.Elif(start_here & (s == _FREE)):
+                    m.d.sync += s.eq(_WANT_JOINT)
+                with m.If(start_here & (s != _FREE) & ~(done_here & backward_done)):
+                    m.d.sync += q.eq(1)
+                # Overflow of this node's current sample in bank b.
+                with m.If(issue[("joint", b)]):
+                    m.d.sync += node_overflow[i][b].eq(0)
+                result_bank_here = (node.result_bank == b) if banks > 1 else Const(1, 1)
+                with m.If(node.result_valid & node.result_overflow & result_bank_here):
+                    m.d.sync += node_overflow[i][b].eq(1)
+
+            # Mailbox acknowledges: the inbox slot is read once the request that reads it ends.
+            forward_done = node.request_done & (done_kind == REQUESTS.index("forward"))
+            if i > 0:
+                box = forward_boxes[i - 1]
+                m.d.comb += box.ack.eq(forward_done)
+                if banks > 1:
+                    m.d.comb += box.ack_slot.eq(done_bank)
+            if i < n - 1:
+                box = backward_boxes[i]
+                m.d.comb += box.ack.eq(backward_done)
+                if banks > 1:
+                    m.d.comb += box.ack_slot.eq(done_bank)
+
+            # The sample finished on this node: record it in its ticket.
+            bank_overflow = Signal(name=f"node{i}_bank_overflow")
+            for b in range(banks):
+                with m.If(done_bank == b):
+                    m.d.comb += bank_overflow.eq(node_overflow[i][b])
+            with m.If(backward_done):
+                m.d.sync += head_ticket[i].eq(head_ticket[i] + 1 if tickets > 1 else 0)
+                for t in range(tickets):
+                    with m.If(head_ticket[i] == t):
+                        m.d.sync += [done_mask[t][i].eq(1),
+                                     ticket_overflow[t][i].eq(bank_overflow)]
+
+        # -- update start and end --------------------------------------------------------------
+        with m.If(start_event):
+            m.d.sync += [
+                started.eq(started + 1 if tickets > 1 else 0),
+                interval.eq(now - last_start),
+                last_start.eq(now),
+                ever_started.eq(1),
+            ]
+            for t in range(tickets):
+                with m.If(started == t):
+                    m.d.sync += start_stamp[t].eq(now)
+        finish_event = Signal()
+        finish_overflow = Signal(n)
+        finish_stamp = Signal(_COUNTER)
+        for t in range(tickets):
+            with m.If(finished == t):
+                m.d.comb += [finish_event.eq((in_flight != 0) & done_mask[t].all()),
+                             finish_overflow.eq(ticket_overflow[t]),
+                             finish_stamp.eq(start_stamp[t])]
+        with m.If(finish_event):
+            m.d.sync += [
+                finished.eq(finished + 1 if tickets > 1 else 0),
+                result_ticket.eq(finished),
+                latency.eq(now - finish_stamp),
+                update_count.eq(update_count + 1),
+                overflow.eq(finish_overflow),
+            ]
+            for t in range(tickets):
+                with m.If(finished == t):
+                    m.d.sync += done_mask[t].eq(0)
+        m.d.sync += in_flight.eq(in_flight + start_event - finish_event)
+        with m.If(clear_event):
+            m.d.sync += overflow_sticky.eq(0)
+        with m.Elif(finish_event):
+            m.d.sync += overflow_sticky.eq(overflow_sticky | finish_overflow)
+        busy = in_flight != 0
+        m.d.comb += [self.busy.eq(busy), self.overflow_sticky.eq(overflow_sticky)]
+
+        # -- tau of every update, per node and ticket, for reads that never wait --------------
+        tau_address = rmap["tau"].address
+        tau_words = []
+        for i, node in enumerate(nodes):
+            memory = Memory(shape=WORD_WIDTH, depth=tickets, init=[])
+            m.submodules[f"tau{i}"] = memory
+            write = memory.write_port()
+            read = memory.read_port(domain="comb")
+            m.d.comb += [
+                write.en.eq(node.result_valid & (node.result_addr == tau_address)),
+                write.data.eq(node.result_data),
+                read.addr.eq(result_ticket),
+            ]
+            if tickets > 1:
+                m.d.comb += write.addr.eq(head_ticket[i])
+            tau_words.append(read.data)
+
+        # -- register bus ----------------------------------------------------------------------
+        status = Cat(busy, ever_started & ~busy, overflow_sticky.any())
+        control_words = {
+            "STATUS": status, "OVERFLOW": overflow, "OVERFLOW_STICKY": overflow_sticky,
+            "LATENCY_CYCLES": latency, "INTERVAL_CYCLES": interval, "UPDATE_COUNT": update_count,
+        }
+        control_address = control_register("CONTROL").address
+        is_node = bus.node < n
+        target = Signal(range(n))          # node of a node-register access
+        target_addr = Signal(rmap.depth.bit_length())
+        read_target = Signal(range(n))
+        read_addr = Signal.like(target_addr)
+        m.d.comb += [target.eq(bus.node), target_addr.eq(bus.addr)]
+        # Node reads: tau from its shadow, mailbox words from the sender's register, the rest
+        # from the node (held idle).
+        is_tau = bus.addr == tau_address
+        m.d.comb += [read_target.eq(target), read_addr.eq(target_addr)]
+        with m.Switch(bus.addr):
+            for _, (source, receiver) in enumerate(forward):
+                with m.Case(rmap[receiver].address):
+                    with m.If(bus.node != 0):
+                        m.d.comb += [read_target.eq(bus.node - 1),
+                                     read_addr.eq(rmap[source].address)]
+            for _, (source, receiver) in enumerate(backward):
+                with m.Case(rmap[receiver].address):
+                    with m.If(bus.node != n - 1):
+                        m.d.comb += [read_target.eq(bus.node + 1),
+                                     read_addr.eq(rmap[source].address)]
+        is_input = (bus.addr >= spec.input_address) & (bus.addr < spec.input_address
+                                                       + spec.input_count)
+        writable = bus.addr < Mux(bus.node == 0, spec.writable_end_node0, spec.writable_end)
+        write_allowed = Mux(is_input, staging_free, ~busy)
+
+        node_hold = Signal()
+        access_node = Signal(range(n))
+        access_addr = Signal.like(target_addr)
+        tau_word = Signal(WORD_WIDTH)
+        with m.Switch(bus.node):
+            for i in range(n):
+                with m.Case(i):
+                    m.d.comb += tau_word.eq(tau_words[i])
+        read_data = Signal(WORD_WIDTH)
+        write_ready = Signal()
+        busy_of = Signal()
+        with m.Switch(access_node):
+            for i, node in enumerate(nodes):
+                with m.Case(i):
+                    m.d.comb += [read_data.eq(node.ext_read_data),
+                                 write_ready.eq(node.ext_write_ready), busy_of.eq(node.busy)]
+        for i, node in enumerate(nodes):
+            m.d.comb += [
+                node.ext_addr.eq(access_addr),
+                node.ext_write_data.eq(bus.wdata),
+                hold[i].eq(node_hold & (access_node == i)),
+                node.hold.eq(hold[i]),
+            ]
+            if banks > 1:
+                m.d.comb += node.ext_bank.eq(Mux(bus.we, staging_bank, result_bank))
+
+        with m.FSM(name="bus_fsm"):
+            with m.State("IDLE"):
+                with m.If(bus.valid):
+                    m.next = "ACCESS"
+            with m.State("ACCESS"):
+                with m.If(bus.node == CONTROL_NODE):
+                    m.d.comb += bus.ready.eq(1)
+                    m.next = "IDLE"
+                    with m.If(bus.we):
+                        start = (bus.wdata & CONTROL_START).any()
+                        clear = (bus.wdata & CONTROL_CLEAR).any()
+                        with m.If(bus.addr != control_address):
+                            m.d.comb += bus.error.eq(1)
+                        with m.Elif(start & ~staging_free):
+                            m.d.comb += bus.error.eq(1)
+                        with m.Else():
+                            m.d.comb += [bus.rdata.eq(bus.wdata), start_event.eq(start),
+                                         clear_event.eq(clear)]
+                    with m.Else():
+                        with m.Switch(bus.addr):
+                            with m.Case(control_address):
+                                m.d.comb += bus.rdata.eq(0)
+                            for name, value in control_words.items():
+                                with m.Case(control_register(name).address):
+                                    m.d.comb += bus.rdata.eq(value)
+                            with m.Default():
+                                m.d.comb += bus.error.eq(1)
+                with m.Elif(~is_node | (bus.addr >= spec.node_map_size)):
+                    m.d.comb += [bus.ready.eq(1), bus.error.eq(1)]
+                    m.next = "IDLE"
+                with m.Elif(bus.we):
+                    with m.If(~writable | ~write_allowed):
+                        m.d.comb += [bus.ready.eq(1), bus.error.eq(1)]
+                        m.next = "IDLE"
+                    with m.Else():
+                        m.d.sync += [access_node.eq(target), access_addr.eq(target_addr)]
+                        m.next = "WRITE"
+                with m.Elif(is_tau):
+                    m.d.comb += [bus.ready.eq(1), bus.rdata.eq(tau_word)]
+                    m.next = "IDLE"
+                with m.Else():
+                    m.d.sync += [access_node.eq(read_target), access_addr.eq(read_addr)]
+                    m.next = "READ"
+            with m.State("WRITE"):
+                for i, node in enumerate(nodes):
+                    m.d.comb += node.ext_write_enable.eq(access_node == i)
+                with m.If(write_ready):
+                    m.d.comb += [bus.ready.eq(1), bus.rdata.eq(bus.wdata)]
+                    m.next = "IDLE"
+            with m.State("READ"):
+                # Hold the node: it takes no new request; once idle, its read port is ours.
+                m.d.comb += node_hold.eq(1)
+                with m.If(~busy_of):
+                    m.next = "READ_DATA"
+            with m.State("READ_DATA"):
+                m.d.comb += [node_hold.eq(1), bus.ready.eq(1), bus.rdata.eq(read_data)]
+                m.next = "IDLE"
+        return m
+
+
+def parse_format(text):
+    """Return the :class:`~linkdyn.model.fixedpoint.QFormat` named ``"Q<i>.<f>"``.
+
+    Raises
+    ------
+    ValueError
+        If ``text`` is not of that form.
+    """
+    match = re.fullmatch(r"[Qq](\d+)\.(\d+)", text.strip())
+    if match is None:
+        raise ValueError(f"Format must look like 'Q15.16', not {text!r}")
+    return QFormat(int(match.group(1)), int(match.group(2)))
+
+
+def main(argv=None):
+    """Export a chain as Verilog: ``python -m linkdyn.gateware.chain --nodes 6 --out F``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m linkdyn.gateware.chain",
+        description="Write the LinkDyn chain (n nodes, register-bus target) as Verilog. The "
+                    "robot constants are registers loaded over the bus at run time: one file "
+                    "serves every robot with n joints.")
+    parser.add_argument("--nodes", type=int, required=True, help="number of nodes n (1..32)")
+    parser.add_argument("--format", default="Q15.16", help="word format (default Q15.16)")
+    parser.add_argument("--policy", choices=POLICIES, default="sequential",
+                        help="update policy (default sequential)")
+    parser.add_argument("--name", default=None,
+                        help="Verilog module name (default linkdyn_chain)")
+    parser.add_argument("--out", required=True, help="output Verilog file")
+    args = parser.parse_args(argv)
+    from linkdyn.sim.runner import export_verilog
+    try:
+        fmt = parse_format(args.format)
+        chain = LinkDynChain(args.nodes, fmt, policy=args.policy)
+    except (TypeError, ValueError) as error:
+        parser.error(str(error))
+    path = export_verilog(chain, args.name or "linkdyn_chain", args.out)
+    print(f"wrote {path} ({args.nodes} nodes, {fmt.name}, {args.policy})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Neighbour mailboxes: one dual-port block RAM per hop and direction (source paper Sect. 3.1).
+
+A :class:`Mailbox` carries the messages of one hop in one direction of a chain of LinkDyn
+nodes: node i's ``omega, omega_dot, p_ddot`` to node i+1 (the *forward* mailbox, 9 words), or
+node i+1's ``f_out, mu_out`` to node i (the *backward* mailbox, 6 words). The layouts are
+:attr:`~linkdyn.model.microprogram.RegisterMap.forward_message` and
+:attr:`~linkdyn.model.microprogram.RegisterMap.backward_message`, word for word (see
+:func:`message_layout` and ``docs/chain.md``).
+
+The mailbox has ``slots`` message slots (one per register bank of the nodes: a pipelined chain
+has several samples in flight). The sender side writes words into a slot as its MAC produces them;
+every word written sets the word's *present* bit (the per-word trigger), and a slot whose words
+are all present is *full*. The receiver side reads words through a synchronous read port,
+checks the present bit of the word it addresses (a node stalls on a word that is not there
+yet), and *acknowledges* the slot when it has read the message, which clears every present bit
+of the slot: the slot is *empty* again and the sender may fill it with its next message.
+
+Handshake rules: the sender writes into a slot only while that slot is empty or partly written
+by itself (never a slot the receiver has not acknowledged); the receiver acknowledges a slot
+only after its last read of the message. An acknowledge and a write in the same cycle to the
+same slot: the write wins (its word is present afterwards).
+"""
+
+from amaranth.hdl import Cat, Module, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from linkdyn.model.fixedpoint import Q15_16, WORD_WIDTH, ceil_log2
+from linkdyn.model.golden import microprogram
+
+__all__ = ["Mailbox", "DIRECTIONS", "message_layout"]
+
+#: Mailbox directions: ``"forward"`` (proximal to distal), ``"backward"`` (distal to proximal).
+DIRECTIONS = ("forward", "backward")
+
+
+def message_layout(direction, fmt=Q15_16):
+    """Return the message of a mailbox direction, word by word.
+
+    Parameters
+    ----------
+    direction : str
+        ``"forward"`` or ``"backward"``.
+    fmt : QFormat
+        Word format of the nodes.
+
+    Returns
+    -------
+    list of (str, str)
+        ``(sender register, receiver register)`` per word, word 0 first
+        (:attr:`~linkdyn.model.microprogram.RegisterMap.forward_message` /
+        :attr:`~linkdyn.model.microprogram.RegisterMap.backward_message`).
+
+    Raises
+    ------
+    ValueError
+        If ``direction`` is not one of :data:`DIRECTIONS`.
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"Direction must be one of {DIRECTIONS!r}, not {direction!r}")
+    rmap = microprogram(fmt).registers
+    return list(rmap.forward_message if direction == "forward" else rmap.backward_message)
+
+
+class Mailbox(wiring.Component):
+    """One hop's mailbox in one direction: a block RAM with per-word present bits.
+
+    Parameters
+    ----------
+    words : int
+        Words per message (9 forward, 6 backward; see :func:`message_layout`).
+    slots : int
+        Message slots (1 for a sequential chain; a pipelined one has one per register bank).
+
+    Members
+    -------
+    write : In(1)
+        Sender: write ``write_data`` to word ``write_word`` of slot ``write_slot``; the word is
+        present from the next cycle.
+    write_slot : In(range(slots))
+    write_word : In(range(words))
+    write_data : In(signed(32))
+    empty : Out(slots)
+        Per slot: no word is present (the sender may start a message).
+    full : Out(slots)
+        Per slot: every word is present (the whole message arrived).
+    words_present : Out(data.ArrayLayout(words, slots))
+        Per slot, the present bit of every word (``words_present[slot][word]``).
+    read_slot : In(range(slots))
+        Receiver: slot of the word to read.
+    read_word : In(range(words))
+        Receiver: word to read; its data follows in the next cycle.
+    read_data : Out(signed(32))
+        The word addressed in the previous cycle.
+    present : Out(1)
+        The word addressed by ``read_slot``/``read_word`` is present (combinational).
+    ack : In(1)
+        Receiver: the message in slot ``ack_slot`` has been read; clear the slot.
+    ack_slot : In(range(slots))
+
+    Raises
+    ------
+    TypeError
+        If ``words`` or ``slots`` is not an integer.
+    ValueError
+        If ``words`` is not 1 .. 16 or ``slots`` is not 1 .. 4.
+    """
+
+    def __init__(self, words, slots=1):
+        for name, value, low, high in (("Word count", words, 1, 16), ("Slot count", slots, 1, 4)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an integer, not {value!r}")
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be {low} .. {high}, not {value!r}")
+        self._words = words
+        self._slots = slots
+        super().__init__({
+            "write": In(1),
+            "write_slot": In(range(slots)),
+            "write_word": In(range(words)),
+            "write_data": In(signed(WORD_WIDTH)),
+            "empty": Out(slots),
+            "full": Out(slots),
+            "words_present": Out(data.ArrayLayout(words, slots)),
+            "read_slot": In(range(slots)),
+            "read_word": In(range(words)),
+            "read_data": Out(signed(WORD_WIDTH)),
+            "present": Out(1),
+            "ack": In(1),
+            "ack_slot": In(range(slots)),
+        })
+
+    @property
+    def words(self):
+        """int: words per message."""
+        return self._words
+
+    @property
+    def slots(self):
+        """int: message slots."""
+        return self._slots
+
+    def elaborate(self, platform):
+        m = Module()
+        word_bits = ceil_log2(self._words)
+        slot_bits = ceil_log2(self._slots)
+        m.submodules.memory = memory = Memory(
+            shape=signed(WORD_WIDTH), depth=self._slots << word_bits, init=[])
+        write_port = memory.write_port()
+        read_port = memory.read_port()
+
+        def address(slot, word):
+            return Cat(word[:word_bits], slot[:slot_bits]) if slot_bits else word[:word_bits]
+
+        m.d.comb += [
+            write_port.en.eq(self.write),
+            write_port.addr.eq(address(self.write_slot, self.write_word)),
+            write_port.data.eq(self.write_data),
+            read_port.addr.eq(address(self.read_slot, self.read_word)),
+            self.read_data.eq(read_port.data),
+        ]
+
+        present = [Signal(self._words, name=f"present_{slot}") for slot in range(self._slots)]
+        for slot, bits in enumerate(present):
+            with m.If(self.ack & (self.ack_slot == slot)):
+                m.d.sync += bits.eq(0)
+            with m.If(self.write & (self.write_slot == slot)):
+                m.d.sync += bits.bit_select(self.write_word, 1).eq(1)
+            m.d.comb += [
+                self.empty[slot].eq(~bits.any()),
+                self.full[slot].eq(bits.all()),
+                self.words_present[slot].eq(bits),
+            ]
+            with m.If(self.read_slot == slot):
+                m.d.comb += self.present.eq(bits.bit_select(self.read_word, 1))
+        return m

@@ -1,0 +1,923 @@
+"""Host API of the board: the protocol of :mod:`linkdyn.model.protocol` over a serial port.
+
+:class:`Board` is the client. It opens the port with :func:`serial.serial_for_url` (a real
+port, a pseudo-terminal such as :attr:`linkdyn.sim.SimulatedBoard.port`, or any pyserial URL
+such as ``socket://host:port``), sends request frames, reads until whole reply frames have
+arrived, and turns every failure into a :class:`BoardError`::
+
+    from linkdyn.host import Board
+    from linkdyn.model import load_robot
+
+    robot = load_robot("ur5")
+    with Board.open("/dev/ttyUSB0") as board:
+        print(board.info())
+        board.load_robot(robot)
+        tau = board.inverse_dynamics(q, qd, qdd)        # (n,) or (K, n), N·m
+
+Reliability
+-----------
+Every reply is checked (CRC, version, sequence number, command, payload length) before a value
+is used; a reply that fails is never used. Requests are retried (at most ``retries`` times each)
+when a reply is damaged or missing or the board reports a damaged request (BAD_CRC, TRUNCATED,
+BAD_LENGTH) or BUSY. Before resending after such an error the host lets the line go idle for
+``settle`` seconds, which resynchronises the board's receiver (``docs/protocol.md``). A retry
+always carries a new sequence number, so a late reply to the first attempt is recognised and
+dropped.
+
+Retrying is safe for every command because every request the host sends is *self-contained*:
+INFO, READ, STATUS read; WRITE, LOAD_ROBOT and CLEAR set the same words again; and a STEP is a
+pure function of the words it carries and of state the host has confirmed before streaming
+(the robot's constants, and the external wrench registers: zeroed by a confirmed WRITE before
+STEPs without a wrench are sent, or carried in every STEP frame). A STEP whose reply was lost
+has run on the board, and running it again gives the same torques; the only trace is the
+board's UPDATE_COUNT, which advances once per execution. The host checks that UPDATE_COUNT
+increases from reply to reply (a reply matched to the wrong request would break it) and
+reports the updates the board ran in :attr:`BoardResult.updates`.
+
+Saturation
+----------
+A torque whose computation saturated somewhere in the chain (the board's OVERFLOW flags) is
+never returned as a plain number: :meth:`Board.inverse_dynamics` raises
+:class:`SaturationError` (the complete result, flags included, is attached), and
+:meth:`Board.rnea` returns a :class:`BoardResult` whose ``overflow`` array carries the flags.
+
+Streaming
+---------
+For K states the STEP frames are pipelined: up to :attr:`Board.window` requests are in flight
+(as many as fit twice the board's longest request, so the board's receive FIFO never
+overflows); the replies come back in order. Long runs show a progress bar (tqdm).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import serial
+
+from ..model.fixedpoint import FixedPointRangeError, QFormat, WORD_WIDTH
+from ..model.protocol import (
+    CONTROL_NODE, CRC_BYTES, DEFAULT_BAUDRATE, INFO_COUNT, INTER_BYTE_TIMEOUT, MAGIC,
+    PROTOCOL_VERSION, REQUEST_HEADER_BYTES, STATUS_COUNT, STEP_TIMEOUT, ChainStatus, Command,
+    ErrorCode, ProtocolSpec, ReplyDecoder, StepResult, VersionError, BuildInfo,
+    bytes_to_words, encode_request, load_robot_payload, read_payload, write_payload,
+)
+
+__all__ = [
+    "Board", "BoardInfo", "BoardResult", "BoardStatistics", "BoardError",
+    "BoardConnectionError", "BoardTimeoutError", "BoardProtocolError",
+    "IncompatibleBoardError", "BoardDeviceError", "SaturationError", "DEFAULT_TIMEOUT",
+    "DEFAULT_RETRIES", "PROGRESS_THRESHOLD",
+]
+
+#: Default longest silence while a reply is awaited, seconds.
+DEFAULT_TIMEOUT = 1.0
+#: Default number of times a request is resent before giving up.
+DEFAULT_RETRIES = 3
+#: Runs of at least this many states show a progress bar (when stderr is a terminal).
+PROGRESS_THRESHOLD = 1000
+
+# Error statuses that say the request was damaged on the way, or came too early: resend.
+_TRANSIENT = frozenset({ErrorCode.BAD_CRC, ErrorCode.TRUNCATED, ErrorCode.BAD_LENGTH,
+                        ErrorCode.BUSY})
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+class BoardError(Exception):
+    """Base class of the errors of the board link."""
+
+
+class BoardConnectionError(BoardError):
+    """The serial port cannot be opened, or failed while in use (the board was unplugged,
+    the simulator ended)."""
+
+
+class BoardTimeoutError(BoardError):
+    """The board stopped answering: no valid reply within the timeout, after every retry."""
+
+
+class BoardProtocolError(BoardError):
+    """The replies are damaged or inconsistent (after every retry), or do not have the layout
+    the protocol defines."""
+
+
+class IncompatibleBoardError(BoardProtocolError):
+    """The board speaks another protocol version or register map, or has another node count
+    or word format than required."""
+
+
+class BoardDeviceError(BoardError):
+    """The board answered a request with an error status.
+
+    Attributes
+    ----------
+    code : ErrorCode
+        The status.
+    command : Command
+        The request's command.
+    """
+
+    def __init__(self, code, command, message=None):
+        self.code = ErrorCode(code)
+        self.command = command
+        from ..model.protocol import _ERROR_DOCS
+        super().__init__(message or f"the board answered {self.code.name} to "
+                                    f"{_name(command)}: {_ERROR_DOCS[self.code]}")
+
+
+class SaturationError(BoardError, OverflowError):
+    """The board saturated some result while computing the torques (its OVERFLOW flags).
+
+    Attributes
+    ----------
+    result : BoardResult
+        Everything the board returned, the flags included.
+    """
+
+    def __init__(self, result):
+        self.result = result
+        flags = np.atleast_2d(result.overflow)
+        states, joints = np.nonzero(flags)
+        where = ", ".join(f"state {s} joint {j + 1}" for s, j in zip(states[:5], joints[:5]))
+        more = f" and {len(states) - 5} more" if len(states) > 5 else ""
+        super().__init__(
+            f"the board saturated while computing {int(flags.any(axis=-1).sum())} of "
+            f"{flags.shape[0]} states ({where}{more}): those torques are clamped, not the "
+            "inverse dynamics; use Board.rnea() to get the result with its overflow flags")
+
+
+def _name(command):
+    try:
+        return Command(command).name
+    except ValueError:
+        return f"command {command:#04x}"
+
+
+# -- results -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BoardInfo:
+    """The board's build information (INFO), checked against this host's protocol.
+
+    Attributes
+    ----------
+    nodes : int
+        Number of nodes n.
+    fmt : QFormat
+        Word format of the nodes.
+    clock_hz : int
+        System clock, Hz.
+    baudrate : int
+        UART line rate, baud.
+    board_id : int
+        Board identifier.
+    node_map_size : int
+        Words per node register map.
+    buffer_words : int
+        Frame buffer, words (the longest payload).
+    map_check : int
+        CRC-32 of the register maps.
+    protocol_version : int
+        The board's protocol version.
+    spec : ProtocolSpec
+        The protocol parameters of the board.
+    """
+
+    nodes: int
+    fmt: QFormat
+    clock_hz: int
+    baudrate: int
+    board_id: int
+    node_map_size: int
+    buffer_words: int
+    map_check: int
+    protocol_version: int
+    spec: ProtocolSpec
+
+    def __str__(self):
+        return (f"LinkDyn board: {self.nodes} nodes, {self.fmt.name}, clock "
+                f"{self.clock_hz / 1e6:g} MHz, UART {self.baudrate:,} baud, board id "
+                f"{self.board_id:#x}, protocol v{self.protocol_version}, register map "
+                f"{self.map_check:#010x}")
+
+
+@dataclass(frozen=True)
+class BoardResult:
+    """Torques computed by the board, with the board's flags (like
+    :class:`linkdyn.model.FixedResult`).
+
+    Attributes
+    ----------
+    tau : numpy.ndarray, shape (n,) or (K, n)
+        Joint torques, N·m (decoded words).
+    tau_words : numpy.ndarray of int64, same shape
+        The raw ``tau`` words, in the board's format.
+    overflow : numpy.ndarray of bool, same shape
+        Node i saturated some result in this update (the OVERFLOW register).
+    update_count : numpy.ndarray of int64, shape () or (K,)
+        The board's UPDATE_COUNT after each update.
+    latency_cycles : numpy.ndarray of int64, shape () or (K,)
+        Cycles of each update (LATENCY_CYCLES).
+    updates : int
+        Updates the board ran for these states (more than K when STEP requests were retried).
+    retries : int
+        Requests resent.
+    """
+
+    tau: np.ndarray
+    tau_words: np.ndarray
+    overflow: np.ndarray
+    update_count: np.ndarray
+    latency_cycles: np.ndarray
+    updates: int
+    retries: int
+
+    @property
+    def saturated(self):
+        """bool: some torque saturated (see ``overflow``)."""
+        return bool(np.any(self.overflow))
+
+
+@dataclass
+class BoardStatistics:
+    """Counters of a :class:`Board` since it was opened.
+
+    Attributes
+    ----------
+    requests : int
+        Request frames sent (retries included).
+    replies : int
+        Valid replies used.
+    retries : int
+        Requests resent.
+    damaged_bytes : int
+        Received bytes that were not part of a valid reply (noise, damaged replies).
+    stale_replies : int
+        Valid replies to requests that had been given up on already (dropped).
+    error_replies : dict
+        ``{ErrorCode: count}`` of error replies received.
+    """
+
+    requests: int = 0
+    replies: int = 0
+    retries: int = 0
+    damaged_bytes: int = 0
+    stale_replies: int = 0
+    error_replies: dict = None
+
+    def __post_init__(self):
+        if self.error_replies is None:
+            self.error_replies = {}
+
+
+@dataclass
+class _Request:
+    command: Command
+    payload: bytes
+    reply_words: int | None       # expected reply payload words (None: any)
+    attempts: int = 0
+    last_failure: str = ""
+    last_code: ErrorCode | None = None
+
+
+class _Lost(Exception):
+    pass
+
+
+# -- the client --------------------------------------------------------------------------------
+
+class Board:
+    """Client of a LinkDyn board on a serial port.
+
+    Use :meth:`open` to open a port by name or URL; the constructor takes an already open
+    pyserial port (or any object with ``write``, ``read``, ``in_waiting``, ``timeout`` and
+    ``close``).
+
+    Parameters
+    ----------
+    port : serial.SerialBase
+        The open port.
+    timeout : float
+        Longest silence while a reply is awaited, seconds; then the requests in flight are
+        resent, and after ``retries`` times :class:`BoardTimeoutError` is raised.
+    retries : int
+        How many times a request is resent before giving up.
+    settle : float, optional
+        Idle time of the line before resending after an error, seconds (default: the board's
+        inter-byte timeout plus its step timeout, twice).
+    name : str, optional
+        Name of the port in messages.
+
+    Attributes
+    ----------
+    statistics : BoardStatistics
+        Counters since the port was opened.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a parameter is invalid.
+    """
+
+    def __init__(self, port, *, timeout=DEFAULT_TIMEOUT, retries=DEFAULT_RETRIES, settle=None,
+                 name=None):
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+            raise ValueError(f"Timeout must be a positive number of seconds, not {timeout!r}")
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise ValueError(f"Retries must be a non-negative integer, not {retries!r}")
+        if settle is None:
+            settle = 2 * (INTER_BYTE_TIMEOUT + STEP_TIMEOUT)
+        if not isinstance(settle, (int, float)) or settle < 0:
+            raise ValueError(f"Settle time must be a non-negative number of seconds, "
+                             f"not {settle!r}")
+        self._port = port
+        self.name = name or getattr(port, "port", None) or repr(port)
+        self.timeout = float(timeout)
+        self.retries = retries
+        self.settle = float(settle)
+        self.statistics = BoardStatistics()
+        self._decoder = ReplyDecoder()
+        self._seq = 0
+        self._info = None
+        self._wrench_zero = False        # the board's external wrench words are known zero
+        self._last_update = None
+        self.robot = None
+
+    @classmethod
+    def open(cls, url, baudrate=DEFAULT_BAUDRATE, *, timeout=DEFAULT_TIMEOUT,
+             retries=DEFAULT_RETRIES, settle=None, **serial_options):
+        """Open a serial port and return a :class:`Board` on it (a context manager).
+
+        Parameters
+        ----------
+        url : str
+            Device (``/dev/ttyUSB0``, ``COM3``, a pseudo-terminal ``/dev/pts/N``) or pyserial
+            URL (``socket://host:port``, ``rfc2217://...``).
+        baudrate : int
+            Line rate, baud (the board's UART rate; ignored by pseudo-terminals).
+        timeout, retries, settle
+            See :class:`Board`.
+        **serial_options
+            More arguments of :func:`serial.serial_for_url`.
+
+        Raises
+        ------
+        BoardConnectionError
+            If the port cannot be opened.
+        """
+        if not isinstance(url, str) or not url:
+            raise BoardConnectionError(f"a serial port name or URL is required, not {url!r}")
+        options = {"baudrate": baudrate, "timeout": 0.05, "write_timeout": max(timeout, 1.0)}
+        if "://" not in url:
+            options["exclusive"] = True
+        options.update(serial_options)
+        try:
+            port = serial.serial_for_url(url, **options)
+        except (serial.SerialException, OSError, ValueError) as error:
+            raise BoardConnectionError(f"cannot open the serial port {url!r}: {error}") from None
+        board = cls(port, timeout=timeout, retries=retries, settle=settle, name=url)
+        with _closing_on_error(board):
+            board._drain(0.0)
+        return board
+
+    # -- context -------------------------------------------------------------------------------
+
+    def close(self):
+        """Close the port (safe to call twice)."""
+        port, self._port = self._port, None
+        if port is not None:
+            try:
+                port.close()
+            except (serial.SerialException, OSError):
+                pass
+
+    @property
+    def closed(self):
+        """bool: the port is closed."""
+        return self._port is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"Board({self.name!r}{', closed' if self.closed else ''})"
+
+    # -- commands ------------------------------------------------------------------------------
+
+    def info(self, refresh=False):
+        """Return the board's build information, checked against this host's protocol.
+
+        Parameters
+        ----------
+        refresh : bool
+            Ask the board again (else the first answer is kept).
+
+        Returns
+        -------
+        BoardInfo
+
+        Raises
+        ------
+        IncompatibleBoardError
+            If the magic word, the protocol version, the word format or the register map
+            (its CRC, MAP_CHECK) differ from this host's.
+        BoardError
+            If the link fails.
+        """
+        if self._info is not None and not refresh:
+            return self._info
+        (reply,) = self._exchange([_Request(Command.INFO, b"", INFO_COUNT)])
+        words = BuildInfo.from_payload(reply).words
+        if words["MAGIC"] != MAGIC:
+            raise IncompatibleBoardError(f"{self.name} answers INFO with magic "
+                                         f"{words['MAGIC']:#010x}, not a LinkDyn board's "
+                                         f"{MAGIC:#010x}")
+        if words["PROTOCOL_VERSION"] != PROTOCOL_VERSION:
+            raise IncompatibleBoardError(f"the board speaks protocol version "
+                                         f"{words['PROTOCOL_VERSION']}, this host "
+                                         f"{PROTOCOL_VERSION}")
+        word_format = words["WORD_FORMAT"]
+        fraction, integer, width = (word_format & 0xFF, (word_format >> 8) & 0xFF,
+                                    (word_format >> 16) & 0xFF)
+        if width != WORD_WIDTH or 1 + integer + fraction != WORD_WIDTH:
+            raise IncompatibleBoardError(f"the board's word format {word_format:#x} is not a "
+                                         f"{WORD_WIDTH}-bit format")
+        fmt = QFormat(integer, fraction)
+        nodes = words["NODES"]
+        try:
+            spec = ProtocolSpec(nodes, fmt, clock_hz=words["CLOCK_HZ"],
+                                baudrate=words["BAUDRATE"], board_id=words["BOARD_ID"])
+        except (TypeError, ValueError) as error:
+            raise IncompatibleBoardError(f"the board reports {nodes} nodes: {error}") from None
+        for name, mine in (("MAP_CHECK", spec.map_check), ("NODE_MAP_SIZE", spec.node_map_size),
+                           ("BUFFER_WORDS", spec.buffer_words)):
+            if words[name] != mine:
+                raise IncompatibleBoardError(
+                    f"the board's {name} is {words[name]:#x}, this host's {mine:#x} for "
+                    f"{nodes} nodes in {fmt.name}: the board was built from another register "
+                    "map or protocol (rebuild the bitstream or update the host)")
+        self._info = BoardInfo(nodes, fmt, words["CLOCK_HZ"], words["BAUDRATE"],
+                               words["BOARD_ID"], words["NODE_MAP_SIZE"],
+                               words["BUFFER_WORDS"], words["MAP_CHECK"],
+                               words["PROTOCOL_VERSION"], spec)
+        return self._info
+
+    @property
+    def spec(self):
+        """ProtocolSpec: the board's protocol parameters (asks INFO once)."""
+        return self.info().spec
+
+    @property
+    def nodes(self):
+        """int: the board's node count (asks INFO once)."""
+        return self.info().nodes
+
+    @property
+    def window(self):
+        """int: STEP requests kept in flight when streaming: as many as fit twice the board's
+        longest request (its receive FIFO holds at least that), at most 64."""
+        spec = self.spec
+        longest = REQUEST_HEADER_BYTES + spec.max_payload_bytes + CRC_BYTES
+        step = REQUEST_HEADER_BYTES + 4 * spec.step_words(True) + CRC_BYTES
+        return max(1, min(64, (2 * longest) // step))
+
+    def status(self):
+        """Return the chain's status and the engine's counters (STATUS).
+
+        Returns
+        -------
+        linkdyn.model.protocol.ChainStatus
+            ``.words`` (``{register name: word}``), ``.busy``, ``.done``, ``.errors``.
+        """
+        (reply,) = self._exchange([_Request(Command.STATUS, b"", STATUS_COUNT)])
+        return ChainStatus.from_payload(reply)
+
+    def clear(self):
+        """Clear the sticky overflow flags and the board's error counters (CLEAR)."""
+        self._exchange([_Request(Command.CLEAR, b"", 0)])
+
+    def reset(self):
+        """Bring the link and the board to a known state: let the line go idle (the board's
+        receiver resynchronises), drop whatever was received, clear the sticky flags and
+        error counters (CLEAR), and forget what the host assumed about the board's input
+        registers. The robot's constants stay loaded."""
+        self._drain(self.settle)
+        self._decoder = ReplyDecoder()
+        self._wrench_zero = False
+        self._last_update = None
+        self.clear()
+
+    def read(self, node, address, count=1):
+        """Read ``count`` words of ``node`` (or :data:`CONTROL_NODE`) from ``address`` (READ).
+
+        Returns
+        -------
+        list of int
+            Unsigned 32-bit words.
+        """
+        payload = read_payload(node, address, count)
+        (reply,) = self._exchange([_Request(Command.READ, payload, count)])
+        return bytes_to_words(reply)
+
+    def write(self, node, address, words):
+        """Write words to ``node`` from ``address`` (WRITE). Signed or unsigned 32-bit ints."""
+        words = [int(w) for w in words]
+        if not words:
+            raise ValueError("nothing to write")
+        payload = write_payload(node, address, [w & 0xFFFFFFFF for w in words])
+        spec = self.spec
+        if node != CONTROL_NODE and address < spec.writable_end and \
+                address + len(words) > spec.input_address:
+            self._wrench_zero = False       # the host no longer knows the input registers
+        self._exchange([_Request(Command.WRITE, payload, 0)])
+
+    def load_robot(self, robot, *, verify=True):
+        """Load a robot's constants and base motion into the board (LOAD_ROBOT).
+
+        Every constant is encoded in the board's word format first; nothing is sent if one
+        does not fit.
+
+        Parameters
+        ----------
+        robot : linkdyn.model.Robot
+            The robot; its joint count must equal the board's node count.
+        verify : bool
+            Read every loaded word back and compare (default).
+
+        Raises
+        ------
+        ValueError
+            If the robot's joint count differs from the board's node count.
+        FixedPointRangeError
+            If a constant does not fit the board's format (the message names node and
+            constant).
+        BoardProtocolError
+            If a word read back differs.
+        BoardError
+            If the link fails.
+        """
+        from ..model.golden import encode_base_motion, encode_robot
+        from ..model.robot import Robot
+        if not isinstance(robot, Robot):
+            raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
+        info = self.info()
+        if robot.n != info.nodes:
+            raise ValueError(f"the robot {robot.name!r} has {robot.n} joints, the board "
+                             f"{info.nodes} nodes")
+        constants = encode_robot(robot, info.fmt)
+        base = encode_base_motion(robot, info.fmt)
+        spec = info.spec
+        self._exchange([_Request(Command.LOAD_ROBOT,
+                                 load_robot_payload(spec, constants, base), 0)])
+        if verify:
+            names = [reg.name for reg in spec.registers.of_kind("constant")]
+            for i, node in enumerate(constants):
+                got = self.read(i, 0, spec.constant_count)
+                for name, word, back in zip(names, (node[n] for n in names), got):
+                    if (word & 0xFFFFFFFF) != back:
+                        raise BoardProtocolError(
+                            f"node {i} constant {name}: loaded {word & 0xFFFFFFFF:#010x}, "
+                            f"read back {back:#010x}")
+            got = self.read(0, spec.base_motion_address, spec.base_motion_count)
+            expected = [base[reg.name] & 0xFFFFFFFF for reg in spec.registers.of_kind("forward_in")]
+            if got != expected:
+                raise BoardProtocolError(f"base motion: loaded {expected}, read back {got}")
+        self.robot = robot
+
+    # -- inverse dynamics ----------------------------------------------------------------------
+
+    def rnea(self, q, qd, qdd, f_ext=None, *, progress=None):
+        """Compute the inverse dynamics on the board for one state or a batch (STEP).
+
+        Parameters
+        ----------
+        q, qd, qdd : array_like, shape (n,) or (K, n)
+            Joint positions (rad), velocities (rad/s), accelerations (rad/s^2); encoded in the
+            board's format exactly as :func:`linkdyn.model.rnea_fixed` encodes them
+            (broadcast against each other).
+        f_ext : array_like, shape (n, 6) or (K, n, 6), optional
+            External wrench per link ``(f_x, f_y, f_z, mu_x, mu_y, mu_z)``, as for
+            :func:`linkdyn.model.rnea` (N, N·m); default none.
+        progress : bool, optional
+            Show a progress bar (default: for at least :data:`PROGRESS_THRESHOLD` states, on a
+            terminal).
+
+        Returns
+        -------
+        BoardResult
+            Torques with the overflow flags; shapes follow ``q`` ((n,) or (K, n)).
+
+        Raises
+        ------
+        ValueError
+            If an array has the wrong shape.
+        FixedPointRangeError
+            If a value does not fit the board's format (the message names state, joint and
+            quantity); nothing is sent then.
+        BoardError
+            If the link fails (:class:`BoardTimeoutError`, :class:`BoardConnectionError`,
+            :class:`BoardProtocolError`, :class:`BoardDeviceError`).
+        """
+        info = self.info()
+        spec = info.spec
+        single, frames = self._step_frames(q, qd, qdd, f_ext, info)
+        count = len(frames)
+        retries_before = self.statistics.retries
+        if f_ext is None and not self._wrench_zero:
+            self._zero_wrench(spec)
+        requests = [_Request(Command.STEP, frame, spec.step_reply_words) for frame in frames]
+        bar = None
+        show = (count >= PROGRESS_THRESHOLD) if progress is None else bool(progress)
+        if show:
+            from tqdm import tqdm
+            bar = tqdm(total=count, unit="state", desc="board", disable=None if progress
+                       is None else False, leave=False)
+        try:
+            replies = self._exchange(requests, window=self.window, progress=bar,
+                                     check=self._check_step)
+        finally:
+            if bar is not None:
+                bar.close()
+        if f_ext is not None:
+            self._wrench_zero = False
+        n = info.nodes
+        results = [StepResult.from_payload(reply, n) for reply in replies]
+        tau_words = np.array([r.tau_words for r in results], dtype=np.int64).reshape(count, n)
+        overflow = np.array([[(r.overflow >> i) & 1 for i in range(n)] for r in results],
+                            dtype=bool).reshape(count, n)
+        update = np.array([r.update_count for r in results], dtype=np.int64)
+        latency = np.array([r.latency_cycles for r in results], dtype=np.int64)
+        updates = int((update[-1] - update[0]) % (1 << 32)) + 1 if count else 0
+        if single:
+            tau_words, overflow, update, latency = tau_words[0], overflow[0], update[0], latency[0]
+        return BoardResult(info.fmt.decode(tau_words), tau_words, overflow, update, latency,
+                           updates, self.statistics.retries - retries_before)
+
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, *, progress=None):
+        """Return the joint torques the board computes, N·m; raise if any saturated.
+
+        Same parameters as :meth:`rnea`.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n,) or (K, n)
+            ``tau``, N·m.
+
+        Raises
+        ------
+        SaturationError
+            If the board saturated a result for some state (the complete
+            :class:`BoardResult` is attached as ``.result``).
+        ValueError, FixedPointRangeError, BoardError
+            As :meth:`rnea`.
+        """
+        result = self.rnea(q, qd, qdd, f_ext, progress=progress)
+        if result.saturated:
+            raise SaturationError(result)
+        return result.tau
+
+    def _step_frames(self, q, qd, qdd, f_ext, info):
+        n, fmt = info.nodes, info.fmt
+        arrays = []
+        for name, value in (("q", q), ("qd", qd), ("qdd", qdd)):
+            try:
+                array = np.asarray(value, dtype=float)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be an array of numbers, not {value!r}") from None
+            if array.ndim not in (1, 2) or array.shape[-1] != n:
+                raise ValueError(f"{name} must have shape ({n},) or (K, {n}) for this "
+                                 f"{n}-node board, not {array.shape}")
+            arrays.append(array)
+        try:
+            shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        except ValueError:
+            raise ValueError("q, qd and qdd have shapes that do not broadcast: "
+                             + ", ".join(str(a.shape) for a in arrays)) from None
+        single = len(shape) == 1
+        count = 1 if single else shape[0]
+        columns = [np.broadcast_to(a, shape).reshape(count, n) for a in arrays]
+        words = np.empty((count, n, 3 if f_ext is None else 9), dtype=np.int64)
+        for k, (name, unit, array) in enumerate(zip(("q", "qd", "qdd"),
+                                                    ("rad", "rad/s", "rad/s^2"), columns)):
+            words[:, :, k] = _encode(fmt, array, name, unit)
+        if f_ext is not None:
+            wrench = np.asarray(f_ext, dtype=float)
+            if wrench.shape not in ((n, 6), (count, n, 6)) or (single and wrench.ndim != 2):
+                raise ValueError(f"f_ext must have shape ({n}, 6)"
+                                 + ("" if single else f" or ({count}, {n}, 6)")
+                                 + f", not {wrench.shape}")
+            wrench = np.broadcast_to(wrench, (count, n, 6))
+            for c, label in enumerate(("f_ext_x", "f_ext_y", "f_ext_z", "mu_ext_x",
+                                       "mu_ext_y", "mu_ext_z")):
+                words[:, :, 3 + c] = _encode(fmt, wrench[:, :, c], label,
+                                             "N" if c < 3 else "N·m")
+        payloads = (words & 0xFFFFFFFF).astype("<u4").reshape(count, -1)
+        return single, [row.tobytes() for row in payloads]
+
+    def _zero_wrench(self, spec):
+        # A STEP without wrench words leaves the wrench registers as they are: make them zero
+        # with a confirmed WRITE before streaming, so that every STEP is self-contained.
+        zeros = [0] * (spec.input_count - 3)
+        self._exchange([_Request(Command.WRITE, write_payload(i, spec.input_address + 3, zeros),
+                                 0) for i in range(spec.n_nodes)])
+        self._wrench_zero = True
+
+    def _check_step(self, payload):
+        result = StepResult.from_payload(payload, self.nodes)
+        if self._last_update is not None:
+            step = (result.update_count - self._last_update) % (1 << 32)
+            if not 0 < step < (1 << 31):
+                raise BoardProtocolError(
+                    f"the board's UPDATE_COUNT went from {self._last_update} to "
+                    f"{result.update_count}: the board was reset, or a reply was matched to the "
+                    "wrong request")
+        self._last_update = result.update_count
+
+    # -- the link ------------------------------------------------------------------------------
+
+    def _next_seq(self):
+        seq = self._seq
+        self._seq = (self._seq + 1) & 0xFF
+        return seq
+
+    def _write(self, data):
+        if self._port is None:
+            raise BoardConnectionError(f"the board on {self.name} is closed")
+        try:
+            self._port.write(data)
+        except serial.SerialTimeoutException:
+            raise BoardTimeoutError(f"writing to {self.name} timed out: the port does not "
+                                    "take data (flow control, or nothing on the other side)") \
+                from None
+        except (serial.SerialException, OSError) as error:
+            raise BoardConnectionError(f"the serial port {self.name} failed: {error} (board "
+                                       "disconnected or powered off?)") from None
+
+    def _read(self):
+        if self._port is None:
+            raise BoardConnectionError(f"the board on {self.name} is closed")
+        try:
+            waiting = self._port.in_waiting
+            return self._port.read(max(1, waiting))
+        except (serial.SerialException, OSError) as error:
+            raise BoardConnectionError(f"the serial port {self.name} failed: {error} (board "
+                                       "disconnected or powered off?)") from None
+
+    def _drain(self, idle):
+        """Read and drop bytes until none arrived for ``idle`` seconds (at least one read)."""
+        last = time.monotonic()
+        while True:
+            data = self._read()
+            now = time.monotonic()
+            if data:
+                last = now
+                for reply in self._decoder.feed(data):
+                    self.statistics.stale_replies += 1
+            elif now - last >= idle:
+                break
+        self.statistics.damaged_bytes += self._decoder.discarded
+        self._decoder = ReplyDecoder()
+
+    def _exchange(self, requests, *, window=1, progress=None, check=None):
+        """Send requests (pipelined, up to ``window`` in flight), retrying as needed; return
+        the reply payloads in request order."""
+        results = [None] * len(requests)
+        queue = deque(range(len(requests)))
+        outstanding = {}                  # seq -> index, in sending order (dicts keep order)
+        done = 0
+        recovering = False
+        last_byte = time.monotonic()
+        decoder = self._decoder
+        stats = self.statistics
+
+        def lose(index, why, code=None):
+            request = requests[index]
+            request.attempts += 1
+            request.last_failure = why
+            request.last_code = code
+            if request.attempts > self.retries:
+                self._give_up(request)
+            stats.retries += 1
+            lost.append(index)
+
+        while done < len(requests):
+            lost = []
+            while queue and not recovering and len(outstanding) < window:
+                index = queue.popleft()
+                seq = self._next_seq()
+                if not outstanding:
+                    last_byte = time.monotonic()
+                self._write(encode_request(requests[index].command, requests[index].payload,
+                                           seq=seq))
+                stats.requests += 1
+                outstanding[seq] = index
+            data = self._read()
+            now = time.monotonic()
+            if data:
+                last_byte = now
+            discarded = decoder.discarded
+            for reply in decoder.feed(data):
+                if reply.seq not in outstanding:
+                    stats.stale_replies += 1
+                    continue
+                # Replies come in request order: the requests before this one lost theirs.
+                for seq in list(outstanding):
+                    if seq == reply.seq:
+                        break
+                    lose(outstanding.pop(seq), "its reply was lost or damaged")
+                    recovering = True
+                index = outstanding.pop(reply.seq)
+                request = requests[index]
+                if not reply.ok:
+                    code = ErrorCode(reply.status)
+                    stats.error_replies[code] = stats.error_replies.get(code, 0) + 1
+                    if code not in _TRANSIENT:
+                        raise BoardDeviceError(code, request.command)
+                    lose(index, f"the board answered {code.name}", code)
+                    recovering = True
+                    continue
+                if reply.command != request.command:
+                    lose(index, f"the reply was to {_name(reply.command)}")
+                    recovering = True
+                    continue
+                if request.reply_words is not None and \
+                        len(reply.payload) != 4 * request.reply_words:
+                    raise BoardProtocolError(
+                        f"the board answered {_name(request.command)} with "
+                        f"{len(reply.payload)} payload bytes, the protocol defines "
+                        f"{4 * request.reply_words}")
+                if check is not None:
+                    check(reply.payload)
+                results[index] = reply.payload
+                stats.replies += 1
+                done += 1
+                if progress is not None:
+                    progress.update(1)
+            if decoder.discarded != discarded:
+                if isinstance(decoder.last_error, VersionError):
+                    raise IncompatibleBoardError(f"the board answers with another protocol "
+                                                 f"version ({decoder.last_error})")
+                recovering = True
+            silent = now - last_byte
+            if outstanding and silent > (self.settle if recovering and not data and
+                                         decoder.pending == 0 and False else self.timeout):
+                for seq in list(outstanding):
+                    lose(outstanding.pop(seq), f"no reply within {self.timeout:g} s")
+                recovering = True
+            if recovering and not outstanding:
+                # Every request sent is answered or given up: let the line go idle so that
+                # the board's receiver resynchronises, then resend.
+                self._drain(self.settle)
+                decoder = self._decoder
+                recovering = False
+            if lost:
+                queue = deque(sorted(set(lost)) + list(queue))
+        return results
+
+    def _give_up(self, request):
+        why = request.last_failure
+        what = f"{_name(request.command)} failed {request.attempts} times (last: {why})"
+        if request.last_code is not None:
+            raise BoardDeviceError(request.last_code, request.command,
+                                   f"{what}; the board keeps answering "
+                                   f"{request.last_code.name}")
+        if why.startswith("no reply"):
+            raise BoardTimeoutError(f"the board on {self.name} stopped answering: {what}")
+        raise BoardProtocolError(f"the replies from {self.name} keep arriving damaged: {what}")
+
+
+def _encode(fmt, values, name, unit):
+    """Encode a (K, n) array as words like :func:`linkdyn.model.rnea_fixed`; name the state
+    and joint of the first value that does not fit."""
+    try:
+        return fmt.encode(values, name)
+    except FixedPointRangeError:
+        bad = ~np.isfinite(values)
+        with np.errstate(invalid="ignore"):
+            bad |= ~((values >= fmt.min_value) & (values <= fmt.max_value + fmt.resolution / 2))
+        states, joints = np.nonzero(bad)
+        if len(states):
+            k, j = int(states[0]), int(joints[0])
+        else:
+            k, j = 0, 0
+        raise FixedPointRangeError(
+            f"state {k}, joint {j + 1}: {name} = {float(values[k, j])!r} {unit} does not fit "
+            f"the board's {fmt.name} [{fmt.min_value!r}, {fmt.max_value!r}]") from None
+
+
+class _closing_on_error:
+    def __init__(self, board):
+        self.board = board
+
+    def __enter__(self):
+        return self.board
+
+    def __exit__(self, exc_type, *exc):
+        if exc_type is not None:
+            self.board.close()
