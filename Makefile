@@ -35,7 +35,7 @@ bench: install
 	$(PY) -m linkdyn.model.bench
 
 demo: install
-	$(PY) -m linkdyn.model.demo --out build/demo
+	$(PY) -m linkdyn.host.demo --out build/demo
 
 clean:
 	rm -rf build sim_build .pytest_cache .hypothesis

@@ -41,11 +41,10 @@ class MimasTop(BoardTop):
     platform_class = NumatoMimasPlatform
     family = "xc6s"
     oscillator = "clk100"
-    #: A node takes about 1,390 of the 5,720 LUT6 (4 of 16 DSP48A1, 2 of 32 RAMB16; node
-    #: bench) and the host link about 1,500: two nodes fit with room for routing, a third
-    #: fills the LUTs (allowed, reported; place and route may fail).
+    #: Yosys synthesis (synth_xilinx): 1 node 3,012 LUT6 (53 %), 2 nodes 4,881 (85 %), 3 nodes
+    #: more than the 5,720 the device has; a node also takes 4 of the 16 DSP48A1.
     default_nodes = 2
-    max_nodes = 3
+    max_nodes = 2
     default_clock_hz = 100_000_000
     uart_note = "header P1: rx P1-3 (P35), tx P1-4 (P34), 3.3 V USB-UART adapter"
     extra_resources = (HEADER_UART,)

@@ -48,11 +48,10 @@ class SK_XC6SLX9Top(BoardTop):
     platform_class = SK_XC6SLX9Platform
     family = "xc6s"
     oscillator = "clk50"
-    #: A node takes about 1,390 of the 5,720 LUT6 (4 of 16 DSP48A1, 2 of 32 RAMB16; node
-    #: bench) and the host link about 1,500: two nodes fit with room for routing, a third
-    #: fills the LUTs (allowed, reported; place and route may fail).
+    #: Yosys synthesis (synth_xilinx): 1 node 3,012 LUT6 (53 %), 2 nodes 4,881 (85 %), 3 nodes
+    #: more than the 5,720 the device has; a node also takes 4 of the 16 DSP48A1.
     default_nodes = 2
-    max_nodes = 3
+    max_nodes = 2
     default_clock_hz = 50_000_000
     uart_note = "header X7: rx X7-3 (P34), tx X7-5 (P33), 3.3 V USB-UART adapter"
     extra_resources = (HEADER_UART, *HEADER_LEDS)

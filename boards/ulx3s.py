@@ -30,9 +30,9 @@ class ULX3STop(BoardTop):
     family = "ecp5"
     oscillator = "clk25"
     default_nodes = 6
-    #: A node takes about 2,750 LUT4 slots (2,138 LUT4 + 307 CCU2C), 4 MULT18X18D and 4 DP16KD
-    #: (node bench, synth_ecp5); 28 leave room for the host link in the 83,640 LUT4 slots.
-    max_nodes = 28
+    #: A node of the chain takes about 3,400 TRELLIS_COMB, 4 MULT18X18D and 4 DP16KD (6-node
+    #: build: 22,811 / 24 / 27 with the host link); 23 fill the 83,640 LUT4 slots to ~95 %.
+    max_nodes = 23
     #: 75 MHz, not the 100 MHz goal: the host link's engine, the MAC's multiplier and the
     #: stand-in chain each close at about 80 MHz on an ECP5-6 (docs/performance.md, "Boards");
     #: 75 MHz makes 3 Mbaud exactly (divisor 25). Raise it when those paths are pipelined.

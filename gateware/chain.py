@@ -62,15 +62,28 @@ from .bus import RegisterBusSignature
 from .mailbox import Mailbox, message_layout
 from .node import REQUESTS, SLOT_OPS, LinkDynNode
 
-__all__ = ["LinkDynChain", "POLICIES", "STAGES", "parse_format", "main"]
+__all__ = ["LinkDynChain", "POLICIES", "TASKS", "STAGES", "parse_format", "main"]
 
 #: Update policies, see the module docstring.
 POLICIES = ("sequential", "pipelined")
 
-#: Progress of one sample on one node (per register bank): waiting for / running each request.
-STAGES = ("free", "want_joint", "joint", "want_forward", "forward", "want_backward", "backward")
+#: The requests of one sample on one node, in order (segments joint / forward / local /
+#: distal of the microprogram).
+TASKS = ("joint", "forward", "local", "backward")
 
-_FREE, _WANT_JOINT, _JOINT, _WANT_FORWARD, _FORWARD, _WANT_BACKWARD, _BACKWARD = range(7)
+#: Progress of one sample on one node (per register bank): free, then waiting for / running
+#: each task of :data:`TASKS`.
+STAGES = ("free",) + tuple(f"{prefix}{task}" for task in TASKS for prefix in ("want_", ""))
+
+_FREE = 0
+
+
+def _want(task):
+    return 1 + 2 * TASKS.index(task)
+
+
+def _run(task):
+    return 2 + 2 * TASKS.index(task)
 
 
 _COUNTER = 32
@@ -139,7 +152,7 @@ class LinkDynChain(wiring.Component):
         self._banks = banks
         self._tickets = 2 * banks if pipelined else 1
         self.nodes = [
-            LinkDynNode(fmt, split_joint=True, banks=banks,
+            LinkDynNode(fmt, split_joint=True, split_local=True, interlock=True, banks=banks,
                         inbox=(("forward_in",) if i > 0 else ())
                         + (("backward_in",) if i < n - 1 else ()))
             for i in range(n)
@@ -304,7 +317,8 @@ class LinkDynChain(wiring.Component):
             for b in range(1, banks):
                 with m.If(staging_bank == b):
                     m.d.comb += [s.eq(stage[i][b]), q.eq(queued[i][b])]
-            free_terms.append(~q & ((s == _FREE) | (s == _WANT_BACKWARD) | (s == _BACKWARD)))
+            # The inputs are read by joint, forward and local.
+            free_terms.append(~q & ((s == _FREE) | (s >= _want("backward"))))
         if banks == 1:
             free_terms = [in_flight == 0]
         m.d.comb += staging_free.eq(Cat(*free_terms).all())
@@ -321,7 +335,7 @@ class LinkDynChain(wiring.Component):
                 arrived = Const(1, 1)
                 if i < n - 1:
                     arrived = backward_boxes[i].words_present[b][backward_trigger]
-                choices.append(("backward", b, (stage[i][b] == _WANT_BACKWARD) & is_head
+                choices.append(("backward", b, (stage[i][b] == _want("backward")) & is_head
                                 & arrived & out_free))
             for b in range(banks):
                 out_free = Const(1, 1)
@@ -330,18 +344,19 @@ class LinkDynChain(wiring.Component):
                 arrived = Const(1, 1)
                 if i > 0:
                     arrived = forward_boxes[i - 1].words_present[b][forward_trigger]
-                choices.append(("forward", b, (stage[i][b] == _WANT_FORWARD) & arrived
+                choices.append(("forward", b, (stage[i][b] == _want("forward")) & arrived
                                 & out_free))
             for b in range(banks):
+                choices.append(("local", b, stage[i][b] == _want("local")))
+            for b in range(banks):
                 if banks > 1:
-                    # joint(k+1) only after forward(k) (the CORDIC latch is read in local):
+                    # joint(k+1) only after local(k) (the CORDIC latch is read in local):
                     # unless sample k (bank b-1) is finished here, it is at its backward stage.
                     previous = stage[i][(b - 1) % banks]
-                    after = ((head == b) | (previous == _WANT_BACKWARD)
-                             | (previous == _BACKWARD))
+                    after = (head == b) | (previous >= _want("backward"))
                 else:
                     after = Const(1, 1)
-                choices.append(("joint", b, (stage[i][b] == _WANT_JOINT) & after))
+                choices.append(("joint", b, (stage[i][b] == _want("joint")) & after))
 
             can_issue = node.ready & ~hold[i]
             issue = {(kind, b): Signal(name=f"node{i}_issue_{kind}_{b}")
@@ -368,17 +383,16 @@ class LinkDynChain(wiring.Component):
                 issued_here = Cat(*(issue[(kind, b)] for kind in REQUESTS)).any()
                 with m.If(done_here):
                     with m.Switch(done_kind):
-                        with m.Case(REQUESTS.index("joint")):
-                            m.d.sync += s.eq(_WANT_FORWARD)
-                        with m.Case(REQUESTS.index("forward")):
-                            m.d.sync += s.eq(_WANT_BACKWARD)
+                        for task, following in zip(TASKS, TASKS[1:]):
+                            with m.Case(REQUESTS.index(task)):
+                                m.d.sync += s.eq(_want(following))
                         with m.Case(REQUESTS.index("backward")):
-                            m.d.sync += [s.eq(Mux(q | start_here, _WANT_JOINT, _FREE)),
+                            m.d.sync += [s.eq(Mux(q | start_here, _want("joint"), _FREE)),
                                          q.eq(0)]
                 with m.Elif(issued_here):
                     m.d.sync += s.eq(s + 1)
                 with m.Elif(start_here & (s == _FREE)):
-                    m.d.sync += s.eq(_WANT_JOINT)
+                    m.d.sync += s.eq(_want("joint"))
                 with m.If(start_here & (s != _FREE) & ~(done_here & backward_done)):
                     m.d.sync += q.eq(1)
                 # Overflow of this node's current sample in bank b.

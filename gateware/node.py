@@ -30,7 +30,14 @@ Chain options (:mod:`linkdyn.gateware.chain`; all off by default, the node above
 
 * ``split_joint``: ``start_joint`` runs ``joint`` alone and ``start_forward`` runs ``forward``
   and ``local``, so that every node of a chain runs its ``joint`` segment at the start of an
-  update, without waiting for its proximal neighbour.
+  update, without waiting for its proximal neighbour. ``split_local``: ``start_local`` runs
+  ``local`` alone and ``start_forward`` stops after ``forward`` (finer requests interleave
+  better in a pipelined chain).
+* ``interlock``: no drain cycles after ``joint``, ``forward`` and ``local`` (the ``distal``
+  segment, which ends an update, keeps its drain); instead, an issue that reads a register whose
+  result is still in the MAC pipeline (its producer issued less than ``latency`` cycles ago)
+  stalls. Within a segment the schedule never does that; across requests the next one may start
+  while the previous one drains.
 * ``inbox``: the ``forward_in`` and/or ``backward_in`` words are read from a neighbour's mailbox
   (``inbox_*`` ports) instead of the register file. A term that reads an inbox word which is not
   present yet *stalls* the sequencer (the slot is issued again in the next cycle, the MAC sees a
@@ -60,8 +67,9 @@ __all__ = ["LinkDynNode", "ScheduleRom", "SLOT_OPS", "COUNTER_WIDTH", "REQUESTS"
 #: Slot operations, encoded as their index in the schedule ROM.
 SLOT_OPS = ("nop", "term", "lookup", "atan")
 
-#: Request kinds, in the order of the ``request_kind`` encoding.
-REQUESTS = ("joint", "forward", "backward")
+#: Request kinds, in the order of the ``request_kind`` encoding and of taking priority
+#: (the last first).
+REQUESTS = ("joint", "local", "forward", "backward")
 
 #: Register kinds a node may read from a neighbour's mailbox (``inbox``).
 INBOX_KINDS = ("forward_in", "backward_in")
@@ -116,13 +124,13 @@ class ScheduleRom(wiring.Component):
 class LinkDynNode(wiring.Component):
     """One LinkDyn node: register file, schedule ROM, sequencer, shared MAC, sine table, CORDIC.
 
-    Requests: a cycle with ``start_forward`` (``start_backward``, ``start_joint``) high makes the
-    request pending (sticky). While the node is idle and ``hold`` is low, a pending request is
-    taken (backward first, then forward, then joint): ``forward_ack`` (``backward_ack``,
-    ``joint_ack``) pulses for that cycle, and the run starts in the next. A request input high in
-    the cycle its request is taken belongs to that request (a trigger held until its acknowledge
-    starts one run). A running computation is never interrupted; requests arriving meanwhile
-    wait.
+    Requests: a cycle with ``start_forward`` (``start_backward``, ``start_joint``,
+    ``start_local``) high makes the request pending (sticky). While the node is idle and
+    ``hold`` is low, a pending request is taken (backward first, then forward, local, joint):
+    ``forward_ack`` (``backward_ack``, ...) pulses for that cycle, and the run starts in the
+    next. A request input high in the cycle its request is taken belongs to that request (a
+    trigger held until its acknowledge starts one run). A running computation is never
+    interrupted; requests arriving meanwhile wait.
 
     External port: ``ext_addr`` selects a register-file word. A write (``ext_write_enable``) is
     accepted in a cycle with ``ext_write_ready`` (while ``ready``; in a banked node, in every
@@ -136,8 +144,12 @@ class LinkDynNode(wiring.Component):
     fmt : QFormat
         Word format of the node (default Q15.16); its width must be 32 bits.
     split_joint : bool
-        ``start_joint`` runs the ``joint`` segment; ``start_forward`` runs ``forward`` and
-        ``local`` only.
+        ``start_joint`` runs the ``joint`` segment; ``start_forward`` no longer does.
+    split_local : bool
+        ``start_local`` runs the ``local`` segment; ``start_forward`` no longer does.
+    interlock : bool
+        Drop the drain cycles after ``joint``, ``forward`` and ``local``; stall an issue that
+        reads a result still in the MAC pipeline (see the module docstring).
     inbox : sequence of str
         Register kinds of :data:`INBOX_KINDS` read from the ``inbox_*`` port (a neighbour's
         mailbox) instead of the register file.
@@ -149,27 +161,24 @@ class LinkDynNode(wiring.Component):
     Members
     -------
     start_forward : In(1)
-        Request ``joint``, ``forward``, ``local`` (with ``split_joint``: ``forward``,
-        ``local``).
+        Request ``joint``, ``forward``, ``local`` (without the segments split off).
     start_backward : In(1)
         Request ``distal``.
-    start_joint : In(1)
-        With ``split_joint``: request ``joint``.
-    forward_bank, backward_bank, joint_bank : In(range(banks))
+    start_joint, start_local : In(1)
+        With ``split_joint`` (``split_local``): request ``joint`` (``local``).
+    forward_bank, backward_bank, joint_bank, local_bank : In(range(banks))
         Banked node: the bank of the request, sampled with its ``start_*``.
     hold : In(1)
         Take no pending request (the running one goes on): the node becomes idle, e.g. for
         external reads.
-    forward_ack, backward_ack, joint_ack : Out(1)
+    forward_ack, backward_ack, joint_ack, local_ack : Out(1)
         Pulse in the cycle the request is taken.
     forward_done : Out(1)
         Pulses in the first cycle the forward outputs (``omega``, ``omega_dot``, ``p_ddot``)
-        are in the register file.
+        are in the register file (without ``interlock``; with it, after their last issue).
     backward_done : Out(1)
         Pulses in the first cycle after the distal segment (``tau``, ``f_out``, ``mu_out``
         written); the node is idle again.
-    joint_done : Out(1)
-        With ``split_joint``: pulses in the first cycle after a joint run.
     request_done : Out(1)
         Pulses in the first cycle after any run; ``request_kind`` (index in :data:`REQUESTS`)
         and ``request_bank`` (banked node) say which.
@@ -183,8 +192,7 @@ class LinkDynNode(wiring.Component):
     ready : Out(1)
         Idle with no request pending.
     overflow : Out(1)
-        Sticky: some result saturated since the last forward request (with ``split_joint``:
-        joint request) was taken.
+        Sticky: some result saturated since the last request that runs ``joint`` was taken.
     forward_cycles, backward_cycles : Out(16)
         Duration of the last forward (backward) run, clock cycles from its first issue to its
         last write (stall cycles included).
@@ -218,6 +226,8 @@ class LinkDynNode(wiring.Component):
         The inbox word addressed is present (else the issue stalls).
     inbox_data : In(signed(32))
         The word addressed in the previous cycle.
+    stall : Out(1)
+        The slot at issue waits (inbox word missing, or operand interlock).
 
     Raises
     ------
@@ -229,7 +239,8 @@ class LinkDynNode(wiring.Component):
         ``inbox`` names another kind than :data:`INBOX_KINDS`, or ``banks`` is not 1, 2 or 4.
     """
 
-    def __init__(self, fmt=Q15_16, *, split_joint=False, inbox=(), banks=1):
+    def __init__(self, fmt=Q15_16, *, split_joint=False, split_local=False, interlock=False,
+                 inbox=(), banks=1):
         if not isinstance(fmt, QFormat):
             raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
         if fmt.width != WORD_WIDTH:
@@ -260,6 +271,8 @@ class LinkDynNode(wiring.Component):
         self._fmt = fmt
         self._program = program
         self._split_joint = bool(split_joint)
+        self._split_local = bool(split_local)
+        self._interlock = bool(interlock)
         self._inbox = tuple(kind for kind in INBOX_KINDS if kind in inbox)
         self._banks = banks
         self._banked = banks > 1
@@ -283,19 +296,33 @@ class LinkDynNode(wiring.Component):
         if self._inbox:
             fields["b_inbox"] = 1
         self._slot_layout = data.StructLayout(fields)
+        drains = ("distal",) if self._interlock else SEGMENTS
         self._rom, self._segment_start, self._latch_sides = self._build_rom(
-            program, self._inbox, self._banked)
-        members = {
-            "start_forward": In(1),
-            "start_backward": In(1),
-            "hold": In(1),
-            "forward_ack": Out(1),
-            "backward_ack": Out(1),
+            program, self._inbox, self._banked, drains)
+        if self._interlock:
+            self._check_atan_without_drains()
+        # Requests: name -> (first segment, last segment), in taking priority order (last
+        # first).
+        spans = {"backward": ("distal", "distal")}
+        first = "forward" if self._split_joint else "joint"
+        last = "forward" if self._split_local else "local"
+        spans["forward"] = (first, last)
+        if self._split_local:
+            spans["local"] = ("local", "local")
+        if self._split_joint:
+            spans["joint"] = ("joint", "joint")
+        self._requests = {name: spans[name] for name in REQUESTS if name in spans}
+        members = {"hold": In(1)}
+        for name in self._requests:
+            members[f"start_{name}"] = In(1)
+            members[f"{name}_ack"] = Out(1)
+        members.update({
             "forward_done": Out(1),
             "backward_done": Out(1),
             "request_done": Out(1),
             "request_kind": Out(range(len(REQUESTS))),
             "busy": Out(1),
+            "stall": Out(1),
             "segment": Out(range(len(SEGMENTS))),
             "ready": Out(1),
             "overflow": Out(1),
@@ -310,16 +337,13 @@ class LinkDynNode(wiring.Component):
             "result_addr": Out(self._addr_width),
             "result_data": Out(signed(WORD_WIDTH)),
             "result_overflow": Out(1),
-        }
-        if self._split_joint:
-            members.update({"start_joint": In(1), "joint_ack": Out(1), "joint_done": Out(1)})
+        })
         if self._banked:
             bank_shape = range(banks)
-            members.update({"forward_bank": In(bank_shape), "backward_bank": In(bank_shape),
-                            "bank": Out(bank_shape), "ext_bank": In(bank_shape),
+            for name in self._requests:
+                members[f"{name}_bank"] = In(bank_shape)
+            members.update({"bank": Out(bank_shape), "ext_bank": In(bank_shape),
                             "result_bank": Out(bank_shape), "request_bank": Out(bank_shape)})
-            if self._split_joint:
-                members["joint_bank"] = In(bank_shape)
         if self._inbox:
             members.update({"inbox_read": Out(1), "inbox_addr": Out(self._addr_width),
                             "inbox_bank": Out(range(banks)), "inbox_present": In(1),
@@ -327,17 +351,18 @@ class LinkDynNode(wiring.Component):
         super().__init__(members)
 
     @staticmethod
-    def _build_rom(program, inbox=(), banked=False):
+    def _build_rom(program, inbox=(), banked=False, drains=SEGMENTS):
         """Return the schedule ROM (a list of slot dicts), each segment's start address, and
         the latches read on each operand side.
 
-        Each segment's slots are followed by NOPs up to its ``.cycles``; a Dot's ``shift`` and
-        ``wraps`` are given with its first and its last term (the MAC samples them there).
-        Fields a slot does not use repeat the previous slot's value, which makes the ROM's
-        logic smaller. ``first`` is not stored: a term is the first of its Dot unless the slot
-        before it is a term that is not the last of its Dot (a Dot's terms issue back to back).
-        A term that reads an ``inbox`` word on side ``a`` has its operands swapped (products
-        and sums are symmetric), so that inbox words are always read on side ``b``.
+        The slots of the segments in ``drains`` are followed by NOPs up to the segment's
+        ``.cycles``; a Dot's ``shift`` and ``wraps`` are given with its first and its last term
+        (the MAC samples them there). Fields a slot does not use repeat the previous slot's
+        value, which makes the ROM's logic smaller. ``first`` is not stored: a term is the first
+        of its Dot unless the term issued before it is not the last of its Dot (a Dot's terms
+        issue in order, stall bubbles aside). A term that reads an ``inbox`` word on side ``a``
+        has its operands swapped (products and sums are symmetric), so that inbox words are
+        always read on side ``b``.
 
         Raises
         ------
@@ -412,10 +437,11 @@ class LinkDynNode(wiring.Component):
                 if inbox and slot.op != "term":
                     row["b_inbox"] = 0
                 rows.append(row)
-            nop = {"op": SLOT_OPS.index("nop")}
-            if inbox:
-                nop["b_inbox"] = 0
-            rows += [nop] * (segment.cycles - len(segment.slots))
+            if name in drains:
+                nop = {"op": SLOT_OPS.index("nop")}
+                if inbox:
+                    nop["b_inbox"] = 0
+                rows += [nop] * (segment.cycles - len(segment.slots))
         starts["end"] = len(rows)
         rom = []
         previous = dict.fromkeys(("a", "b", "add", "negate", "align", "last", "dst", "shift",
@@ -426,6 +452,22 @@ class LinkDynNode(wiring.Component):
         latch_sides = {side: tuple(name for name in LATCHES if name in used)
                        for side, used in sides.items()}
         return rom, starts, latch_sides
+
+    def _check_atan_without_drains(self):
+        """Check that, without drain cycles, the CORDIC result still comes before its read
+        (requests in between can only add cycles)."""
+        atan = self._program.registers.operand_address("atan")
+        issued = read = None
+        for address, row in enumerate(self._rom):
+            if row["op"] == SLOT_OPS.index("atan") and issued is None:
+                issued = address
+            elif (issued is not None and row["op"] == SLOT_OPS.index("term")
+                  and atan in (row["a"], row["b"])):
+                read = address
+                break
+        if issued is not None and read - issued < self._program.timing.atan:
+            raise ValueError(f"without drains the CORDIC result is read {read - issued} cycles "
+                             f"after its start, before it is ready")
 
     @property
     def fmt(self):
@@ -438,9 +480,9 @@ class LinkDynNode(wiring.Component):
         return self._program
 
     @property
-    def split_joint(self):
-        """bool: ``joint`` is a request of its own."""
-        return self._split_joint
+    def requests(self):
+        """dict of str to (str, str): the node's requests, ``name: (first, last segment)``."""
+        return dict(self._requests)
 
     @property
     def inbox(self):
@@ -451,6 +493,11 @@ class LinkDynNode(wiring.Component):
     def banks(self):
         """int: register banks (1: none)."""
         return self._banks
+
+    @property
+    def interlock(self):
+        """bool: no drains between segments, operand interlock instead."""
+        return self._interlock
 
     @property
     def addr_width(self):
@@ -467,23 +514,30 @@ class LinkDynNode(wiring.Component):
         """dict of str to int: ROM address of each segment's first slot (and ``"end"``)."""
         return dict(self._segment_start)
 
-    @property
-    def joint_request_cycles(self):
-        """int: cycles of a joint request (``split_joint``), ``joint.cycles``."""
-        return self._segment_start["forward"]
+    def _segment_index(self, name):
+        return SEGMENTS.index(name)
+
+    def request_span(self, name):
+        """Return the ROM addresses ``(first, last)`` of a request's run (no stalls)."""
+        first, last = self._requests[name]
+        following = SEGMENTS[SEGMENTS.index(last) + 1] if last != SEGMENTS[-1] else "end"
+        return self._segment_start[first], self._segment_start[following] - 1
+
+    def request_cycles(self, name):
+        """Return the cycles of a request's run without stalls."""
+        first, last = self.request_span(name)
+        return last - first + 1
 
     @property
     def forward_request_cycles(self):
-        """int: cycles of a forward request without stalls, ``joint + forward + local``
-        ``.cycles`` (with ``split_joint``: ``forward + local``)."""
-        if self._split_joint:
-            return self._segment_start["distal"] - self._segment_start["forward"]
-        return self._segment_start["distal"]
+        """int: cycles of a forward request without stalls (default node: ``joint + forward +
+        local`` ``.cycles``)."""
+        return self.request_cycles("forward")
 
     @property
     def backward_request_cycles(self):
         """int: cycles of a backward request without stalls, ``distal.cycles``."""
-        return self._segment_start["end"] - self._segment_start["distal"]
+        return self.request_cycles("backward")
 
     def elaborate(self, platform):
         m = Module()
@@ -493,6 +547,7 @@ class LinkDynNode(wiring.Component):
         banked = self._banked
         bank_bits = self._bank_bits
         width = self._addr_width
+        term_op = SLOT_OPS.index("term")
 
         m.submodules.mac = mac = MultiplyAccumulate(
             aligns=program.aligns, shifts=program.shifts, max_terms=program.max_terms,
@@ -520,101 +575,69 @@ class LinkDynNode(wiring.Component):
         running = Signal()
         kind = Signal(range(len(REQUESTS)))  # the running (last) request
         bank = Signal(range(self._banks))
-        pending_forward = Signal()
-        pending_backward = Signal()
-        pending_joint = Signal()
-        pending_forward_bank = Signal.like(bank)
-        pending_backward_bank = Signal.like(bank)
-        pending_joint_bank = Signal.like(bank)
         count = Signal(COUNTER_WIDTH)
         idle = ~running
-        take = idle & ~self.hold
-        take_backward = take & pending_backward
-        take_forward = take & pending_forward & ~pending_backward
-        take_joint = take & pending_joint & ~pending_forward & ~pending_backward
-        take_any = take_backward | take_forward | take_joint
-        starts_update = take_joint if self._split_joint else take_forward
+        stall = Signal()
+        names = list(self._requests)
+        pending = {name: Signal(name=f"pending_{name}") for name in names}
+        pending_bank = {name: Signal.like(bank, name=f"pending_{name}_bank") for name in names}
+        take = {}
+        blocked = self.hold | running
+        for name in reversed(names):  # backward first
+            take[name] = Signal(name=f"take_{name}")
+            m.d.comb += take[name].eq(~blocked & pending[name])
+            blocked = blocked | pending[name]
+        take_any = Cat(*take.values()).any()
+        update_start = "joint" if self._split_joint else "forward"
         m.d.comb += [
-            self.forward_ack.eq(take_forward),
-            self.backward_ack.eq(take_backward),
             self.busy.eq(running),
-            self.ready.eq(idle & ~pending_forward & ~pending_backward & ~pending_joint),
+            self.stall.eq(stall),
+            self.ready.eq(idle & ~Cat(*pending.values()).any()),
             rom_port.addr.eq(pc_next),
-            mac.clear_overflow.eq(starts_update),
+            mac.clear_overflow.eq(take[update_start]),
             self.overflow.eq(mac.overflow),
             self.request_kind.eq(kind),
         ]
-        start_joint = self.start_joint if self._split_joint else 0
-        if self._split_joint:
-            m.d.comb += self.joint_ack.eq(take_joint)
+        for name in names:
+            start = getattr(self, f"start_{name}")
+            m.d.comb += getattr(self, f"{name}_ack").eq(take[name])
+            m.d.sync += pending[name].eq((pending[name] | start) & ~take[name])
+            if banked:
+                with m.If(start):
+                    m.d.sync += pending_bank[name].eq(getattr(self, f"{name}_bank"))
+        if banked:
+            m.d.comb += [self.bank.eq(bank), self.request_bank.eq(bank)]
         m.d.sync += [
-            pending_forward.eq((pending_forward | self.start_forward) & ~take_forward),
-            pending_backward.eq((pending_backward | self.start_backward) & ~take_backward),
-            pending_joint.eq((pending_joint | start_joint) & ~take_joint),
             self.forward_done.eq(0),
             self.backward_done.eq(0),
             self.request_done.eq(0),
             pc.eq(pc_next),
         ]
-        if self._split_joint:
-            m.d.sync += self.joint_done.eq(0)
-        if banked:
-            for start, pending_bank, bank_in in (
-                    (self.start_forward, pending_forward_bank, self.forward_bank),
-                    (self.start_backward, pending_backward_bank, self.backward_bank),
-                    (start_joint, pending_joint_bank,
-                     self.joint_bank if self._split_joint else 0)):
-                with m.If(start):
-                    m.d.sync += pending_bank.eq(bank_in)
-            m.d.comb += [self.bank.eq(bank), self.request_bank.eq(bank)]
 
-        # An issue that reads an inbox word which is not present yet stalls: the slot stays.
-        stall = Signal()
-        if self._inbox:
-            reads_inbox = (slot.op == SLOT_OPS.index("term")) & slot.b_inbox
-            m.d.comb += [
-                self.inbox_read.eq(running & reads_inbox),
-                self.inbox_addr.eq(slot.b),
-                self.inbox_bank.eq(bank),
-                stall.eq(running & reads_inbox & ~self.inbox_present),
-            ]
-
-        joint_end = starts["forward"] - 1
-        forward_end = starts["distal"] - 1
-        backward_end = starts["end"] - 1
         m.d.comb += pc_next.eq(pc)
         with m.If(take_any):
-            forward_start = starts["forward"] if self._split_joint else starts["joint"]
-            m.d.comb += pc_next.eq(Mux(take_backward, starts["distal"],
-                                       Mux(take_forward, forward_start, starts["joint"])))
-            m.d.sync += [
-                running.eq(1),
-                kind.eq(Mux(take_backward, REQUESTS.index("backward"),
-                            Mux(take_forward, REQUESTS.index("forward"),
-                                REQUESTS.index("joint")))),
-                bank.eq(Mux(take_backward, pending_backward_bank,
-                            Mux(take_forward, pending_forward_bank, pending_joint_bank))),
-                count.eq(0),
-            ]
+            for name in names:
+                with m.If(take[name]):
+                    m.d.comb += pc_next.eq(self.request_span(name)[0])
+                    m.d.sync += [kind.eq(REQUESTS.index(name)), bank.eq(pending_bank[name])]
+            m.d.sync += [running.eq(1), count.eq(0)]
         with m.Elif(running):
             m.d.sync += count.eq(count + 1)
-            is_joint = kind == REQUESTS.index("joint")
-            is_forward = kind == REQUESTS.index("forward")
-            is_backward = kind == REQUESTS.index("backward")
             with m.If(~stall):
                 m.d.comb += pc_next.eq(pc + 1)
-                with m.If(is_forward & (pc == starts["local"] - 1)):
-                    m.d.sync += self.forward_done.eq(1)
-                with m.If((is_joint & (pc == joint_end)) | (is_forward & (pc == forward_end))
-                          | (is_backward & (pc == backward_end))):
-                    m.d.sync += [running.eq(0), self.request_done.eq(1)]
-                if self._split_joint:
-                    with m.If(is_joint & (pc == joint_end)):
-                        m.d.sync += self.joint_done.eq(1)
-                with m.If(is_forward & (pc == forward_end)):
-                    m.d.sync += self.forward_cycles.eq(count + 1)
-                with m.If(is_backward & (pc == backward_end)):
-                    m.d.sync += [self.backward_cycles.eq(count + 1), self.backward_done.eq(1)]
+                forward_first, _ = self._requests["forward"]
+                if SEGMENTS.index(forward_first) <= SEGMENTS.index("forward"):
+                    with m.If((kind == REQUESTS.index("forward"))
+                              & (pc == starts["local"] - 1)):
+                        m.d.sync += self.forward_done.eq(1)
+                for name in names:
+                    with m.If((kind == REQUESTS.index(name)) & (pc == self.request_span(name)[1])):
+                        m.d.sync += [running.eq(0), self.request_done.eq(1)]
+                        if name == "forward":
+                            m.d.sync += self.forward_cycles.eq(count + 1)
+                        if name == "backward":
+                            m.d.sync += [self.backward_cycles.eq(count + 1),
+                                         self.backward_done.eq(1)]
 
         for index, name in enumerate(SEGMENTS[1:], start=1):
             with m.If(pc >= starts[name]):
@@ -632,17 +655,51 @@ class LinkDynNode(wiring.Component):
                 with m.If((self.ext_addr >= start) & (self.ext_addr < stop)):
                     m.d.comb += ext_banked.eq(1)
         ext_address = physical(self.ext_addr, ext_banked, self.ext_bank if banked else 0)
+        slot_a = physical(slot.a, slot.a_banked if banked else None, bank)
+        slot_b = physical(slot.b, slot.b_banked if banked else None, bank)
         m.d.comb += [
-            read_a.addr.eq(Mux(running, physical(slot.a, slot.a_banked if banked else None, bank),
-                               ext_address)),
-            read_b.addr.eq(physical(slot.b, slot.b_banked if banked else None, bank)),
+            read_a.addr.eq(Mux(running, slot_a, ext_address)),
+            read_b.addr.eq(slot_b),
             self.ext_read_data.eq(read_a.data),
         ]
+
+        # -- stalls: an inbox word not present yet; an operand still in the MAC pipeline --
+        is_term_slot = slot.op == term_op
+        stall_terms = []
+        if self._inbox:
+            reads_inbox = is_term_slot & slot.b_inbox
+            m.d.comb += [
+                self.inbox_read.eq(running & reads_inbox),
+                self.inbox_addr.eq(slot.b),
+                self.inbox_bank.eq(bank),
+            ]
+            stall_terms.append(reads_inbox & ~self.inbox_present)
+        if self._interlock:
+            # The destinations of the last terms issued in the previous `latency - 1` cycles.
+            depth = program.timing.latency - 1
+            in_flight = [Signal(len(slot_a) + 1, name=f"in_flight_{k}") for k in range(depth)]
+            issues_last = running & ~stall & is_term_slot & slot.last
+            m.d.sync += in_flight[0].eq(Cat(physical(slot.dst, Const(1, 1), bank),
+                                            issues_last))
+            for k in range(1, depth):
+                m.d.sync += in_flight[k].eq(in_flight[k - 1])
+            reads_a = (is_term_slot | (slot.op == SLOT_OPS.index("lookup"))
+                       | (slot.op == SLOT_OPS.index("atan")))
+            reads_b = is_term_slot
+            if self._inbox:
+                reads_b = reads_b & ~slot.b_inbox
+            for entry in in_flight:
+                valid, address = entry[-1], entry[:-1]
+                stall_terms.append(valid & ((reads_a & (address == slot_a))
+                                            | (reads_b & (address == slot_b))))
+        if stall_terms:
+            m.d.comb += stall.eq(running & Cat(*stall_terms).any())
+
         issued = Signal(self._slot_layout, name="issued")
         issued_valid = Signal()
         issued_bank = Signal.like(bank)
         m.d.sync += [issued.eq(slot), issued_valid.eq(running & ~stall), issued_bank.eq(bank)]
-        is_term = issued_valid & (issued.op == SLOT_OPS.index("term"))
+        is_term = issued_valid & (issued.op == term_op)
         # A term opens a Dot unless the term before it left one open (stall bubbles between the
         # terms of a Dot do not close it).
         dot_open = Signal()

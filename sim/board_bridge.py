@@ -11,8 +11,8 @@ serial line on each pin. Two line drivers, chosen with ``LINKDYN_BRIDGE_LINE``:
 ``"bytes"`` (default, fast)
     :class:`ByteLine`: cocotb hands up to ``SEND_BYTES`` bytes at a time to the testbench's
     8N1 serialiser, which shifts them onto ``rx`` back to back at the board's divisor; the
-    testbench's 8N1 receiver samples ``tx`` in the middle of every bit and stores the bytes in a
-    ring that cocotb reads. Python runs a few times per frame, not per bit.
+    testbench's 8N1 receiver samples ``tx`` in the middle of every bit and shifts the bytes into a
+    register that cocotb reads. Python runs a few times per frame, not per bit.
 ``"bits"``
     :class:`UARTSource` / :class:`UARTSink`: cocotb drives ``rx`` and samples ``tx`` itself,
     one ``Timer`` per bit (slower; a cross-check of the byte driver).
@@ -190,7 +190,7 @@ class ByteLine:
     bit_steps : int
         One bit, simulator steps.
     send_bytes, recv_bytes : int
-        Sizes of the testbench's send buffer and receive ring.
+        Sizes of the testbench's send buffer and receive register.
 
     Attributes
     ----------
@@ -236,12 +236,12 @@ class ByteLine:
         if not new:
             return b""
         if new > self.recv_bytes:
-            raise RuntimeError(f"the receive ring overflowed ({new} bytes since the last poll)")
-        ring = self.dut.tb_recv_data.value.to_unsigned().to_bytes(self.recv_bytes, "little")
-        start = self._received % self.recv_bytes
-        data = (ring + ring)[start:start + new]
+            raise RuntimeError(f"the receive register overflowed ({new} bytes since the last "
+                               "poll)")
+        # The newest byte is the most significant one of the shift register.
+        last = self.dut.tb_recv_data.value.to_unsigned().to_bytes(self.recv_bytes, "little")
         self._received = count
-        return data
+        return last[self.recv_bytes - new:]
 
     @property
     def frame_errors(self):
@@ -443,7 +443,7 @@ async def _serve_bytes(dut, config, pty, bit_steps, trace):
         if sending or pending:
             last_activity = now
             poll_cycles = config["poll_cycles"]
-            # Wake when the serialiser is done, or before the receive ring can fill up.
+            # Wake when the serialiser is done, or before the receive register can fill up.
             wait = max(period, min(line.send_until - now, config["max_poll_cycles"] * period))
             await Timer(wait, "step")
             continue

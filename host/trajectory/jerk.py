@@ -269,9 +269,9 @@ class _Planner:
         return _FAIL_LATE, math.inf, states, inputs
 
     #: Braking strengths tried for a test trajectory, strongest first (see :meth:`test`).
-    BRAKING = (1.0, 0.5)
+    BRAKING = (1.0, 0.5, 0.25)
 
-    def test(self, start, first_input=None, tolerance=None):
+    def test(self, start, first_input=None, tolerance=None, scales=None):
         """Return a stop trajectory from ``start`` ending at rest, or ``None``.
 
         With ``first_input`` the first step uses it (then the braking profile starts at the
@@ -285,15 +285,20 @@ class _Planner:
         where the path bends sharply (the ``3 q'' sd sdd`` part of the joint jerk outgrows the
         limit at large ``|sdd|``) although a gentler stop exists, so when it fails the braking
         input is weakened to ``BRAKING`` times ``u_min`` (bounded by the admissible interval)
-        before the state is declared not continuable.
+        before the state is declared not continuable. A stop that stays on the path is preferred
+        to one that runs past its end. The result's fourth entry is the braking scale used;
+        ``scales`` restricts the ones tried.
         """
         self.tests += 1
         tol = self.tolerance if tolerance is None else tolerance
-        for scale in self.BRAKING:
+        past_end = None
+        for scale in (self.BRAKING if scales is None else scales):
             result = self._test(start, first_input, tol, scale)
             if result is not None:
-                return result
-        return None
+                if not result[2]:
+                    return result
+                past_end = past_end or result
+        return past_end
 
     def _test(self, start, first_input, tol, scale):
         """One stop trajectory with braking input ``scale * u_min`` (see :meth:`test`)."""
@@ -456,7 +461,7 @@ class _Planner:
         if any(st[1] < 0 for st in states):
             return None
         reaches_end = any(st[0] > p.s1 for st in states)
-        return states, inputs, reaches_end
+        return states, inputs, reaches_end, scale
 
 
 def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=None,
@@ -482,7 +487,8 @@ def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=No
         ``max(2000, 200 * length)``.
     velocity_tolerance : float
         A test trajectory ends when ``sdd = 0`` and ``0 <= sd <=`` this (1/s in units of ``s``);
-        the final stop at the end of the path is solved to 1e-10 and made exact rest.
+        so does the motion, within ``END_TOLERANCE`` of the end of the path (the last state is
+        kept as computed, not rounded to rest, so the samples stay consistent).
     max_steps : int, optional
         Give up after this many steps (default: 100 times the steps of a slow crawl).
     progress : bool
@@ -533,7 +539,8 @@ def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=No
             test = planner.test(state, first_input=high)
         if test is not None and test[2]:
             base = fallback[1][0] if fallback is not None and len(fallback[1]) else 0.0
-            final = _final_approach(planner, state, min(max(base, low), high), high, end)
+            final = _final_approach(planner, state, min(max(base, low), high), high, end,
+                                    scale=test[3])
             if final is not None:
                 states.extend(final[0][1:])
                 inputs.extend(final[1])
@@ -573,16 +580,17 @@ def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=No
                           fallbacks)
 
 
-def _final_approach(planner, state, low, high, end):
-    """Choose this step's input in ``[low, high]`` so that the stop ends exactly at ``end``.
+def _final_approach(planner, state, low, high, end, scale=1.0):
+    """Choose this step's input in ``[low, high]`` so that the stop ends at ``end``.
 
     ``low`` is the input of a known stop that ends before ``end`` (the previous test
-    trajectory's), ``high`` one whose stop runs past it. Returns the stop trajectory made exact
-    rest at its end, or ``None`` if no stop within 1e-9 of ``end`` is found (the main loop then
-    carries on and tries again).
+    trajectory's), ``high`` one whose stop runs past it. Returns the stop trajectory, or
+    ``None`` if no stop within ``END_TOLERANCE`` of ``end`` is found (the main loop then
+    carries on and tries again). Every stop uses the braking ``scale`` of the test that ran
+    past the end, so that where it ends varies continuously with the input.
     """
     def stop_at(rho):
-        test = planner.test(state, first_input=low + rho * (high - low))
+        test = planner.test(state, first_input=low + rho * (high - low), scales=(scale,))
         if test is None:
             return None, None
         return test, test[0][-1][0]
