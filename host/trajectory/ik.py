@@ -41,7 +41,7 @@ would still cross a limit is clamped there (velocity zeroed) and counted in
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -275,7 +275,6 @@ class TrackingResult:
     limited: np.ndarray
     clamped: int = 0
     diverged: bool = False
-    extra: dict = field(default_factory=dict)
 
     @property
     def max_position_error(self):
@@ -370,8 +369,7 @@ def well_conditioned_configuration(robot, *, samples=4000, seed=0):
     frames = link_frames(robot, q)
     jac = jacobian(robot, q, frames=frames)
     height = (frames[:, -1] @ robot.tool)[:, 2, 3] - robot.base[2, 3]
-    sigma_min = np.linalg.svd(jac, compute_uv=False)[:, -1] if robot.n >= 6 else \
-        np.linalg.svd(jac, compute_uv=False)[:, robot.n - 1]
+    sigma_min = np.linalg.svd(jac, compute_uv=False)[:, -1]
     score = np.where(height >= 0, sigma_min, -np.inf)
     return q[int(np.argmax(score))]
 
@@ -392,9 +390,9 @@ def _apply_limits(q, qd, qdd, dt, low, high, qd_max, qdd_max, braking):
     """Limit one step's acceleration; return ``(qdd, number of joints changed)``.
 
     Order: scale the acceleration vector uniformly to ``qdd_max``; clip each next velocity to
-    ``+-qd_max`` and to the braking curve ``sqrt(2 b d)`` (``d``: distance to the position
-    limit, ``b``: 90 % of the braking acceleration, leaving room for the discrete steps); clip
-    it again to what ``qdd_max`` can reach in one step, so the acceleration limit always holds.
+    ``+-qd_max`` and to the largest speed from which the joint can still stop before its
+    position limit (discrete braking curve, ``b``: 90 % of the braking acceleration); clip it
+    again to what ``qdd_max`` can reach in one step, so the acceleration limit always holds.
     """
     peak = np.max(np.abs(qdd) / qdd_max)
     changed = 0

