@@ -1,6 +1,6 @@
 """Build a board: bitstream (open flow) or synthesis report and ISE build tree (Spartan-6).
 
-Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 75]
+Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 50]
 [--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined] [--synth-only]``;
 ``--list`` prints the boards.
 

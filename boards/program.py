@@ -21,6 +21,7 @@ Exit status:
 """
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -96,6 +97,11 @@ def program(name, bitstream=None, *, flash=False, progress=print):
     if not bitstream.is_file():
         raise ProgramError(f"no bitstream at {bitstream}: build it first with "
                            f"'python -m linkdyn.boards.build --board {name}'", EXIT_NO_BITSTREAM)
+    report = bitstream.with_name("report.json")
+    if report.is_file():
+        status = json.loads(report.read_text()).get("status")
+        if status == "timing-failed":
+            progress(f"warning: {report} says this build did not meet timing")
     target = ["-b", OPENFPGALOADER_BOARDS[name]]
     progress(f"looking for a {BOARDS[name].title}: {' '.join([*loader, *target, '--detect'])}")
     detect = subprocess.run([*loader, *target, "--detect"], capture_output=True, text=True)

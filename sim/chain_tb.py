@@ -16,6 +16,8 @@ environment variables:
     Pipelined policy: updates the driver keeps in flight (default 3).
 ``LINKDYN_CHAIN_SUMMARY``
     Path of a JSON summary the tests write (states checked, cycles, seconds).
+``LINKDYN_CHAIN_RESULTS``
+    Path of a JSON file that receives every update's ``tau`` words, per case.
 
 The layers follow cocotb's examples: :class:`RegisterBus` drives the register bus (the
 protocol engine's side of :class:`~linkdyn.gateware.bus.RegisterBusSignature`);
@@ -338,6 +340,7 @@ async def chain_matches_golden_model(dut):
     summary = {"policy": policy, "cases": []}
     scoreboard = Scoreboard()
     monitor = None
+    results = []
     for spec in cases:
         wall = time.monotonic()
         case = build_case(spec)
@@ -383,10 +386,14 @@ async def chain_matches_golden_model(dut):
         })
         dut._log.info("%s: %d states checked, %d cycles, %.1f s", spec["robot"],
                       scoreboard.checked - before, cycles, time.monotonic() - wall)
+        results.append({"robot": spec["robot"], "tau": [u.tau for u in updates],
+                        "overflow": [u.overflow for u in updates]})
     summary["checked"] = scoreboard.checked
     summary["base_wrenches_checked"] = scoreboard.wrenches
     summary["transactions"] = bus.transactions
-    path = os.environ.get("LINKDYN_CHAIN_SUMMARY")
-    if path:
-        with open(path, "w") as file:
-            json.dump(summary, file, indent=1)
+    for variable, content in (("LINKDYN_CHAIN_SUMMARY", summary),
+                              ("LINKDYN_CHAIN_RESULTS", {"cases": results})):
+        path = os.environ.get(variable)
+        if path:
+            with open(path, "w") as file:
+                json.dump(content, file, indent=1)

@@ -34,8 +34,8 @@ def register(subparsers):
     parser = subparsers.add_parser(
         "trajectory", help="Cartesian figure-eight tracking and time-optimal retiming",
         description="Generate joint trajectories: track a Cartesian figure-eight with an IK "
-                    "mapping (seed 001), or retime a joint path time-optimally (toppra) or with "
-                    "a jerk limit (seed 002 ch. 2). Output: CSV (t, q, qd, qdd), JSON summary "
+                    "mapping (virtual forward dynamics, Jacobian inverse/transpose or damped least squares), or retime a joint path time-optimally (toppra) or with "
+                    "a jerk limit (online jerk-limited path following). Output: CSV (t, q, qd, qdd), JSON summary "
                     "and PNG plots.")
     commands = parser.add_subparsers(dest="trajectory_command", metavar="SUBCOMMAND",
                                      required=True)
@@ -44,7 +44,7 @@ def register(subparsers):
         "eight", help="track a Lissajous figure-eight with an IK mapping",
         description="Track a figure-eight (source paper Sect. 4.4) in the x-y plane of the tool "
                     "at a well-conditioned start configuration, with one of the mappings of "
-                    "seed 001, and write q, qd, qdd at the control rate.")
+                    "virtual forward dynamics, damped least squares, Jacobian inverse or transpose, and write q, qd, qdd at the control rate.")
     _robot_arguments(eight)
     eight.add_argument("--ik", required=True, choices=("fd", "dls", "jinv", "jt"),
                        help="mapping: fd = virtual forward dynamics, dls = damped least "
@@ -78,7 +78,7 @@ def register(subparsers):
         description="Keep the geometric joint path of a trajectory CSV and give it a new time "
                     "law: time-optimal under velocity, acceleration and torque limits (toppra; "
                     "checked against an independent linear program) or, with --jerk-limit, the "
-                    "jerk-limited online method of seed 002 ch. 2.")
+                    "online jerk-limited method (path jerk as input, continuability tests).")
     _robot_arguments(retime)
     retime.add_argument("--path", required=True, help="input trajectory CSV (t, q.., qd.., qdd..)")
     retime.add_argument("--jerk-limit", type=float,
@@ -119,6 +119,8 @@ def _output(text):
         raise CommandError(f"--out must name a .csv file, not {text!r}")
     if out.is_dir():
         raise CommandError(f"--out {text!r} is a directory")
+    if not out.parent.is_dir():
+        raise CommandError(f"--out {text!r}: folder {str(out.parent)!r} does not exist")
     return out
 
 
