@@ -10,7 +10,8 @@ Structure::
       ^ base motion (node 0's forward_in, host-written)      zero wrench (node n-1's backward_in)
       | base wrench (node 0's f_out, mu_out)
 
-Every node is a :class:`~linkdyn.gateware.node.LinkDynNode` with ``split_joint`` and its
+Every node is a :class:`~linkdyn.gateware.node.LinkDynNode` with one request per segment
+(``split_joint``, ``split_local``), no drain cycles between them (``interlock``) and an
 ``inbox`` reading the mailboxes of its neighbours (:class:`~linkdyn.gateware.mailbox.Mailbox`):
 the sender's MAC writes each message word into the mailbox as it produces it (the node's
 ``result_*`` port), and the receiver reads the mailbox directly as an operand source, stalling
@@ -18,9 +19,10 @@ on a word that has not arrived yet. So a node may start a request before its nei
 finished, and each hop costs only the distance between the neighbour producing a word and the
 node needing it, not a whole segment plus a copy.
 
-Update (one sample): all nodes run ``joint`` at once; node i runs ``forward`` + ``local`` as
-soon as node i-1 has started its own; node n-1 then runs ``distal`` at once, node i as soon as
-node i+1 has started its ``distal``. The update ends when every node has finished ``distal``.
+Update (one sample): all nodes run ``joint`` at once; node i runs ``forward`` once the first
+word it reads from node i-1 has arrived, then ``local``; node n-1 then runs ``distal``, node i
+once the first word it reads from node i+1 has arrived. The update ends when every node has
+finished ``distal``.
 
 Policies (:data:`POLICIES`, the constructor's ``policy``):
 
@@ -28,13 +30,14 @@ Policies (:data:`POLICIES`, the constructor's ``policy``):
     One update at a time (paper: sequential update). CONTROL.start is refused while an update
     runs, and so is every node register write.
 ``"pipelined"``
-    The nodes have two register banks (:data:`~linkdyn.model.microprogram.BANKED_KINDS`) and
-    the mailboxes two slots: sample k uses bank ``k mod 2``. A node may run the joint, forward
-    and local segments of sample k+1 before the distal segment of sample k ("a node starts the
-    next forward pass while the previous backward pass runs further up"). CONTROL.start, and
-    the input writes of the next sample (which go to the bank it will use), are accepted as
-    soon as every node has finished the forward request of the sample that used that bank
-    before (two samples back), even while updates run; at most four updates are in flight.
+    The nodes have ``banks`` register banks (default 4,
+    :data:`~linkdyn.model.microprogram.BANKED_KINDS`) and the mailboxes as many slots: sample k
+    uses bank ``k mod banks``. A node may run the joint, forward and local segments of later
+    samples before the distal segment of sample k ("a node starts the next forward pass while
+    the previous backward pass runs further up"). CONTROL.start, and the input writes of the
+    next sample (which go to the bank it will use), are taken as soon as every node has
+    finished the local request of the sample that used that bank before, even while updates
+    run; at most ``2 * banks`` updates are in flight.
 
 The control block (``docs/protocol.md``, :mod:`linkdyn.model.protocol`) and the node access
 rules are those of the protocol. See ``docs/chain.md`` for the bus semantics of each policy.
@@ -147,8 +150,8 @@ class LinkDynChain(wiring.Component):
         if banks is None:
             banks = BANKS if pipelined else 1
         if banks not in ((2, 4) if pipelined else (1,)):
-            raise ValueError(f"The {policy} policy needs "
-                             f"{'2 or 4 banks' if pipelined else '1 bank'}, not {banks!r}")
+            raise ValueError(f"Bank count of the {policy} policy must be "
+                             f"{'2 or 4' if pipelined else '1'}, not {banks!r}")
         self._banks = banks
         self._tickets = 2 * banks if pipelined else 1
         self.nodes = [
@@ -180,7 +183,7 @@ class LinkDynChain(wiring.Component):
 
     @property
     def banks(self):
-        """int: register banks of the nodes and slots of the mailboxes (1 or 2)."""
+        """int: register banks of the nodes and slots of the mailboxes (1, 2 or 4)."""
         return self._banks
 
     @property
@@ -210,7 +213,8 @@ class LinkDynChain(wiring.Component):
             receivers = [rmap[target].address for _, target in layout]
             start = node.segment_start[segment]
             for row in node.rom[start:node.segment_start["end"]]:
-                if row["op"] == SLOT_OPS.index("term") and row.get("b_inbox") and row["b"] in receivers:
+                if (row["op"] == SLOT_OPS.index("term") and row.get("b_inbox")
+                        and row["b"] in receivers):
                     return receivers.index(row["b"])
             raise AssertionError(f"the {segment} segment reads no mailbox word")
 
@@ -306,8 +310,9 @@ class LinkDynChain(wiring.Component):
         start_event = Signal()   # an update starts (CONTROL.start accepted)
         clear_event = Signal()
 
-        # The staging bank is free for the next sample: every node has finished the forward
-        # request of the sample that used it before, and nothing is queued on it.
+        # The staging bank is free for the next sample: every node has finished the local
+        # request of the sample that used it before (the last to read its inputs), and nothing
+        # is queued on it.
         staging_free = Signal()
         free_terms = [in_flight < tickets]
         for i in range(n):
@@ -325,7 +330,8 @@ class LinkDynChain(wiring.Component):
 
         for i, node in enumerate(nodes):
             head = ticket_bank(head_ticket[i])
-            # Eligible requests, in priority order: backward (head sample only), forward, joint.
+            # Eligible requests, in priority order: backward (head sample only), forward, local,
+            # joint.
             choices = []
             for b in range(banks):
                 is_head = (head == b) if banks > 1 else Const(1, 1)
@@ -459,28 +465,32 @@ class LinkDynChain(wiring.Component):
                     m.d.sync += done_mask[t].eq(0)
         m.d.sync += in_flight.eq(in_flight + start_event - finish_event)
         with m.If(clear_event):
-            m.d.sync += overflow_sticky.eq(0)
+            # An update finishing in the cycle of the clear keeps its flags.
+            m.d.sync += overflow_sticky.eq(Mux(finish_event, finish_overflow, 0))
         with m.Elif(finish_event):
             m.d.sync += overflow_sticky.eq(overflow_sticky | finish_overflow)
         busy = in_flight != 0
         m.d.comb += [self.busy.eq(busy), self.overflow_sticky.eq(overflow_sticky)]
 
-        # -- tau of every update, per node and ticket, for reads that never wait --------------
-        tau_address = rmap["tau"].address
-        tau_words = []
+        # -- the results of every update, per ticket, for reads that never wait: every node's
+        #    tau, and node 0's f_out, mu_out (the base wrench) --------------------------------
+        shadowed = {}  # (node, address) -> word of the last finished update
         for i, node in enumerate(nodes):
-            memory = Memory(shape=WORD_WIDTH, depth=tickets, init=[])
-            m.submodules[f"tau{i}"] = memory
-            write = memory.write_port()
-            read = memory.read_port(domain="comb")
-            m.d.comb += [
-                write.en.eq(node.result_valid & (node.result_addr == tau_address)),
-                write.data.eq(node.result_data),
-                read.addr.eq(result_ticket),
-            ]
-            if tickets > 1:
-                m.d.comb += write.addr.eq(head_ticket[i])
-            tau_words.append(read.data)
+            names = ["tau"] + ([source for source, _ in backward] if i == 0 else [])
+            for name in names:
+                address = rmap[name].address
+                memory = Memory(shape=WORD_WIDTH, depth=tickets, init=[])
+                m.submodules[f"result{i}_{name}"] = memory
+                write = memory.write_port()
+                read = memory.read_port(domain="comb")
+                m.d.comb += [
+                    write.en.eq(node.result_valid & (node.result_addr == address)),
+                    write.data.eq(node.result_data),
+                    read.addr.eq(result_ticket),
+                ]
+                if tickets > 1:
+                    m.d.comb += write.addr.eq(head_ticket[i])
+                shadowed[(i, address)] = read.data
 
         # -- register bus ----------------------------------------------------------------------
         status = Cat(busy, ever_started & ~busy, overflow_sticky.any())
@@ -495,9 +505,13 @@ class LinkDynChain(wiring.Component):
         read_target = Signal(range(n))
         read_addr = Signal.like(target_addr)
         m.d.comb += [target.eq(bus.node), target_addr.eq(bus.addr)]
-        # Node reads: tau from its shadow, mailbox words from the sender's register, the rest
-        # from the node (held idle).
-        is_tau = bus.addr == tau_address
+        # Node reads: results from their shadows, mailbox words from the sender's register,
+        # the rest from the node (held idle).
+        is_shadowed = Signal()
+        shadow_word = Signal(WORD_WIDTH)
+        for (i, address), word in shadowed.items():
+            with m.If((bus.node == i) & (bus.addr == address)):
+                m.d.comb += [is_shadowed.eq(1), shadow_word.eq(word)]
         m.d.comb += [read_target.eq(target), read_addr.eq(target_addr)]
         with m.Switch(bus.addr):
             for _, (source, receiver) in enumerate(forward):
@@ -518,11 +532,6 @@ class LinkDynChain(wiring.Component):
         node_hold = Signal()
         access_node = Signal(range(n))
         access_addr = Signal.like(target_addr)
-        tau_word = Signal(WORD_WIDTH)
-        with m.Switch(bus.node):
-            for i in range(n):
-                with m.Case(i):
-                    m.d.comb += tau_word.eq(tau_words[i])
         read_data = Signal(WORD_WIDTH)
         write_ready = Signal()
         busy_of = Signal()
@@ -578,8 +587,8 @@ class LinkDynChain(wiring.Component):
                     with m.Else():
                         m.d.sync += [access_node.eq(target), access_addr.eq(target_addr)]
                         m.next = "WRITE"
-                with m.Elif(is_tau):
-                    m.d.comb += [bus.ready.eq(1), bus.rdata.eq(tau_word)]
+                with m.Elif(is_shadowed):
+                    m.d.comb += [bus.ready.eq(1), bus.rdata.eq(shadow_word)]
                     m.next = "IDLE"
                 with m.Else():
                     m.d.sync += [access_node.eq(read_target), access_addr.eq(read_addr)]

@@ -29,7 +29,7 @@ from amaranth.lib.wiring import In, Out
 from linkdyn.model.fixedpoint import Q15_16, WORD_WIDTH, ceil_log2
 from linkdyn.model.golden import microprogram
 
-__all__ = ["Mailbox", "DIRECTIONS", "message_layout"]
+__all__ = ["Mailbox", "DIRECTIONS", "message_layout", "message_table"]
 
 #: Mailbox directions: ``"forward"`` (proximal to distal), ``"backward"`` (distal to proximal).
 DIRECTIONS = ("forward", "backward")
@@ -61,6 +61,25 @@ def message_layout(direction, fmt=Q15_16):
         raise ValueError(f"Direction must be one of {DIRECTIONS!r}, not {direction!r}")
     rmap = microprogram(fmt).registers
     return list(rmap.forward_message if direction == "forward" else rmap.backward_message)
+
+
+def message_table(direction, fmt=Q15_16):
+    """Return the Markdown table of a mailbox message (``docs/chain.md`` shows it).
+
+    One row per word: index, the sender's register (its address in the node map), the
+    receiver's register, the quantity with its frame (the sender register's documentation, in
+    the sender's numbering: its own link is link i), unit and number format.
+    """
+    rmap = microprogram(fmt).registers
+    lines = ["| word | sender register (address) | receiver register (address) | quantity, "
+             "frame (sender's numbering) | unit | format |", "|---:|---|---|---|---|---|"]
+    for word, (source, target) in enumerate(message_layout(direction, fmt)):
+        reg = rmap[source]
+        doc = reg.doc.replace(" (p_ddot includes -g)", "")
+        lines.append(f"| {word} | `{source}` ({reg.address}) | `{target}` "
+                     f"({rmap[target].address}) | {doc} | {reg.unit} | "
+                     f"{fmt.name if reg.format.name == 'word' else reg.format.name} |")
+    return "\n".join(lines)
 
 
 class Mailbox(wiring.Component):

