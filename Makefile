@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 
 BOARD  ?= ulx3s
-NODES  ?= 6
+NODES  ?=
 POLICY ?= sequential
 
 .PHONY: install test test-long bench demo verilog bitstream program clean
@@ -41,10 +41,10 @@ bench: install
 	$(PY) -m linkdyn.host.bench
 
 verilog: install
-	$(PY) -m linkdyn.gateware.chain --nodes $(NODES) --policy $(POLICY) --out build/verilog/linkdyn_chain_$(NODES).v
+	$(PY) -m linkdyn.gateware.chain --nodes $(or $(NODES),6) --policy $(POLICY) --out build/verilog/linkdyn_chain_$(or $(NODES),6).v
 
 bitstream: install
-	$(PY) -m linkdyn.boards.build --board $(BOARD) --nodes $(NODES)
+	$(PY) -m linkdyn.boards.build --board $(BOARD) $(if $(NODES),--nodes $(NODES)) $(if $(CLOCK_MHZ),--clock-mhz $(CLOCK_MHZ))
 
 program: install
 	$(PY) -m linkdyn.boards.program --board $(BOARD)

@@ -53,7 +53,9 @@ def table(reports):
         cycles = f"{r['update_latency_cycles']} / {r['update_interval_cycles']}"
         if r["cycles_source"].startswith("model schedule"):
             cycles += " (schedule)"
-        chain = "FakeChain (stand-in)" if r["chain"] == "fake" else r["chain"]
+        chain = {"fake": "FakeChain (stand-in)",
+                 "linkdyn": f"LinkDynChain ({r.get('policy') or 'sequential'})"}.get(
+                     r["chain"], r["chain"])
         lines.append(
             f"| {r['title']} | {r['part']} | {r['nodes']} | {chain} | {r['clock_mhz']:g} | "
             f"{fmax} | {_cell(r, 'luts')} | {_cell(r, 'ffs')} | {_cell(r, 'dsps')} | "

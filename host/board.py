@@ -26,13 +26,17 @@ dropped.
 
 Retrying is safe for every command because every request the host sends is *self-contained*:
 INFO, READ, STATUS read; WRITE, LOAD_ROBOT and CLEAR set the same words again; and a STEP is a
-pure function of the words it carries and of state the host has confirmed before streaming
-(the robot's constants, and the external wrench registers: zeroed by a confirmed WRITE before
-STEPs without a wrench are sent, or carried in every STEP frame). A STEP whose reply was lost
-has run on the board, and running it again gives the same torques; the only trace is the
-board's UPDATE_COUNT, which advances once per execution. The host checks that UPDATE_COUNT
-increases from reply to reply (a reply matched to the wrong request would break it) and
-reports the updates the board ran in :attr:`BoardResult.updates`.
+pure function of the words it carries and of state the host has confirmed before streaming:
+the robot's constants (LOAD_ROBOT, read back) and the external wrench registers, which a STEP
+without wrench words leaves as they are. With ``f_ext`` every STEP frame carries the wrench;
+without, the host first runs one confirmed STEP with a zero state and a zero wrench per
+register bank the chain may have (:data:`linkdyn.model.microprogram.BANKS`; a pipelined chain
+writes each sample's inputs into the next bank), once, and again after any call with a wrench
+or a WRITE to the inputs. A STEP whose reply was lost has run on the board, and running it
+again gives the same torques; the only trace is the board's UPDATE_COUNT, which advances once
+per execution. The host checks that UPDATE_COUNT increases from reply to reply (a reply matched
+to the wrong request, or a board reset in between, would break it) and reports the updates the
+board ran in :attr:`BoardResult.updates`.
 
 Saturation
 ----------
@@ -62,6 +66,7 @@ import serial
 from ..model.fixedpoint import FixedPointRangeError, QFormat, WORD_WIDTH
 from ..model.protocol import (
     CONTROL_NODE, CRC16, CRC_BYTES, DEFAULT_BAUDRATE, INFO_COUNT, INTER_BYTE_TIMEOUT, MAGIC,
+    WORD_BYTES,
     PROTOCOL_VERSION, REPLY_HEADER, REPLY_HEADER_BYTES, REPLY_SYNC, REQUEST_HEADER,
     REQUEST_HEADER_BYTES, REQUEST_SYNC,
     STATUS_COUNT, STEP_TIMEOUT, BuildInfo, ChainStatus, ChecksumError, Command, ErrorCode,
@@ -821,11 +826,16 @@ class Board:
         return single, [row.tobytes() for row in payloads]
 
     def _zero_wrench(self, spec):
-        # A STEP without wrench words leaves the wrench registers as they are: make them zero
-        # with a confirmed WRITE before streaming, so that every STEP is self-contained.
-        zeros = [0] * (spec.input_count - 3)
-        self._exchange([_Request(Command.WRITE, write_payload(i, spec.input_address + 3, zeros),
-                                 0) for i in range(spec.n_nodes)])
+        # A STEP without wrench words leaves the wrench registers as they are. Make them zero
+        # before streaming, so that every STEP is self-contained: one confirmed STEP with a
+        # zero state and a zero wrench per register bank a chain may have (a pipelined chain
+        # writes each sample's inputs into the next of BANKS banks, docs/chain.md; a WRITE
+        # would reach one bank only), one at a time. Their results are not used.
+        from ..model.microprogram import BANKS
+        zero = bytes(WORD_BYTES * spec.step_words(True))
+        for _ in range(BANKS):
+            self._exchange([_Request(Command.STEP, zero, spec.step_reply_words)],
+                           check=self._check_step)
         self._wrench_zero = True
 
     def _update_count(self):

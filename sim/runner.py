@@ -231,8 +231,9 @@ def run_cocotb(toplevel, verilog_sources, test_module, build_dir, extra_env=None
     extra = {}
     if results_xml is not None:
         extra["results_xml"] = str(build_dir / results_xml)
-    results = runner.test(hdl_toplevel=toplevel, test_module=test_module,
-                          extra_env=dict(extra_env or {}), testcase=testcase,
+    results = runner.test(hdl_toplevel=toplevel, hdl_toplevel_lang="verilog",
+                          test_module=test_module, extra_env=dict(extra_env or {}),
+                          testcase=testcase,
                           build_dir=build_dir, test_dir=build_dir, timescale=TIMESCALE, **extra)
     total, failed = get_results(results)
     assert total > 0, f"cocotb ran no test of {test_module}"

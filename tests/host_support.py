@@ -25,7 +25,7 @@ from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.sim.runner import SimulatorMissing
 
 #: The chain of the simulated board: "fake" (FakeChain) or "linkdyn" (LinkDynChain).
-CHAIN = "fake"
+CHAIN = "linkdyn"
 NODES = 6
 ROBOT = load_robot("ur5")
 

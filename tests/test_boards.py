@@ -19,7 +19,6 @@ from fractions import Fraction
 
 import pytest
 from amaranth import Elaboratable, Module
-from amaranth.lib import wiring
 
 from linkdyn.boards import BOARD_IDS, BOARDS, board
 from linkdyn.boards import build as build_module
