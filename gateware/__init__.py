@@ -4,7 +4,9 @@
 - :class:`SineCosineLookup` — the quarter-wave sine table with interpolation operands
   (:mod:`.sincos`);
 - :class:`CordicArctangent` — the friction arctangent (:mod:`.cordic`);
-- :class:`LinkDynNode` — one node: register file, schedule ROM, sequencer (:mod:`.node`).
+- :class:`LinkDynNode` — one node: register file, schedule ROM, sequencer (:mod:`.node`);
+- :class:`Mailbox` — a neighbour mailbox, one per hop and direction (:mod:`.mailbox`);
+- :class:`LinkDynChain` — n nodes over mailboxes behind the host's register bus (:mod:`.chain`).
 
 Every block is bit-exact with the fixed-point golden model (:mod:`linkdyn.model.golden`).
 """
@@ -13,5 +15,8 @@ from .cordic import CordicArctangent
 from .mac import MultiplyAccumulate
 from .node import LinkDynNode
 from .sincos import SineCosineLookup
+from .mailbox import Mailbox
+from .chain import LinkDynChain
 
-__all__ = ["MultiplyAccumulate", "SineCosineLookup", "CordicArctangent", "LinkDynNode"]
+__all__ = ["MultiplyAccumulate", "SineCosineLookup", "CordicArctangent", "LinkDynNode",
+           "Mailbox", "LinkDynChain"]

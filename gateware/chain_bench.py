@@ -54,8 +54,8 @@ def measure(n, policy, *, streamed=STREAMED, window=WINDOW, seed=1):
     -------
     dict
         ``latency_last_tau``, ``latency_cycles`` (one update on an idle chain),
-        ``interval`` (steady state, median), ``latency_loaded`` (median LATENCY_CYCLES while
-        streaming), ``matches_golden`` (every update's ``tau`` words), ``seconds`` (wall time).
+        ``interval`` (steady state: the mean start-to-start distance over the second half of
+        the streamed updates), ``latency_loaded`` (median LATENCY_CYCLES while streaming), ``matches_golden`` (every update's ``tau`` words), ``seconds`` (wall time).
     """
     from linkdyn.sim.chain_cases import build_case
 
@@ -69,12 +69,15 @@ def measure(n, policy, *, streamed=STREAMED, window=WINDOW, seed=1):
     words = [single.tau] + [record.tau for record in records]
     matches = words == [[int(w) for w in row] for row in case.tau_words]
     steady = records[len(records) // 2:]
+    # The mean start-to-start distance of the steady state (single intervals vary: starts
+    # bunch up behind a bank that frees late).
+    interval = (steady[-1].start_cycle - steady[0].start_cycle) / (len(steady) - 1)
     return {
         "n": n,
         "policy": policy,
         "latency_last_tau": single.last_tau_latency,
         "latency_cycles": single.latency,
-        "interval": int(statistics.median(record.interval for record in steady)),
+        "interval": round(interval),
         "latency_loaded": int(statistics.median(record.latency for record in steady)),
         "matches_golden": matches,
         "seconds": time.monotonic() - wall,
@@ -97,70 +100,94 @@ def report(results):
     program = microprogram()
     terms = sum(segment.mac_terms for segment in program.segments.values())
     cycles = sum(segment.cycles for segment in program.segments.values())
+    # The chain's nodes: one request per segment, no drain but after distal (LinkDynNode with
+    # split_joint, split_local, interlock).
+    segments = program.segments
+    requests = len(segments)
+    busy = (sum(len(segments[name].slots) for name in ("joint", "forward", "local"))
+            + segments["distal"].cycles)
+    handshake = 2 * requests
     by = {(r["n"], r["policy"]): r for r in results}
     six = by.get((6, "sequential"))
     six_pipelined = by.get((6, "pipelined"))
     pipelined = [r["interval"] for r in results if r["policy"] == "pipelined"]
+    sequential = sorted((r["n"], r["latency_last_tau"]) for r in results
+                        if r["policy"] == "sequential")
     lines = [
         "## Chain",
         "",
         "`linkdyn.gateware.chain.LinkDynChain` (Q15.16, one MAC per node), figures from "
-        "`python -m linkdyn.gateware.chain_bench` (Amaranth simulator, driven through the "
-        "register bus as the host link does; a random robot per node count, every `tau` word "
-        "checked against the golden model). Cycles of the chain's clock.",
+        "`python -m linkdyn.gateware.chain_bench --write-docs docs/performance.md` (Amaranth "
+        "simulator, the chain driven through its register bus as the host link drives it; a "
+        "random robot per node count, every `tau` word checked against the golden model). "
+        "Cycles of the chain's clock.",
         "",
         _table(results),
         "",
         "- latency to last tau: one update on an idle chain, from the cycle CONTROL.start is "
-        "written to the cycle the last node's `tau` is written (node 1's: the backward pass "
-        "ends there); LATENCY_CYCLES: to the end of the update (node 1's base wrench written, "
+        "written to the cycle the last `tau` is written (node 1's: the backward pass ends "
+        "there); LATENCY_CYCLES: to the end of the update (node 1's base wrench written, "
         "STATUS.done), the chain's own counter.",
-        "- interval: start to start in the steady state with the host feeding states as fast as "
-        "the chain takes them (3n joint words over the bus, 3 cycles each, then CONTROL.start); "
-        f"pipelined with up to {WINDOW} updates in flight. Sequential: the next state's words can "
-        "only be written once the update has ended, so interval = latency + bus writes.",
-        "- latency while streaming: the median LATENCY_CYCLES of the streamed updates "
-        "(pipelined: each update also waits for its predecessors' work on every node).",
+        "- interval: start to start in the steady state (the mean over the second half of "
+        f"{STREAMED} streamed updates), the host feeding states as fast as the chain takes them "
+        "(3n joint words over the register bus, 3 cycles each, then CONTROL.start). "
+        "Sequential: the next state's words can only be written once the update has ended, so "
+        f"interval = latency + the bus writes. Pipelined: up to {WINDOW} updates in flight.",
+        f"- latency while streaming: the median LATENCY_CYCLES of the streamed updates; with "
+        f"{WINDOW} updates in flight each one waits for its predecessors' work on every node, "
+        f"so it is about {WINDOW} intervals (Little's law), not the idle-chain latency.",
         "",
         "Goals (6 nodes, one MAC per node):",
         "",
     ]
     if six is not None:
         met = six["latency_last_tau"] <= 500
-        lines.append(f"- latency <= 500 cycles: {six['latency_last_tau']} to the last torque "
-                     f"({six['latency_cycles']} to the end of the update): "
+        lines.append(f"- latency <= 500 cycles: {six['latency_last_tau']} cycles to the last "
+                     f"torque ({six['latency_cycles']} to the end of the update), "
                      f"**{'met' if met else 'not met'}**.")
     if six_pipelined is not None and pipelined:
         lines.append(
-            f"- pipelined, a new update every <= 150 cycles whatever n: "
-            f"{min(pipelined)} .. {max(pipelined)} cycles for n = 1 .. 8 "
-            f"({six_pipelined['interval']} at n = 6): **not met**, and it cannot be with one MAC "
-            f"per node: every node executes {terms} MAC terms per update, one per cycle, so the "
-            f"interval is at least {terms} cycles.")
+            f"- pipelined, a new update every <= 150 cycles whatever n: {min(pipelined)} .. "
+            f"{max(pipelined)} cycles for n = 1 .. 8 ({six_pipelined['interval']} at n = 6), "
+            f"independent of n, but **not met**; it cannot be met with one MAC per node: every "
+            f"node executes {terms} MAC terms per update, one per cycle, so no node can take "
+            f"updates faster than one per {terms} cycles.")
     lines += [
         "",
-        "Where the interval goes (pipelined): it does not grow with n, it is the busy time of "
-        f"one node per update. The microprogram's four segments take {cycles} cycles for "
-        f"{terms} terms; the chain's nodes drop the drain cycles after `joint`, `forward` and "
-        "`local` (an operand interlock stalls the few issues that would read a result still in "
-        f"the MAC pipeline instead), which leaves {cycles - 15} cycles: {terms} terms, 11 NOPs in "
-        "`joint` (the sine table's latency), 5 NOPs in `local`, the 5-cycle drain of `distal` "
-        "(an update ends only when its wrench is written); each of the node's four requests "
-        "costs 2 more cycles (idle, acknowledge), and the stall cycles waiting for a neighbour's "
-        "word come on top. The 156-cycle bound would need the MAC busy on every cycle: "
-        "filling the `joint` NOPs with another sample's work and taking the next request in "
-        "the cycle the previous one issues its last slot.",
+        f"Where the interval goes (pipelined): it is the busy time of one node per update, "
+        f"whatever n. The microprogram's segments take {cycles} cycles for {terms} MAC terms. "
+        f"The chain's nodes drop the 5 drain cycles after `joint`, `forward` and `local` (an "
+        f"operand interlock stalls an issue that would read a result still in the MAC pipeline "
+        f"instead), which leaves {busy} cycles per update: the {terms} terms, the 2 slots that "
+        f"start the sine table and the CORDIC, 11 NOPs in `joint` (the table's latency), 5 in "
+        f"`local`, and the 5-cycle drain of `distal` (an update ends when its wrench is "
+        f"written). Each of the node's {requests} "
+        f"requests costs 2 more cycles (the node goes idle, the chain's controller sees it and "
+        f"issues the next request, the node takes it): {busy + handshake} cycles, plus the "
+        f"cycles a node stalls on a neighbour's word. Reaching {terms} would need the MAC busy "
+        f"in every cycle: the `joint` NOPs filled with another sample's work and each request "
+        f"taken in the cycle its predecessor issues its last slot.",
+    ]
+    if len(sequential) > 1:
+        (n0, l0), (n1, l1) = sequential[0], sequential[-1]
+        slope = (l1 - l0) / (n1 - n0)
+        lines += [
+            "",
+            f"Where the latency goes (sequential): {slope:.0f} cycles per node plus "
+            f"{l0 - slope * n0:.0f}. All nodes run `joint` at once. Node i+1 starts its "
+            f"`forward` segment when the first word it reads from node i arrives and stalls on "
+            f"the later ones: a forward hop costs about 25 cycles, set by node i's last word, "
+            f"`p_ddot_x`, written 55 cycles into its segment and read 30 cycles into node i+1's. "
+            f"The last node then runs `local` and `distal`, and the backward pass climbs the "
+            f"chain at about 31 cycles a hop: node i reads `f_in` in its first slots, node i+1 "
+            f"writes `f_out` last. Both hop costs come from the microprogram's schedule, which "
+            f"orders each segment for one node alone; a schedule that wrote the message words "
+            f"first and read the incoming ones last would shorten them.",
+        ]
+    lines += [
         "",
-        "Where the latency goes (sequential, n nodes): all nodes run `joint` at once; each "
-        "forward hop costs about 25 cycles (node i+1 starts its `forward` segment when the first "
-        "word it needs arrives and stalls on later ones: the hop is set by the last word the "
-        "proximal node produces, `p_ddot_x`, 55 cycles into its segment, which the distal node "
-        "reads 30 cycles into its own); the last node runs `local` (71) and `distal`; each "
-        "backward hop costs about 31 cycles (node i needs `f_in` at once, node i+1 writes "
-        "`f_out` last). Hence about 56 cycles per node plus a constant, the table's slope.",
-        "",
-        f"Machine: {platform.machine()}, shared with other jobs (the figures are cycle counts of "
-        f"the simulation and do not depend on it); {datetime.date.today().isoformat()}.",
+        f"Machine: {platform.machine()}, shared with other jobs (the figures are cycle counts "
+        f"and do not depend on it); {datetime.date.today().isoformat()}.",
     ]
     return "\n".join(lines) + "\n"
 
