@@ -951,7 +951,12 @@ class Board:
             if data:
                 last_byte = now
             discarded = decoder.discarded
-            for reply in decoder.feed(data):
+            replies = decoder.feed(data)
+            if decoder.pending and now - last_byte > self.settle:
+                # The line went idle inside a frame: its sync byte was false (a damaged reply
+                # can announce a long payload); the replies behind it are still good.
+                replies += decoder.flush()
+            for reply in replies:
                 if reply.seq not in outstanding:
                     stats.stale_replies += 1
                     continue

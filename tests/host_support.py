@@ -85,6 +85,9 @@ class ReferenceSerial:
         Replies that are not delivered.
     damage_requests : set of int
         Requests whose last payload byte is flipped before the board sees them.
+    false_sync_replies : set of int
+        Replies damaged into a false frame start: the sync byte of a header announcing a
+        payload longer than the replies that follow, 9 bytes into the frame.
     mute_after : int or None
         Deliver no reply after this many.
     """
@@ -99,6 +102,7 @@ class ReferenceSerial:
         self.replies = 0
         self.damage_replies = set()
         self.drop_replies = set()
+        self.false_sync_replies = set()
         self.damage_requests = set()
         self.mute_after = None
         self._out = bytearray()
@@ -124,6 +128,10 @@ class ReferenceSerial:
                 continue
             if index in self.damage_replies:
                 frame[min(9, len(frame) - 1)] ^= 0x01
+            if index in self.false_sync_replies:
+                header = bytes((P.REPLY_SYNC, P.PROTOCOL_VERSION, 0, P.Command.STEP,
+                                P.ErrorCode.OK)) + self.spec.max_payload_bytes.to_bytes(2, "little")
+                frame[9:9 + len(header)] = header
             self._out += frame
 
     @property

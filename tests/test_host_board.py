@@ -202,6 +202,22 @@ def test_a_damaged_reply_is_retried_and_never_used():
     assert board.statistics.damaged_bytes > 0
 
 
+def test_a_damaged_reply_that_looks_like_a_long_frame_costs_only_itself():
+    # The damage plants a false sync byte whose header announces more payload than the
+    # replies still in flight carry: once the line is idle the decoder gives that frame up and
+    # finds the replies behind it, which are used, not resent.
+    q, qd, qdd = _states(20)
+    port = ReferenceSerial()
+    with _board(port, settle=0.01) as board:
+        _prepare(board)
+        port.false_sync_replies = {port.replies + 6}
+        result = board.rnea(q, qd, qdd)
+        assert board.window() > 8
+    np.testing.assert_array_equal(result.tau_words, _expected(q, qd, qdd)[0])
+    assert (result.retries, result.updates) == (1, 21)
+    assert board.statistics.damaged_bytes > 0
+
+
 def test_a_lost_reply_is_retried():
     q, qd, qdd = _states(12)
     port = ReferenceSerial()
