@@ -58,14 +58,16 @@ from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH, ceil_log2
 from linkdyn.model.golden import microprogram
 from linkdyn.model.microprogram import BANKS
 from linkdyn.model.protocol import (
-    CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, MAX_NODES, ProtocolSpec, control_register,
+    CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, MAX_NODES, ProtocolSpec,
+    control_register,
 )
 
 from .bus import RegisterBusSignature
 from .mailbox import Mailbox, message_layout
 from .node import REQUESTS, SLOT_OPS, LinkDynNode
 
-__all__ = ["LinkDynChain", "POLICIES", "TASKS", "STAGES", "parse_format", "main"]
+__all__ = ["LinkDynChain", "POLICIES", "TASKS", "STAGES", "RESULT_SELECT", "RESULT_FOLLOW",
+           "parse_format", "main"]
 
 #: Update policies, see the module docstring.
 POLICIES = ("sequential", "pipelined")
@@ -90,6 +92,15 @@ def _run(task):
 
 
 _COUNTER = 32
+
+#: Address of the chain's RESULT_SELECT register in the control block (an extension of the
+#: protocol's control map, proposed for it; see docs/chain.md). Read/write: which finished
+#: update the result reads (``tau`` of every node, node 0's base wrench, OVERFLOW) show.
+RESULT_SELECT = 0x15
+#: RESULT_SELECT value (bit 31) for "the last update finished" (the default).
+RESULT_FOLLOW = 1 << 31
+
+assert all(reg.address != RESULT_SELECT for reg in CONTROL_REGISTERS)
 
 
 class LinkDynChain(wiring.Component):
@@ -284,6 +295,7 @@ class LinkDynChain(wiring.Component):
         done_mask = [Signal(n, name=f"done_mask_{t}") for t in range(tickets)]
         ticket_overflow = [Signal(n, name=f"ticket_overflow_{t}") for t in range(tickets)]
         last_start = Signal(_COUNTER)
+        started_count = Signal(_COUNTER)
         latency = Signal(_COUNTER)
         interval = Signal(_COUNTER)
         update_count = Signal(_COUNTER)
@@ -295,8 +307,15 @@ class LinkDynChain(wiring.Component):
         def ticket_bank(ticket):
             return ticket[:bank_bits] if banks > 1 else Const(0, 1)
 
+        # The update the result reads show: the last finished one, or one the host selected
+        # (RESULT_SELECT).
+        select_follow = Signal(init=1)
+        select_ticket = Signal(range(tickets))
+        select_number = Signal(_COUNTER)
+        view_ticket = Signal(range(tickets))
+        m.d.comb += view_ticket.eq(Mux(select_follow, result_ticket, select_ticket))
         staging_bank = ticket_bank(started)
-        result_bank = ticket_bank(result_ticket)
+        result_bank = ticket_bank(view_ticket)
 
         # -- per node progress -----------------------------------------------------------------
         stage = [[Signal(range(len(STAGES)), name=f"node{i}_stage_{b}") for b in range(banks)]
@@ -437,6 +456,7 @@ class LinkDynChain(wiring.Component):
         with m.If(start_event):
             m.d.sync += [
                 started.eq(started + 1 if tickets > 1 else 0),
+                started_count.eq(started_count + 1),
                 interval.eq(now - last_start),
                 last_start.eq(now),
                 ever_started.eq(1),
@@ -486,7 +506,7 @@ class LinkDynChain(wiring.Component):
                 m.d.comb += [
                     write.en.eq(node.result_valid & (node.result_addr == address)),
                     write.data.eq(node.result_data),
-                    read.addr.eq(result_ticket),
+                    read.addr.eq(view_ticket),
                 ]
                 if tickets > 1:
                     m.d.comb += write.addr.eq(head_ticket[i])
@@ -494,10 +514,20 @@ class LinkDynChain(wiring.Component):
 
         # -- register bus ----------------------------------------------------------------------
         status = Cat(busy, ever_started & ~busy, overflow_sticky.any())
+        selected_overflow = Signal(n)
+        for t in range(tickets):
+            with m.If(select_ticket == t):
+                m.d.comb += selected_overflow.eq(ticket_overflow[t])
         control_words = {
-            "STATUS": status, "OVERFLOW": overflow, "OVERFLOW_STICKY": overflow_sticky,
-            "LATENCY_CYCLES": latency, "INTERVAL_CYCLES": interval, "UPDATE_COUNT": update_count,
+            "STATUS": status, "OVERFLOW": Mux(select_follow, overflow, selected_overflow),
+            "OVERFLOW_STICKY": overflow_sticky, "LATENCY_CYCLES": latency,
+            "INTERVAL_CYCLES": interval, "UPDATE_COUNT": update_count,
         }
+        # RESULT_SELECT: update number v (1-based, as UPDATE_COUNT counts) is selectable while
+        # it has finished and its ticket has not been reused: started_count - tickets < v.
+        select_value = bus.wdata[:_COUNTER - 1]
+        select_valid = ((select_value != 0) & (select_value <= update_count)
+                        & (select_value + tickets > started_count))
         control_address = control_register("CONTROL").address
         is_node = bus.node < n
         target = Signal(range(n))          # node of a node-register access
@@ -561,7 +591,18 @@ class LinkDynChain(wiring.Component):
                     with m.If(bus.we):
                         start = (bus.wdata & CONTROL_START).any()
                         clear = (bus.wdata & CONTROL_CLEAR).any()
-                        with m.If(bus.addr != control_address):
+                        with m.If(bus.addr == RESULT_SELECT):
+                            with m.If(bus.wdata[_COUNTER - 1]):
+                                m.d.comb += bus.rdata.eq(bus.wdata)
+                                m.d.sync += select_follow.eq(1)
+                            with m.Elif(select_valid):
+                                m.d.comb += bus.rdata.eq(bus.wdata)
+                                m.d.sync += [select_follow.eq(0),
+                                             select_number.eq(select_value),
+                                             select_ticket.eq(select_value - 1)]
+                            with m.Else():
+                                m.d.comb += bus.error.eq(1)
+                        with m.Elif(bus.addr != control_address):
                             m.d.comb += bus.error.eq(1)
                         with m.Elif(start & ~staging_free):
                             m.d.comb += bus.error.eq(1)
@@ -572,6 +613,9 @@ class LinkDynChain(wiring.Component):
                         with m.Switch(bus.addr):
                             with m.Case(control_address):
                                 m.d.comb += bus.rdata.eq(0)
+                            with m.Case(RESULT_SELECT):
+                                m.d.comb += bus.rdata.eq(Mux(select_follow, RESULT_FOLLOW,
+                                                             select_number))
                             for name, value in control_words.items():
                                 with m.Case(control_register(name).address):
                                     m.d.comb += bus.rdata.eq(value)

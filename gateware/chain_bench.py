@@ -39,21 +39,25 @@ from linkdyn.model.golden import microprogram
 from .chain import POLICIES, LinkDynChain
 from .chain_testbench import simulate
 
-__all__ = ["measure", "report", "write_section", "main"]
+__all__ = ["measure", "node_busy_cycles", "report", "write_section", "main"]
 
 #: Updates streamed to measure the interval.
 STREAMED = 14
-#: Pipelined: updates the bench keeps in flight.
-WINDOW = 4
 
 
-def measure(n, policy, *, streamed=STREAMED, window=WINDOW, seed=1):
+def measure(n, policy, *, streamed=STREAMED, window=None, seed=1):
     """Simulate one chain and return its figures.
+
+    Parameters
+    ----------
+    window : int, optional
+        Pipelined: updates kept in flight; default the fewest that keep every node busy,
+        ``ceil(latency / node busy cycles) + 1`` (more only add waiting to the latency).
 
     Returns
     -------
     dict
-        ``latency_last_tau``, ``latency_cycles`` (one update on an idle chain),
+        ``latency_last_tau``, ``latency_cycles`` (one update on an idle chain), ``window``,
         ``interval`` (steady state: the mean start-to-start distance over the second half of
         the streamed updates), ``latency_loaded`` (median LATENCY_CYCLES while streaming), ``matches_golden`` (every update's ``tau`` words), ``seconds`` (wall time).
     """
@@ -64,6 +68,8 @@ def measure(n, policy, *, streamed=STREAMED, window=WINDOW, seed=1):
     # Only the joint words change from state to state (no external wrench).
     single = simulate(LinkDynChain(n, policy=policy), case.constants, case.base_motion,
                       case.inputs[:1])[0]
+    if window is None:
+        window = -(-single.latency // node_busy_cycles()) + 1
     records = simulate(LinkDynChain(n, policy=policy), case.constants, case.base_motion,
                        case.inputs[1:], pipelined=policy == "pipelined", window=window)
     words = [single.tau] + [record.tau for record in records]
@@ -77,21 +83,32 @@ def measure(n, policy, *, streamed=STREAMED, window=WINDOW, seed=1):
         "policy": policy,
         "latency_last_tau": single.last_tau_latency,
         "latency_cycles": single.latency,
+        "window": window if policy == "pipelined" else 1,
         "interval": round(interval),
-        "latency_loaded": int(statistics.median(record.latency for record in steady)),
+        "latency_loaded": int(statistics.median(record.latency for record in steady
+                                                if record.latency is not None)),
         "matches_golden": matches,
         "seconds": time.monotonic() - wall,
     }
 
 
+def node_busy_cycles():
+    """Return the cycles one node of the chain is occupied per update: the slots its four
+    requests issue (no drains but after ``distal``) plus two handshake cycles per request."""
+    segments = microprogram().segments
+    busy = (sum(len(segments[name].slots) for name in ("joint", "forward", "local"))
+            + segments["distal"].cycles)
+    return busy + 2 * len(segments)
+
+
 def _table(results):
-    lines = ["| n | policy | latency to last tau | LATENCY_CYCLES | interval | "
+    lines = ["| n | policy | latency to last tau | LATENCY_CYCLES | interval | in flight | "
              "latency while streaming | words = golden |",
-             "|---:|---|---:|---:|---:|---:|---|"]
+             "|---:|---|---:|---:|---:|---:|---:|---|"]
     for r in results:
         lines.append(f"| {r['n']} | {r['policy']} | {r['latency_last_tau']} | "
-                     f"{r['latency_cycles']} | {r['interval']} | {r['latency_loaded']} | "
-                     f"{'yes' if r['matches_golden'] else 'NO'} |")
+                     f"{r['latency_cycles']} | {r['interval']} | {r['window']} | "
+                     f"{r['latency_loaded']} | {'yes' if r['matches_golden'] else 'NO'} |")
     return "\n".join(lines)
 
 
@@ -102,11 +119,9 @@ def report(results):
     cycles = sum(segment.cycles for segment in program.segments.values())
     # The chain's nodes: one request per segment, no drain but after distal (LinkDynNode with
     # split_joint, split_local, interlock).
-    segments = program.segments
-    requests = len(segments)
-    busy = (sum(len(segments[name].slots) for name in ("joint", "forward", "local"))
-            + segments["distal"].cycles)
+    requests = len(program.segments)
     handshake = 2 * requests
+    busy = node_busy_cycles() - handshake
     by = {(r["n"], r["policy"]): r for r in results}
     six = by.get((6, "sequential"))
     six_pipelined = by.get((6, "pipelined"))
@@ -132,10 +147,12 @@ def report(results):
         f"{STREAMED} streamed updates), the host feeding states as fast as the chain takes them "
         "(3n joint words over the register bus, 3 cycles each, then CONTROL.start). "
         "Sequential: the next state's words can only be written once the update has ended, so "
-        f"interval = latency + the bus writes. Pipelined: up to {WINDOW} updates in flight.",
-        f"- latency while streaming: the median LATENCY_CYCLES of the streamed updates; with "
-        f"{WINDOW} updates in flight each one waits for its predecessors' work on every node, "
-        f"so it is about {WINDOW} intervals (Little's law), not the idle-chain latency.",
+        "interval = latency + the bus writes. Pipelined: the host keeps up to 'in flight' "
+        "updates started and not yet collected, the fewest that keep every node busy "
+        "(latency / node busy time + 1; more only add waiting).",
+        "- latency while streaming: the median LATENCY_CYCLES of the streamed updates; an "
+        "update also waits for its predecessors' work on every node, so it is about 'in "
+        "flight' intervals (Little's law), not the idle-chain latency.",
         "",
         "Goals (6 nodes, one MAC per node):",
         "",

@@ -20,6 +20,8 @@ from linkdyn.model.protocol import (
     CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, STATUS_BUSY, STATUS_DONE, control_register,
 )
 
+from .chain import RESULT_SELECT
+
 __all__ = ["BusHost", "UpdateRecord", "run_updates", "simulate"]
 
 _REGISTERS = microprogram().registers
@@ -109,18 +111,18 @@ class UpdateRecord:
         Cycle the CONTROL.start write completed (the update's first cycle follows it).
     tau_cycles : list of int
         Per node, the cycle its ``tau`` result was written (register-file write edge).
-    latency : int
-        LATENCY_CYCLES after the update.
-    interval : int
-        INTERVAL_CYCLES after the update.
+    latency : int or None
+        LATENCY_CYCLES after the update (None if a later update had finished when it was read).
+    interval : int or None
+        INTERVAL_CYCLES after the update (likewise).
     """
 
     tau: list
     overflow: int
     start_cycle: int
     tau_cycles: list = field(default_factory=list)
-    latency: int = 0
-    interval: int = 0
+    latency: int | None = 0
+    interval: int | None = 0
 
     @property
     def last_tau_latency(self):
@@ -163,19 +165,30 @@ async def run_updates(ctx, host, constants, base_motion, states, *, pipelined=Fa
     collected = 0
 
     async def collect():
+        # Every update finished since the last call, each selected with RESULT_SELECT (the
+        # pipelined chain keeps the results of its last updates; updates may finish close
+        # together).
         nonlocal collected
         count = await host.control(ctx, "UPDATE_COUNT")
         if count == collected:
             return False
-        assert count == collected + 1, "an update finished unseen"
-        tau = [await host.read(ctx, i, _REGISTERS["tau"].address) for i in range(n)]
-        overflow = await host.control(ctx, "OVERFLOW")
-        latency = await host.control(ctx, "LATENCY_CYCLES")
-        interval = await host.control(ctx, "INTERVAL_CYCLES")
-        assert await host.control(ctx, "UPDATE_COUNT") == count, "finished while reading"
-        records.append(UpdateRecord(tau, overflow, started[collected], latency=latency,
-                                    interval=interval))
-        collected += 1
+        while collected < count:
+            number = collected + 1
+            if pipelined:
+                assert await host.write(ctx, CONTROL_NODE, RESULT_SELECT, number), number
+            else:
+                assert count == number, "an update finished unseen"
+            tau = [await host.read(ctx, i, _REGISTERS["tau"].address) for i in range(n)]
+            overflow = await host.control(ctx, "OVERFLOW")
+            latency = interval = None
+            if number == count:
+                latency = await host.control(ctx, "LATENCY_CYCLES")
+                interval = await host.control(ctx, "INTERVAL_CYCLES")
+                if await host.control(ctx, "UPDATE_COUNT") != count:
+                    latency = interval = None
+            records.append(UpdateRecord(tau, overflow, started[collected], latency=latency,
+                                        interval=interval))
+            collected += 1
         return True
 
     for index, inputs in enumerate(states):

@@ -299,6 +299,12 @@ class Segment:
 class RegisterMap:
     """The register map of a node: names, addresses, formats (the one definition).
 
+    A node of a pipelined chain keeps several *banks* of the registers of
+    :data:`BANKED_KINDS` (:meth:`bank_address`): bank 0 is this map, bank ``b`` of a banked
+    register lies ``b *`` :attr:`bank_stride` words above it; constants, mailbox registers and
+    latches are shared by the banks. The map itself (:attr:`size`, the host-visible addresses)
+    does not depend on the banks.
+
     Parameters
     ----------
     fmt : QFormat

@@ -13,7 +13,7 @@ environment variables:
 ``LINKDYN_CHAIN_BANKS``
     Register banks of the pipelined chain.
 ``LINKDYN_CHAIN_WINDOW``
-    Pipelined policy: updates the driver keeps in flight (default 3).
+    Pipelined policy: updates the driver keeps in flight (default 4).
 ``LINKDYN_CHAIN_SUMMARY``
     Path of a JSON summary the tests write (states checked, cycles, seconds).
 ``LINKDYN_CHAIN_RESULTS``
@@ -40,6 +40,7 @@ from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, RisingEdge
 
+from linkdyn.gateware.chain import RESULT_SELECT
 from linkdyn.model.golden import microprogram
 from linkdyn.model.protocol import (
     CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, STATUS_BUSY, STATUS_DONE, STATUS_OVERFLOW,
@@ -141,8 +142,8 @@ class Update:
     tau: list
     overflow: int
     base_wrench: list | None
-    latency: int
-    interval: int
+    latency: int | None
+    interval: int | None
 
 
 class ChainDriver:
@@ -200,40 +201,53 @@ class ChainDriver:
 
 class ChainMonitor:
     """Collects finished updates through the bus: ``tau`` of every node, OVERFLOW, base wrench
-    (every ``wrench_every``-th update), LATENCY_CYCLES and INTERVAL_CYCLES."""
+    (every ``wrench_every``-th update), LATENCY_CYCLES and INTERVAL_CYCLES.
 
-    def __init__(self, bus, n, wrench_every=10):
+    With ``select`` (pipelined policy) every update is picked with the chain's RESULT_SELECT
+    register, so that updates finishing close together are all seen; else the result registers
+    show the last update, which must be the one expected.
+    """
+
+    def __init__(self, bus, n, wrench_every=10, select=False):
         self.bus = bus
         self.n = n
         self.wrench_every = wrench_every
+        self.select = select
         self.collected = 0
         self.updates = []
 
-    async def collect(self):
-        """Read the update that just finished (UPDATE_COUNT must be one ahead of the last one
-        collected and stay so while reading)."""
+    async def poll(self):
+        """Collect every update finished since the last one collected; return how many."""
         bus = self.bus
         count = await bus.control("UPDATE_COUNT")
-        assert count == self.collected + 1, (
-            f"UPDATE_COUNT {count}: an update finished unseen (collected {self.collected})")
-        tau = [await bus.read(i, _REGISTERS["tau"].address) for i in range(self.n)]
-        overflow = await bus.control("OVERFLOW")
-        wrench = None
-        if self.collected % self.wrench_every == 0:
-            wrench = [await bus.read(0, _REGISTERS[name].address) for name in _WRENCH]
-        latency = await bus.control("LATENCY_CYCLES")
-        interval = await bus.control("INTERVAL_CYCLES")
-        assert await bus.control("UPDATE_COUNT") == count, "an update finished while reading"
-        self.updates.append(Update(self.collected, tau, overflow, wrench, latency, interval))
-        self.collected += 1
+        new = count - self.collected
+        while self.collected < count:
+            number = self.collected + 1
+            if self.select:
+                error, _ = await bus.access(CONTROL_NODE, RESULT_SELECT, number)
+                assert not error, f"RESULT_SELECT {number} refused"
+            else:
+                assert count == number, (f"UPDATE_COUNT {count}: an update finished unseen "
+                                         f"(collected {self.collected})")
+            tau = [await bus.read(i, _REGISTERS["tau"].address) for i in range(self.n)]
+            overflow = await bus.control("OVERFLOW")
+            wrench = None
+            if self.collected % self.wrench_every == 0:
+                wrench = [await bus.read(0, _REGISTERS[name].address) for name in _WRENCH]
+            latency = interval = None
+            if number == count:
+                latency = await bus.control("LATENCY_CYCLES")
+                interval = await bus.control("INTERVAL_CYCLES")
+                if await bus.control("UPDATE_COUNT") != count:
+                    latency = interval = None
+            self.updates.append(Update(self.collected, tau, overflow, wrench, latency,
+                                       interval))
+            self.collected += 1
+        return new
 
-    async def poll(self):
-        """Collect if an update has finished since the last one collected; return whether."""
-        count = await self.bus.control("UPDATE_COUNT")
-        if count == self.collected:
-            return False
-        await self.collect()
-        return True
+    async def collect(self):
+        """Collect the one update that has just finished (sequential policy)."""
+        assert await self.poll() == 1, "no update, or more than one, finished"
 
 
 @dataclass
@@ -286,7 +300,7 @@ def _parameters():
     cases = decode_cases(os.environ["LINKDYN_CHAIN_CASES"])
     policy = os.environ.get("LINKDYN_CHAIN_POLICY", "sequential")
     banks = int(os.environ.get("LINKDYN_CHAIN_BANKS", "1"))
-    window = int(os.environ.get("LINKDYN_CHAIN_WINDOW", "3"))
+    window = int(os.environ.get("LINKDYN_CHAIN_WINDOW", "4"))
     return cases, policy, banks, window
 
 
@@ -311,7 +325,8 @@ async def _run_pipelined(dut, bus, driver, monitor, scoreboard, case, window, ba
 
     async def poll():
         nonlocal checked
-        if await monitor.poll():
+        await monitor.poll()
+        while checked < len(monitor.updates):
             scoreboard.check(monitor.updates[checked])
             checked += 1
 
@@ -348,7 +363,7 @@ async def chain_matches_golden_model(dut):
         assert len(dut.overflow_sticky) == n, "the Verilog has another node count than the case"
         driver = ChainDriver(bus, n, banks if policy == "pipelined" else 1)
         if monitor is None:
-            monitor = ChainMonitor(bus, n)
+            monitor = ChainMonitor(bus, n, select=policy == "pipelined")
         assert monitor.n == n, "all cases of one run must have the same node count"
         await driver.load_robot(case)
         assert await bus.write(CONTROL_NODE, _ADDRESS["CONTROL"], CONTROL_CLEAR)
@@ -372,8 +387,8 @@ async def chain_matches_golden_model(dut):
         assert await bus.write(CONTROL_NODE, _ADDRESS["CONTROL"], CONTROL_CLEAR)
         assert await bus.control("OVERFLOW_STICKY") == 0
         cycles = _cycles() - start_cycle
-        latencies = [u.latency for u in updates]
-        intervals = [u.interval for u in updates[1:]]
+        latencies = [u.latency for u in updates if u.latency is not None]
+        intervals = [u.interval for u in updates[1:] if u.interval is not None]
         summary["cases"].append({
             "robot": spec["robot"], "n": n, "states": case.count,
             "checked": scoreboard.checked - before,

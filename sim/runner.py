@@ -219,7 +219,7 @@ def run_cocotb(toplevel, verilog_sources, test_module, build_dir, extra_env=None
         if sim == "verilator":
             os.environ["MAKEFLAGS"] = VERILATOR_MAKEFLAGS
         try:
-            runner.build(verilog_sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
+            runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
                          timescale=TIMESCALE, build_args=build_args, always=True)
         finally:
             if sim == "verilator":

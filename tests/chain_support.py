@@ -56,7 +56,7 @@ def chain_verilog(n, policy, folder):
     return path
 
 
-def run_chain(n, policy, cases, *, sim=None, window=3, tag="golden"):
+def run_chain(n, policy, cases, *, sim=None, window=4, tag="golden"):
     """Run :mod:`linkdyn.sim.chain_tb` on a chain of ``n`` nodes with ``cases``.
 
     Parameters

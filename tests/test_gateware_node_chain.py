@@ -126,24 +126,24 @@ def test_chain_node_equals_golden_model_with_stalls_and_banks(seed):
 
 
 def test_chain_node_requests_and_rom_without_drains():
+    segments = microprogram().segments
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UnusedElaboratable)
         node = LinkDynNode(split_joint=True, split_local=True, interlock=True)
         default = LinkDynNode()
+        assert node.requests == {"joint": ("joint", "joint"), "local": ("local", "local"),
+                                 "forward": ("forward", "forward"),
+                                 "backward": ("distal", "distal")}
+        # Drains dropped after joint, forward and local; distal keeps its own.
+        assert [node.request_cycles(name) for name in ("joint", "forward", "local")] == [
+            len(segments[name].slots) for name in ("joint", "forward", "local")]
+        assert node.request_cycles("backward") == segments["distal"].cycles
+        assert default.requests == {"forward": ("joint", "local"),
+                                    "backward": ("distal", "distal")}
+        assert default.forward_request_cycles == sum(
+            segments[name].cycles for name in ("joint", "forward", "local"))
+        del node, default
         gc.collect()
-    program = microprogram()
-    assert node.requests == {"joint": ("joint", "joint"), "local": ("local", "local"),
-                             "forward": ("forward", "forward"),
-                             "backward": ("distal", "distal")}
-    # Drains dropped after joint, forward and local; distal keeps its own.
-    segments = program.segments
-    assert [node.request_cycles(name) for name in ("joint", "forward", "local")] == [
-        len(segments[name].slots) for name in ("joint", "forward", "local")]
-    assert node.request_cycles("backward") == segments["distal"].cycles
-    assert default.requests == {"forward": ("joint", "local"),
-                                "backward": ("distal", "distal")}
-    assert default.forward_request_cycles == sum(
-        segments[name].cycles for name in ("joint", "forward", "local"))
 
 
 def test_bank_addresses_keep_bank_zero_the_host_map():
