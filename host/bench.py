@@ -128,27 +128,21 @@ def link_budget(n, baudrate, clock_hz, turnaround_cycles):
 
 
 def host_cpu_per_cycle(n=6, repeat=2000):
-    """Return ``(fast_us, protocol_us)``: host CPU per control cycle to build a STEP request
-    and decode its reply, with :mod:`linkdyn.host.board`'s frames and with
-    :mod:`linkdyn.model.protocol`'s (pure-Python CRC)."""
-    from linkdyn.host.board import FastReplyDecoder, encode_frame
+    """Return the host CPU time per control cycle, microseconds: building a STEP request and
+    decoding its reply with :mod:`linkdyn.model.protocol` (what :class:`linkdyn.host.Board`
+    does), the best of three runs of ``repeat`` cycles."""
     spec = P.ProtocolSpec(n)
     payload = P.step_payload(spec, list(range(n)), list(range(n)), list(range(n)))
     reply = P.encode_reply(1, P.Command.STEP, P.ErrorCode.OK, [7] * spec.step_reply_words)
-
-    def measure(encode, decoder):
-        best = float("inf")
-        for _ in range(3):
-            start = time.perf_counter()
-            for k in range(repeat):
-                encode(P.Command.STEP, payload, k & 0xFF)
-                decoder.feed(reply)
-            best = min(best, (time.perf_counter() - start) / repeat * 1e6)
-        return best
-
-    fast = measure(encode_frame, FastReplyDecoder())
-    slow = measure(lambda c, p, s: P.encode_request(c, p, seq=s), P.ReplyDecoder())
-    return fast, slow
+    decoder = P.ReplyDecoder()
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for k in range(repeat):
+            P.encode_request(P.Command.STEP, payload, seq=k & 0xFF)
+            decoder.feed(reply)
+        best = min(best, (time.perf_counter() - start) / repeat * 1e6)
+    return best
 
 
 def measure_simulated_board(n, chain="fake", sync_states=40, stream_states=400, seed=0):
@@ -248,13 +242,10 @@ def report(clock_hz, measured, cpu, *, command="python -m linkdyn.host.bench"):
               "USB frame (1 ms full speed, 125 us high speed) or after its latency timer "
               "(FTDI: 16 ms by default, set it to 1 ms), which is larger than the whole "
               "budget; the 500 us need a high-speed adapter or a UART on the host's bus.", ""]
-    fast, slow = cpu
     lines += ["### Host CPU per control cycle", "",
-              f"Building the STEP request and decoding its reply (6 joints): {fast:.1f} us with "
-              f"`linkdyn.host.board`'s frames (CRC by `binascii.crc_hqx`), {slow:.1f} us with "
-              "`linkdyn.model.protocol`'s `encode_request`/`ReplyDecoder`, whose bit-serial "
-              "Python CRC alone would exceed the budget. The host's frames are tested equal to "
-              "the protocol's byte for byte (`tests/test_host_board.py`).", ""]
+              f"Building the STEP request and decoding its reply (6 joints): {cpu:.1f} us "
+              "(`linkdyn.model.protocol`'s `encode_request` and `ReplyDecoder`, the CRC by "
+              "`binascii.crc_hqx`).", ""]
     lines += ["### Simulated board", "",
               "`linkdyn.sim.SimulatedBoard`: the board core (UART, FIFOs, protocol engine, "
               "chain) in Verilator through cocotb, its UART bridged to a pseudo-terminal by "

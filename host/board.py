@@ -54,8 +54,6 @@ overflows); the replies come back in order. Long runs show a progress bar (tqdm)
 
 from __future__ import annotations
 
-import binascii
-import struct
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -65,21 +63,17 @@ import serial
 
 from ..model.fixedpoint import FixedPointRangeError, QFormat, WORD_WIDTH
 from ..model.protocol import (
-    CONTROL_NODE, CRC16, CRC_BYTES, DEFAULT_BAUDRATE, INFO_COUNT, INTER_BYTE_TIMEOUT, MAGIC,
-    WORD_BYTES,
-    PROTOCOL_VERSION, REPLY_HEADER, REPLY_HEADER_BYTES, REPLY_SYNC, REQUEST_HEADER,
-    REQUEST_HEADER_BYTES, REQUEST_SYNC,
-    STATUS_COUNT, STEP_TIMEOUT, BuildInfo, ChainStatus, ChecksumError, Command, ErrorCode,
-    PayloadError, ProtocolError, ProtocolSpec, Reply, ReplyDecoder, StepResult,
-    TruncatedFrameError, UnknownCommandError, VersionError, bytes_to_words,
-    load_robot_payload, read_payload, write_payload,
+    CONTROL_NODE, CRC_BYTES, DEFAULT_BAUDRATE, INFO_COUNT, INTER_BYTE_TIMEOUT, MAGIC,
+    PROTOCOL_VERSION, REQUEST_HEADER_BYTES, STATUS_COUNT, STEP_TIMEOUT, WORD_BYTES, BuildInfo,
+    ChainStatus, Command, ErrorCode, ProtocolSpec, ReplyDecoder, StepResult, VersionError,
+    bytes_to_words, encode_request, load_robot_payload, read_payload, write_payload,
 )
 
 __all__ = [
     "Board", "BoardInfo", "BoardResult", "BoardStatistics", "BoardError",
     "BoardConnectionError", "BoardTimeoutError", "BoardProtocolError",
     "IncompatibleBoardError", "BoardDeviceError", "SaturationError", "DEFAULT_TIMEOUT",
-    "DEFAULT_RETRIES", "PROGRESS_THRESHOLD", "FastReplyDecoder", "encode_frame", "crc16",
+    "DEFAULT_RETRIES", "PROGRESS_THRESHOLD",
 ]
 
 #: Default longest silence while a reply is awaited, seconds.
@@ -92,94 +86,6 @@ PROGRESS_THRESHOLD = 1000
 # Error statuses that say the request was damaged on the way, or came too early: resend.
 _TRANSIENT = frozenset({ErrorCode.BAD_CRC, ErrorCode.TRUNCATED, ErrorCode.BAD_LENGTH,
                         ErrorCode.BUSY})
-
-
-# -- frames ------------------------------------------------------------------------------------
-#
-# The host's hot path: :func:`linkdyn.model.protocol.crc16` is a bit-serial Python loop (about
-# 250 us per STEP request and 200 us per reply on a 2020s PC, more than the whole line time of
-# a control cycle at 3 Mbaud). CRC-16/CCITT-FALSE is what binascii.crc_hqx computes from
-# 0xFFFF, so frames are built and checked here with it, from the protocol's layout constants;
-# tests/test_host_board.py checks them equal to encode_request and ReplyDecoder byte for byte.
-
-if (CRC16.crc_width, CRC16.polynomial, CRC16.reflect_input, CRC16.reflect_output,
-        CRC16.xor_output) == (16, 0x1021, False, False, 0):
-    def crc16(data, crc=CRC16.initial_crc):
-        """CRC-16/CCITT-FALSE of ``data`` (:func:`linkdyn.model.protocol.crc16`, in C)."""
-        return binascii.crc_hqx(data, crc)
-else:                                                   # pragma: no cover
-    from ..model.protocol import crc16
-
-_FIELD = {8: "B", 16: "H"}
-_REQUEST_FIELDS = struct.Struct("<" + "".join(_FIELD[bits] for name, bits in REQUEST_HEADER[1:]))
-_REPLY_FIELDS = struct.Struct("<" + "".join(_FIELD[bits] for name, bits in REPLY_HEADER[1:]))
-_CRC = struct.Struct("<H")
-_STATUSES = frozenset(int(code) for code in ErrorCode)
-_COMMANDS = frozenset(int(command) for command in Command)
-
-
-def encode_frame(command, payload, seq):
-    """Return a request frame, the bytes of :func:`linkdyn.model.protocol.encode_request`."""
-    body = _REQUEST_FIELDS.pack(PROTOCOL_VERSION, seq, int(command), len(payload)) + payload
-    return bytes((REQUEST_SYNC,)) + body + _CRC.pack(crc16(body))
-
-
-def _split_reply(data):
-    # linkdyn.model.protocol.split_frame for a reply that starts at data[0] (the sync byte).
-    if len(data) < REPLY_HEADER_BYTES:
-        raise TruncatedFrameError("header incomplete")
-    version, seq, command, status, length = _REPLY_FIELDS.unpack_from(data, 1)
-    end = REPLY_HEADER_BYTES + length + CRC_BYTES
-    if len(data) < end:
-        raise TruncatedFrameError("frame incomplete")
-    body = bytes(data[1:REPLY_HEADER_BYTES + length])
-    (crc,) = _CRC.unpack_from(data, REPLY_HEADER_BYTES + length)
-    if crc != crc16(body):
-        raise ChecksumError(f"CRC {crc:#06x}, computed {crc16(body):#06x}")
-    if version != PROTOCOL_VERSION:
-        raise VersionError(f"frame version {version}, expected {PROTOCOL_VERSION}")
-    if status not in _STATUSES:
-        raise UnknownCommandError(f"reply status {status:#04x} is not an error code")
-    if status == ErrorCode.OK and command not in _COMMANDS:
-        raise UnknownCommandError(f"OK reply to command byte {command:#04x}")
-    return Reply(seq, command, status, body[REPLY_HEADER_BYTES - 1:], version), end
-
-
-class FastReplyDecoder(ReplyDecoder):
-    """:class:`linkdyn.model.protocol.ReplyDecoder` with the CRC in C: the same replies, the
-    same bytes discarded, the same errors."""
-
-    def feed(self, data):
-        """Add received bytes; return the list of :class:`Reply` completed by them."""
-        buffer = self._buffer
-        buffer += bytes(data)
-        replies = []
-        while buffer:
-            start = buffer.find(REPLY_SYNC)
-            if start < 0:
-                self.discarded += len(buffer)
-                buffer.clear()
-                break
-            if start:
-                self.discarded += start
-                del buffer[:start]
-            try:
-                if len(buffer) >= REPLY_HEADER_BYTES:
-                    length = _REPLY_FIELDS.unpack_from(buffer, 1)[-1]
-                    if length > self.max_payload:
-                        raise PayloadError(f"reply announces {length} payload bytes, more "
-                                           f"than {self.max_payload}")
-                frame, end = _split_reply(buffer)
-            except TruncatedFrameError:
-                break
-            except ProtocolError as error:
-                self.last_error = error
-                self.discarded += 1
-                del buffer[:1]
-                continue
-            replies.append(frame)
-            del buffer[:end]
-        return replies
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -433,7 +339,7 @@ class Board:
         self.retries = retries
         self.settle = settle
         self.statistics = BoardStatistics()
-        self._decoder = FastReplyDecoder()
+        self._decoder = ReplyDecoder()
         self._seq = 0
         self._info = None
         self._wrench_zero = False        # the board's external wrench words are known zero
@@ -608,7 +514,7 @@ class Board:
         error counters (CLEAR), and forget what the host assumed about the board's input
         registers. The robot's constants stay loaded."""
         self._drain(self.settle)
-        self._decoder = FastReplyDecoder()
+        self._decoder = ReplyDecoder()
         self._wrench_zero = False
         self._last_update = None
         self.clear()
@@ -897,7 +803,7 @@ class Board:
             elif now - last >= idle:
                 break
         self.statistics.damaged_bytes += self._decoder.discarded
-        self._decoder = FastReplyDecoder()
+        self._decoder = ReplyDecoder()
 
     def _exchange(self, requests, *, window=1, progress=None, check=None):
         """Send requests (pipelined, up to ``window`` in flight), retrying as needed; return
@@ -942,8 +848,8 @@ class Board:
                 seq = self._next_seq()
                 if not outstanding:
                     last_byte = time.monotonic()
-                self._write(encode_frame(requests[index].command, requests[index].payload,
-                                         seq))
+                self._write(encode_request(requests[index].command, requests[index].payload,
+                                           seq=seq))
                 stats.requests += 1
                 outstanding[seq] = index
             data = self._read()

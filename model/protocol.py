@@ -40,6 +40,7 @@ always resynchronises the engine.
 from __future__ import annotations
 
 import argparse
+import binascii
 import enum
 import struct
 import sys
@@ -136,13 +137,13 @@ def crc16(data, crc=CRC16.initial_crc):
     -------
     int
         The 16-bit CRC.
+
+    Notes
+    -----
+    CRC-16/CCITT-FALSE is the CRC of :func:`binascii.crc_hqx` started from ``0xFFFF``
+    (``tests/test_protocol_model.py`` checks it against Amaranth's CRC catalogue).
     """
-    for byte in bytes(data):
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ CRC16.polynomial) if crc & 0x8000 else (crc << 1)
-            crc &= 0xFFFF
-    return crc
+    return binascii.crc_hqx(data, crc)
 
 
 class Command(enum.IntEnum):
@@ -707,6 +708,10 @@ def encode_reply(seq, command, status=ErrorCode.OK, payload=b"", *, version=PROT
     return bytes([REPLY_SYNC]) + body + struct.pack("<H", crc16(body))
 
 
+_ERROR_CODES = frozenset(int(code) for code in ErrorCode)
+_COMMANDS = frozenset(int(command) for command in Command)
+
+
 def split_frame(data, *, reply=True):
     """Decode the frame at the start of ``data`` and return it with the bytes after it.
 
@@ -758,13 +763,13 @@ def split_frame(data, *, reply=True):
     payload = data[header:header + length]
     if reply:
         status = data[4]
-        if status not in set(ErrorCode):
+        if status not in _ERROR_CODES:
             raise UnknownCommandError(f"reply status {status:#04x} is not an error code")
-        if status == ErrorCode.OK and command not in set(Command):
+        if status == ErrorCode.OK and command not in _COMMANDS:
             raise UnknownCommandError(f"OK reply to command byte {command:#04x}")
         frame = Reply(seq, command, status, payload, version)
     else:
-        if command not in set(Command):
+        if command not in _COMMANDS:
             raise UnknownCommandError(f"request command byte {command:#04x}")
         frame = Request(seq, command, payload, version)
     return frame, data[end:]
@@ -826,13 +831,15 @@ class ReplyDecoder:
             if start:
                 self.discarded += start
                 del self._buffer[:start]
+            end = len(self._buffer)
             try:
-                if len(self._buffer) >= REPLY_HEADER_BYTES:
+                if end >= REPLY_HEADER_BYTES:
                     length = struct.unpack_from("<H", self._buffer, REPLY_HEADER_BYTES - 2)[0]
                     if length > self.max_payload:
                         raise PayloadError(f"reply announces {length} payload bytes, more "
                                            f"than {self.max_payload}")
-                frame, rest = split_frame(self._buffer, reply=True)
+                    end = min(end, REPLY_HEADER_BYTES + length + CRC_BYTES)
+                frame, _ = split_frame(self._buffer[:end], reply=True)
             except TruncatedFrameError:
                 break
             except ProtocolError as error:
@@ -841,7 +848,7 @@ class ReplyDecoder:
                 del self._buffer[:1]
                 continue
             replies.append(frame)
-            self._buffer = bytearray(rest)
+            del self._buffer[:end]
         return replies
 
     def flush(self):

@@ -56,11 +56,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .kinematics import link_frames
 from .robot import JointLimits, Link, Robot, RobotDescriptionError, check_inertia
 
 __all__ = [
     "load_urdf", "SNAP_TOLERANCE", "PARALLEL_TOLERANCE", "FAR_COMMON_NORMAL",
-    "dh_frames",
 ]
 
 #: Lengths (m) and angles (rad) closer than this to 0 or to a multiple of pi/2 are snapped.
@@ -504,40 +504,6 @@ def _dh_parameters(source, names, points, dirs, tip_origin, snap):
     return dh, base
 
 
-def _dh_transform(a, d, alpha, theta):
-    ct, st, ca, sa = math.cos(theta), math.sin(theta), math.cos(alpha), math.sin(alpha)
-    return np.array([[ct, -st * ca, st * sa, a * ct],
-                     [st, ct * ca, -ct * sa, a * st],
-                     [0.0, sa, ca, d],
-                     [0.0, 0.0, 0.0, 1.0]])
-
-
-def dh_frames(robot, q=None):
-    """Return the poses of the DH frames ``0..n`` in the world frame.
-
-    Parameters
-    ----------
-    robot : Robot
-        The robot.
-    q : array_like, shape (n,), optional
-        Joint angles, rad; default zero.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n + 1, 4, 4)
-        Homogeneous transforms: entry ``i`` maps DH frame ``i`` coordinates to world
-        coordinates (entry 0 is ``robot.base``). The tool frame is ``frames[-1] @ robot.tool``.
-    """
-    q = np.zeros(robot.n) if q is None else np.asarray(q, dtype=float)
-    if q.shape != (robot.n,):
-        raise ValueError(f"q must have shape ({robot.n},), not {q.shape}")
-    frames = [np.array(robot.base, dtype=float)]
-    for link, angle in zip(robot.links, q):
-        frames.append(frames[-1] @ _dh_transform(link.a, link.d, link.alpha,
-                                                 angle + link.offset))
-    return np.stack(frames)
-
-
 def _rigid_inverse(transform):
     inverse = np.eye(4)
     inverse[:3, :3] = transform[:3, :3].T
@@ -677,7 +643,7 @@ def load_urdf(path, tip=None, name=None, *, gravity=None, snap_tolerance=SNAP_TO
     links = [Link(joint.child, a=row[0], d=row[1], alpha=row[2], offset=row[3],
                   limits=joint.limits) for joint, row in zip(chain, dh)]
     skeleton = Robot(robot_name, links, base=base)
-    frames = dh_frames(skeleton)
+    frames = link_frames(skeleton, np.zeros(skeleton.n))
     _check_axes(source, frames, names, points, dirs)
 
     # Which DH link each URDF link belongs to (0: the base, dropped).

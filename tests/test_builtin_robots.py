@@ -53,8 +53,8 @@ def _ur_urdf(name):
 
 
 def _tool_pose(robot, q):
-    from linkdyn.model.urdf import dh_frames
-    return dh_frames(robot, q)[-1] @ robot.tool
+    from linkdyn.model.kinematics import tool_pose
+    return tool_pose(robot, q)
 
 
 def test_builtin_robots_load_and_cite_their_source():
@@ -185,11 +185,12 @@ def test_ur_kinematics_equal_pinocchio_on_the_urdf(name):
 
 @pytest.mark.parametrize("name", ["ur5", "ur10"])
 def test_ur_inertias_are_the_urdf_inertias_in_the_dh_frames(name):
-    from linkdyn.model.urdf import dh_frames, load_urdf
+    from linkdyn.model.kinematics import link_frames
+    from linkdyn.model.urdf import load_urdf
     builtin = load_robot(name)
     urdf = load_urdf(_ur_urdf(name))
-    builtin_frames = UR_BASE_IN_BASE_LINK @ dh_frames(builtin)
-    urdf_frames = dh_frames(urdf)
+    builtin_frames = UR_BASE_IN_BASE_LINK @ link_frames(builtin, np.zeros(builtin.n))
+    urdf_frames = link_frames(urdf, np.zeros(urdf.n))
     for i, (ours, theirs) in enumerate(zip(builtin.links, urdf.links), start=1):
         ours_world = builtin_frames[i][:3, :3] @ ours.inertia @ builtin_frames[i][:3, :3].T
         theirs_world = urdf_frames[i][:3, :3] @ theirs.inertia @ urdf_frames[i][:3, :3].T

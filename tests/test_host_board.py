@@ -13,7 +13,6 @@ from linkdyn.host import (
     Board, BoardConnectionError, BoardDeviceError, BoardProtocolError, BoardTimeoutError,
     IncompatibleBoardError, SaturationError,
 )
-from linkdyn.host.board import FastReplyDecoder, crc16, encode_frame
 from linkdyn.model import FixedPointRangeError, load_robot
 from linkdyn.model import protocol as P
 from linkdyn.model.golden import encode_base_motion, encode_robot
@@ -39,43 +38,6 @@ def _expected(q, qd, qdd, wrench=None):
     wrench_words = None if wrench is None else words(np.broadcast_to(wrench, q.shape + (6,)))
     return fake_chain_tau_words(spec, encode_robot(ROBOT), encode_base_motion(ROBOT),
                                 words(q), words(qd), words(qdd), wrench_words)
-
-
-# -- frames ------------------------------------------------------------------------------------
-
-def test_host_frames_equal_the_protocol_definition():
-    rng = random.Random(1)
-    assert crc16(b"123456789") == P.CRC16.check
-    for _ in range(200):
-        payload = bytes(rng.randrange(256) for _ in range(4 * rng.randrange(0, 40)))
-        command, seq = rng.randrange(256), rng.randrange(256)
-        assert encode_frame(command, payload, seq) == P.encode_request(command, payload, seq=seq)
-        assert crc16(payload) == P.crc16(payload)
-
-
-def test_host_reply_decoder_equals_the_protocol_decoder_on_damaged_streams():
-    rng = random.Random(2)
-    stream = bytearray()
-    for k in range(300):
-        status = rng.choice([0, 0, 0, 1, 9, 0x42])
-        payload = [] if status else [rng.randrange(1 << 32) for _ in range(rng.randrange(12))]
-        command = rng.choice([1, 2, 5, 6, 0x99])
-        stream += P.encode_reply(k & 0xFF, command, status, payload,
-                                 version=rng.choice([1, 1, 1, 2]))
-        if rng.random() < 0.2:
-            stream += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 9)))
-    for _ in range(150):
-        stream[rng.randrange(len(stream))] ^= 1 << rng.randrange(8)
-    fast, slow = FastReplyDecoder(max_payload=200), P.ReplyDecoder(max_payload=200)
-    position = 0
-    while position < len(stream):
-        size = rng.randrange(1, 120)
-        chunk = stream[position:position + size]
-        position += size
-        assert fast.feed(chunk) == slow.feed(chunk)
-        assert (fast.discarded, fast.pending) == (slow.discarded, slow.pending)
-    assert fast.flush() == slow.flush()
-    assert fast.discarded == slow.discarded > 0
 
 
 # -- commands ----------------------------------------------------------------------------------

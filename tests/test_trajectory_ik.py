@@ -18,7 +18,7 @@ from linkdyn.model import JointLimits, load_robot
 from linkdyn.host.trajectory import conditioning as C
 from linkdyn.host.trajectory import ik, paths
 from linkdyn.host.trajectory.export import read_csv, write_csv
-from linkdyn.host.trajectory.kinematics import jacobian, tool_pose
+from linkdyn.model.kinematics import jacobian, tool_pose
 from linkdyn.host.trajectory.verify import check_trajectory
 
 # Measured on the test eight (UR10, 0.2 m, 2 s, 500 Hz; 2026-11-30), position / orientation:

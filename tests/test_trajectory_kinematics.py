@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from linkdyn.model import load_robot, rnea
-from linkdyn.host.trajectory import kinematics as K
+from linkdyn.model import kinematics as K
 from linkdyn.host.trajectory.ik import virtual_robot
 
 pin = pytest.importorskip("pinocchio")

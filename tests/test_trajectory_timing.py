@@ -17,7 +17,7 @@ from linkdyn.host.trajectory import ik, paths
 from linkdyn.host.trajectory.export import read_csv, write_csv
 from linkdyn.host.trajectory.jerk import jerk_limited
 from linkdyn.host.trajectory.joint_path import JointPath
-from linkdyn.host.trajectory.kinematics import tool_pose
+from linkdyn.model.kinematics import tool_pose
 from linkdyn.host.trajectory.timing import (Limits, TimingError, path_dynamics, sample,
                                             time_optimal, time_optimal_lp)
 from linkdyn.host.trajectory.verify import check_trajectory

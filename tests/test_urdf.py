@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from linkdyn.model import Robot, RobotDescriptionError, rnea
-from linkdyn.model.urdf import dh_frames, load_urdf
+from linkdyn.model.kinematics import link_frames, tool_pose
+from linkdyn.model.urdf import load_urdf
 
 INERTIA = (0.031, 0.004, -0.006, 0.042, 0.003, 0.027)
 
@@ -138,7 +139,7 @@ def test_kinematics_match_the_urdf(tmp_path, steps):
     atol = 1e-12 * max(1.0, np.max(np.abs(robot.dh[:, :2])))
     rng = np.random.default_rng(11)
     for q in rng.uniform(-3, 3, (50, robot.n)):
-        frames = dh_frames(robot, q)
+        frames = link_frames(robot, q)
         assert np.allclose(frames[-1] @ robot.tool, urdf_chain_pose(steps, q), rtol=0,
                            atol=atol)
         # z_{i-1} is joint i's axis with the URDF sign.
@@ -165,7 +166,7 @@ def test_kinematics_match_the_urdf(tmp_path, steps):
 
 def test_zero_configuration_is_the_urdf_zero(tmp_path):
     robot = load_urdf(chain_urdf(tmp_path, DEGENERATE), tip=f"l{len(DEGENERATE)}")
-    assert np.allclose(dh_frames(robot)[-1] @ robot.tool,
+    assert np.allclose(tool_pose(robot, np.zeros(robot.n)),
                        urdf_chain_pose(DEGENERATE, np.zeros(robot.n)), atol=1e-14)
 
 
@@ -279,10 +280,9 @@ def test_default_tip_is_the_last_movable_joints_child(tmp_path):
     with_tool = load_urdf(path, tip="tool")
     assert np.allclose(with_tool.dh[:, :3], robot.dh[:, :3] + [[0, 0, 0], [0, 0.1, 0]],
                        atol=1e-15)
-    assert np.allclose(dh_frames(with_tool)[-1] @ with_tool.tool,
-                       dh_frames(robot)[-1] @ np.array([[1, 0, 0, 0], [0, 1, 0, 0],
-                                                        [0, 0, 1, 0.1], [0, 0, 0, 1]]),
-                       atol=1e-15)
+    shift = np.array([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0.1], [0, 0, 0, 1]])
+    assert np.allclose(tool_pose(with_tool, np.zeros(with_tool.n)),
+                       link_frames(robot, np.zeros(robot.n))[-1] @ shift, atol=1e-15)
 
 
 def test_limits_names_gravity_friction(tmp_path):

@@ -22,7 +22,8 @@ pin = pytest.importorskip("pinocchio")
 
 from linkdyn.model import Link, rnea, regressor  # noqa: E402
 from linkdyn.model.reference import example_robot_data_dir  # noqa: E402
-from linkdyn.model.urdf import dh_frames, load_urdf  # noqa: E402
+from linkdyn.model.kinematics import link_frames  # noqa: E402
+from linkdyn.model.urdf import load_urdf  # noqa: E402
 
 TOLERANCE = 1e-9
 SAMPLES = 500
@@ -236,7 +237,7 @@ def compare(robot, reference, seed):
         q_pin = reference.configuration(q[s])
         pin.computeJointJacobians(model, data, q_pin)
         pin.updateFramePlacements(model, data)
-        frames = dh_frames(robot, q[s])
+        frames = link_frames(robot, q[s])
         assert np.allclose(frames, independent_dh_frames(robot, q[s]), rtol=0, atol=1e-12)
         tip = data.oMf[model.getFrameId(reference.tip)].homogeneous
         worst = max(worst, np.max(np.abs(frames[-1] @ robot.tool - tip)))
@@ -288,7 +289,7 @@ def test_tool_frame_through_fixed_joints():
             pin.framesForwardKinematics(model, data, reference.configuration(q[s]))
             tip_pose = data.oMf[model.getFrameId(tip)].homogeneous
             # m and rad; the UR5's snapped pi/2 (5e-12 rad off in the URDF) shows here.
-            assert np.allclose(dh_frames(robot, q[s])[-1] @ robot.tool, tip_pose,
+            assert np.allclose(link_frames(robot, q[s])[-1] @ robot.tool, tip_pose,
                                rtol=0, atol=TOLERANCE)
         gravity = np.array(model.gravity.linear)
         tau = rnea(robot, q, qd, qdd, gravity=gravity)

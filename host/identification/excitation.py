@@ -40,7 +40,7 @@ from linkdyn.model import Robot, regressor
 
 from .base_parameters import base_parameters
 from .fourier import FadedTrajectory, FourierTrajectory
-from .kinematics import link_origins, origin_jacobian
+from linkdyn.model.kinematics import jacobian, link_origins
 
 __all__ = [
     "CartesianBox", "ExcitationLimits", "ConstraintCheck", "ExcitationResult", "CRITERIA",
@@ -474,7 +474,7 @@ class _BoxConstraints:
         rows = []
         for (frame, axis, side, _), v in zip(self.entries, self._violations(origins)):
             if frame not in jacobians:
-                jacobians[frame] = origin_jacobian(self.robot, q, frame)[1]  # (K, 3, n)
+                jacobians[frame] = jacobian(self.robot, q, frame)[..., :3, :]  # (K, 3, n)
             _, weights = _smooth_max(v * self.rho, 1.0)
             j = jacobians[frame][:, axis, :]  # (K, n): d p / d q
             # d(-LSE)/dx = sum_k w_k * side * d p_k / d x

@@ -30,7 +30,7 @@ from scipy.optimize import least_squares
 from linkdyn.model import Robot
 
 from .ik import END_EFFECTOR_INERTIA, END_EFFECTOR_MASS, virtual_robot
-from .kinematics import jacobian, joint_space_inertia, link_frames
+from linkdyn.model.kinematics import jacobian, joint_space_inertia, link_frames
 
 __all__ = [
     "random_configurations", "virtual_inertia_parts", "condition_sweep", "ConditionSweep",

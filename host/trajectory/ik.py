@@ -26,7 +26,7 @@ accelerations, ``qdd = M(q) a``:
     q   += qd T + qdd T^2 / 2,   qd += qdd T
 
 so ``q, qd, qdd`` of every sample are consistent with piecewise-constant accelerations. ``e`` is
-the pose error of :func:`linkdyn.host.trajectory.kinematics.pose_error` (position, rotation
+the pose error of :func:`linkdyn.model.kinematics.pose_error` (position, rotation
 vector), all Cartesian quantities are in world axes.
 
 Joint limits (``respect_limits=True``): the acceleration vector is scaled down uniformly to
@@ -47,7 +47,7 @@ import numpy as np
 
 from linkdyn.model import Link, Robot
 
-from .kinematics import (jacobian, jacobian_dot_qd, joint_space_inertia, link_frames,
+from linkdyn.model.kinematics import (jacobian, jacobian_dot_qd, joint_space_inertia, link_frames,
                          pose_error, tool_pose)
 from .paths import CartesianPath
 
@@ -162,7 +162,7 @@ def mapping_matrix(robot, q, method, *, gamma=1000.0, alpha=0.01, jt_gain=1.0, v
         ``"fd"``: ``m_e`` (kg) and ``ip_e`` (kg·m^2) of ``Lambda_e`` (and of the default
         virtual model).
     frames, jac : numpy.ndarray, optional
-        :func:`~linkdyn.host.trajectory.kinematics.link_frames` and the tool Jacobian of ``q``
+        :func:`~linkdyn.model.kinematics.link_frames` and the tool Jacobian of ``q``
         if already computed.
 
     Returns

@@ -2,7 +2,7 @@
 
 Every constructor returns a :class:`CartesianPath` sampled at the control rate (default 1 kHz):
 the tool pose, its twist and the time derivative of the twist at ``t_k = k / rate``, all in
-world axes, SI units. Velocities follow :mod:`linkdyn.host.trajectory.kinematics`: ``(v, omega)``
+world axes, SI units. Velocities follow :mod:`linkdyn.model.kinematics`: ``(v, omega)``
 is the linear velocity of the tool-frame origin and the angular velocity, and the acceleration
 is its time derivative (classical, not spatial, acceleration).
 

@@ -20,7 +20,7 @@ from . import export, plots
 from .ik import IKError, METHODS, solve_pose, track, well_conditioned_configuration
 from .jerk import jerk_limited
 from .joint_path import JointPath
-from .kinematics import link_frames, tool_pose
+from linkdyn.model.kinematics import link_frames, tool_pose
 from .paths import figure_eight
 from .timing import Limits, sample, time_optimal, time_optimal_lp
 from .verify import check_trajectory

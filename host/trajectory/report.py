@@ -27,7 +27,7 @@ from .export import _jsonable, write_csv
 from .ik import track, well_conditioned_configuration
 from .jerk import jerk_limited
 from .joint_path import JointPath
-from .kinematics import jacobian, tool_pose
+from linkdyn.model.kinematics import jacobian, tool_pose
 from .paths import figure_eight, waypoints
 from .timing import Limits, sample, time_optimal, time_optimal_lp
 from .verify import check_trajectory

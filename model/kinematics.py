@@ -1,5 +1,9 @@
 """Kinematics and joint-space inertia of a standard-DH :class:`~linkdyn.model.Robot`.
 
+The one forward kinematics of the project: the URDF import checks its DH construction with it,
+excitation design (Cartesian limits on link origins) and the trajectory tools (inverse
+kinematics, virtual forward dynamics) use it.
+
 Frames and conventions (DESIGN.md Sect. 3): the world frame is the robot's reference frame;
 ``robot.base`` is the pose of DH frame 0 in it; DH frame ``i`` (``i = 1..n``) is attached to link
 ``i`` with its origin on the axis of joint ``i + 1``, and ``T^{i-1}_i = Rz(q_i + offset_i)
@@ -18,10 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from linkdyn.model import Robot
+from .robot import Robot
 
 __all__ = [
-    "link_transforms", "link_frames", "tool_pose", "forward_kinematics", "jacobian",
+    "link_transforms", "link_frames", "link_origins", "tool_pose", "forward_kinematics",
+    "jacobian",
     "jacobian_dot_qd", "joint_space_inertia", "rotation_error", "pose_error",
 ]
 
@@ -138,6 +143,24 @@ def link_frames(robot, q):
     for i in range(robot.n):
         frames[..., i + 1, :, :] = frames[..., i, :, :] @ steps[..., i, :, :]
     return frames
+
+
+def link_origins(robot, q):
+    """Return the world positions of the origins of DH frames ``0..n``.
+
+    Parameters
+    ----------
+    robot : Robot
+        The robot.
+    q : array_like, shape (..., n)
+        Joint angles, rad.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n + 1, 3)
+        Entry ``i`` is the origin of DH frame ``i`` (on the axis of joint ``i + 1``), m.
+    """
+    return link_frames(robot, q)[..., :3, 3]
 
 
 def tool_pose(robot, q):
