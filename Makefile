@@ -10,6 +10,20 @@ BOARD  ?= ulx3s
 NODES  ?=
 POLICY ?= sequential
 
+# $(call apt_install,command,package,consequence): install a Debian package when its command is
+# missing (as root, or through sudo), else warn.
+define apt_install
+@if ! command -v $(1) >/dev/null 2>&1; then \
+  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+    apt-get update -qq && apt-get install -y -qq $(2); \
+  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
+    sudo apt-get update -qq && sudo apt-get install -y -qq $(2); \
+  else \
+    echo "warning: $(1) not found and cannot be installed here; $(3)"; \
+  fi; \
+fi
+endef
+
 .PHONY: install test test-long bench demo verilog bitstream program clean
 
 install: $(VENV)/.installed
@@ -18,15 +32,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[reference,boards,sim,test]'
-	@if ! command -v iverilog >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq && apt-get install -y -qq iverilog; \
-	  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
-	    sudo apt-get update -qq && sudo apt-get install -y -qq iverilog; \
-	  else \
-	    echo "warning: iverilog not found and cannot be installed here; cocotb tests will be skipped"; \
-	  fi; \
-	fi
+	$(call apt_install,iverilog,iverilog,cocotb tests will be skipped)
 	touch $@
 
 test: install
@@ -47,6 +53,7 @@ bitstream: install
 	$(PY) -m linkdyn.boards.build --board $(BOARD) $(if $(NODES),--nodes $(NODES)) $(if $(CLOCK_MHZ),--clock-mhz $(CLOCK_MHZ))
 
 program: install
+	$(call apt_install,openFPGALoader,openfpgaloader,boards cannot be programmed)
 	$(PY) -m linkdyn.boards.program --board $(BOARD)
 
 demo: install
