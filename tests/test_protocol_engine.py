@@ -17,6 +17,7 @@ from linkdyn.gateware.protocol import ProtocolEngine
 from linkdyn.model import load_robot
 from linkdyn.model import protocol as P
 from linkdyn.model.golden import encode_base_motion, encode_robot
+from linkdyn.sim.protocol_fuzz import fuzz_script
 
 from protocol_bench import (IDLE, EngineBench, Set, Snapshot, Wait, assert_same_replies,
                             expected_replies, run, split_replies)
@@ -311,94 +312,11 @@ def test_engine_resynchronises_after_garbage():
     assert [s for _, s in got].count(E.OK) == 3
 
 
-def _random_request(rng, spec, seq):
-    n = spec.n_nodes
-    ctl = CONTROL_NODE
-    kind = rng.choices(["info", "status", "clear", "read", "write", "load", "step", "unknown"],
-                       weights=[2, 2, 1, 5, 5, 1, 4, 1])[0]
-    if kind == "info":
-        return req(C.INFO, seq=seq)
-    if kind == "status":
-        return req(C.STATUS, seq=seq)
-    if kind == "clear":
-        return req(C.CLEAR, seq=seq)
-    if kind == "unknown":
-        return req(rng.choice([0, 8, 0x42, 0x81, 0xFF]), rng.randbytes(rng.choice([0, 4])),
-                   seq=seq)
-    if kind == "read":
-        node = rng.choice([0, n - 1, rng.randrange(n), ctl, n, 0x80])
-        count = rng.choice([1, 1, 2, 5, rng.randrange(0, 12)])
-        addr = rng.randrange(spec.node_map_size + 3)
-        if node == ctl:
-            # INTERVAL_CYCLES (5) depends on timing the Python model does not have.
-            addr = rng.randrange(6, 0x30)
-            if rng.random() < 0.3:
-                addr = rng.randrange(5)
-                count = min(count, 5 - addr)
-        return req(C.READ, P.read_payload(node, addr, count), seq=seq)
-    if kind == "write":
-        node = rng.choice([0, rng.randrange(n), rng.randrange(n), ctl, n])
-        if node == ctl:
-            # Never START through WRITE: the Python model finishes updates instantly.
-            return req(C.WRITE, P.write_payload(ctl, rng.choice([0, 0, 1, 7]),
-                                                [rng.choice([0, P.CONTROL_CLEAR])]), seq=seq)
-        addr = rng.randrange(spec.writable_end_node0 + 4)
-        words = [rng.getrandbits(32) for _ in range(rng.choice([1, 2, 3, 8]))]
-        return req(C.WRITE, P.write_payload(node, addr, words), seq=seq)
-    if kind == "load":
-        return req(C.LOAD_ROBOT, P.words_to_bytes(
-            [rng.getrandbits(32) for _ in range(spec.load_robot_words)]), seq=seq)
-    wide = rng.random() < 0.3
-    words = [rng.getrandbits(rng.choice([8, 20, 32])) for _ in range(spec.step_words(wide))]
-    return req(C.STEP, P.words_to_bytes(words), seq=seq)
-
-
-def _corrupt(rng, frame, spec):
-    """Return a malformed version of a frame (it never passes the CRC)."""
-    mode = rng.choice(["flip", "flip", "truncate", "drop", "insert", "garbage", "version",
-                       "length", "crc"])
-    data = bytearray(frame)
-    if mode == "flip":
-        position = rng.randrange(1, len(data))
-        data[position] ^= 1 << rng.randrange(8)
-    elif mode == "truncate":
-        return bytes(data[:rng.randrange(1, len(data))]), True
-    elif mode == "drop":
-        del data[rng.randrange(1, len(data))]
-    elif mode == "insert":
-        data.insert(rng.randrange(1, len(data)), rng.getrandbits(8))
-    elif mode == "garbage":
-        return bytes(rng.randbytes(rng.randrange(1, 40))), False
-    elif mode == "version":
-        return P.encode_request(frame[3], frame[6:-2], seq=frame[2],
-                                version=rng.choice([0, 2, 0xA5])), False
-    elif mode == "length":
-        data[4] ^= 1 << rng.randrange(8)
-        data[5] ^= rng.choice([0, 0, 1, 0x80])
-    elif mode == "crc":
-        data[-2] ^= 1 << rng.randrange(8)
-    return bytes(data), False
-
-
-def _fuzz_script(rng, spec, frames, malformed_only):
-    script = []
-    for k in range(frames):
-        frame = _random_request(rng, spec, k & 0xFF)
-        if malformed_only or rng.random() < 0.5:
-            frame, needs_idle = _corrupt(rng, frame, spec)
-        else:
-            needs_idle = False
-        script.append(frame)
-        if needs_idle or rng.random() < 0.15:
-            script.append(IDLE)
-    return script
-
-
 def test_engine_equals_reference_on_random_corrupted_and_valid_frames():
     bench = EngineBench(2, timeout_cycles=16)
     spec = bench.spec
     rng = random.Random(2024)
-    script = _fuzz_script(rng, spec, 800, malformed_only=False) + [Snapshot("end")]
+    script = fuzz_script(rng, spec, 800, malformed_only=False) + [Snapshot("end")]
     result = run(bench, script, tx_ready="3/4")
     expected, model = expected_replies(bench, script)
     assert_same_replies(result.replies, expected, spec.n_nodes)
@@ -417,7 +335,7 @@ def test_engine_changes_nothing_on_thousands_of_malformed_frames():
         [rng.getrandbits(32) for _ in range(spec.load_robot_words)])),
         req(C.STEP, P.words_to_bytes([rng.getrandbits(16) for _ in range(spec.step_words())])),
         IDLE, Snapshot("before")]
-    script = setup + _fuzz_script(rng, spec, 2000, malformed_only=True) + [IDLE, Snapshot("after")]
+    script = setup + fuzz_script(rng, spec, 2000, malformed_only=True) + [IDLE, Snapshot("after")]
     expected, model = expected_replies(bench, script)
     result = run(bench, script)
     assert_same_replies(result.replies, expected, spec.n_nodes)
