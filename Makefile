@@ -44,6 +44,7 @@ test-long: install
 bench: install
 	$(PY) -m linkdyn.model.bench
 	$(PY) -m linkdyn.gateware.bench
+	$(PY) -m linkdyn.gateware.chain_bench
 	$(PY) -m linkdyn.host.bench
 
 verilog: install
