@@ -598,6 +598,18 @@ class Board:
 
     # -- inverse dynamics ----------------------------------------------------------------------
 
+    def robot_loaded(self):
+        """Return whether the board holds a robot: False when every node's constants are zero
+        (the state after power-up; no robot encodes to all-zero constants: ``sin alpha`` and
+        ``cos alpha`` of a link are never both zero). Reads the constants of every node (READ).
+
+        Returns
+        -------
+        bool
+        """
+        spec = self.spec
+        return any(any(self.read(i, 0, spec.constant_count)) for i in range(spec.n_nodes))
+
     def rnea(self, q, qd, qdd, f_ext=None, *, progress=None):
         """Compute the inverse dynamics on the board for one state or a batch (STEP).
 
@@ -962,9 +974,11 @@ def _encode(fmt, values, name, unit):
             k, j = int(states[0]), int(joints[0])
         else:
             k, j = 0, 0
-        raise FixedPointRangeError(
-            f"state {k}, joint {j + 1}: {name} = {float(values[k, j])!r} {unit} does not fit "
-            f"the board's {fmt.name} [{fmt.min_value!r}, {fmt.max_value!r}]") from None
+        detail = (f"{name} = {float(values[k, j])!r} {unit} does not fit the board's "
+                  f"{fmt.name} [{fmt.min_value!r}, {fmt.max_value!r}]")
+        error = FixedPointRangeError(f"state {k}, joint {j + 1}: {detail}")
+        error.state, error.joint, error.quantity, error.detail = k, j, name, detail
+        raise error from None
 
 
 class _closing_on_error:

@@ -181,21 +181,38 @@ def command_load(args):
 
 def command_torques(args):
     """Compute the torques of a CSV of states on the board."""
-    from linkdyn.model.__main__ import CommandError as ModelCommandError, read_states
+    from linkdyn.model import FixedPointRangeError
+    from linkdyn.model.statefile import StateFileError, read_states
     if args.tip and not args.robot:
         raise CommandError("--tip needs --robot")
     robot = _robot(args.robot, args.tip) if args.robot else None
+    for path, what in ((args.output, "output file"), (args.plot, "plot")):
+        if path:
+            _check_writable(path, what)
     with _open(args) as board, _board_errors():
         n = board.nodes
+        if robot is not None and robot.n != n:
+            raise CommandError(f"the robot {robot.name!r} has {robot.n} joints, the board on "
+                               f"{args.port} {n} nodes")
         try:
             t, q, qd, qdd = read_states(args.input, n)
-        except ModelCommandError as error:
+        except StateFileError as error:
             raise CommandError(str(error)) from None
         if not len(q):
             raise CommandError(f"input file {args.input!r} has no states")
         if robot is not None:
             board.load_robot(robot)
-        result = board.rnea(q, qd, qdd, progress=args.progress)
+        elif not board.robot_loaded():
+            raise CommandError(f"the board on {args.port} has no robot loaded (its constants "
+                               "are all zero): run 'linkdyn load' first or pass --robot")
+        try:
+            result = board.rnea(q, qd, qdd, progress=args.progress)
+        except FixedPointRangeError as error:
+            if getattr(error, "state", None) is None:
+                raise
+            raise CommandError(f"input file {args.input!r} state {error.state + 1} (data row "
+                               f"{error.state + 1}), column '{error.quantity}{error.joint + 1}'"
+                               f": {error.detail}") from None
     flags = (result.overflow.astype(np.int64) << np.arange(n)).sum(axis=1)
     _write_torques(args.output, t, result.tau, flags)
     if args.plot:
@@ -209,6 +226,16 @@ def command_torques(args):
               file=sys.stderr)
         return EXIT_SATURATED
     return 0
+
+
+def _check_writable(path, what):
+    """Refuse an output path whose folder does not exist or that is a folder, before any work."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CommandError(f"{what} {path!r} is a folder")
+    if not os.path.isdir(folder):
+        raise CommandError(f"cannot write {what} {path!r}: the folder {folder!r} does not "
+                           "exist")
 
 
 def _write_torques(path, t, tau, flags):
@@ -282,6 +309,16 @@ def command_sim_board(args):
     from linkdyn.sim.board import SimulatedBoard, SimulatedBoardError
     from linkdyn.sim.runner import SimulatorMissing
     robot = _robot(args.robot, args.tip) if args.robot else None
+    if robot is not None:
+        from linkdyn.model import FixedPointRangeError
+        from linkdyn.model.golden import encode_robot
+        if robot.n != args.nodes:
+            raise CommandError(f"the robot {robot.name!r} has {robot.n} joints, the board "
+                               f"{args.nodes} nodes (--nodes)")
+        try:
+            encode_robot(robot)
+        except FixedPointRangeError as error:
+            raise CommandError(str(error)) from None
     chain = None
     if args.chain == "fake":
         from linkdyn.gateware.fake_chain import FakeChain

@@ -218,12 +218,11 @@ def main(argv=None):
     from linkdyn.host.identification.data import DataError, dataset_path
     try:
         dataset = dataset_path("panda-gaz2019")
-    except DataError:  # the data set is optional: it lives outside the project
+    except DataError as error:  # the data set is optional: it lives outside the project
         dataset = None
+        log(f"Panda part skipped: {error}")
     if dataset is not None:
         summary["panda"] = run_panda(out, dataset, args.panda_every, args.simulator, log)
-    else:
-        log("Panda part skipped: ../shared/datasets/panda-gaz2019 not found")
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     ur5 = summary["ur5"]
     log(f"UR5: board vs golden model: {ur5['words_differing_from_golden_model']} words differ; "

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 
 import numpy as np
@@ -31,86 +30,13 @@ import numpy as np
 from .library import BUILTIN_ROBOTS, load_robot, robot_source
 from .rnea import rnea
 from .robot import PARAMETER_NAMES, RobotDescriptionError
+from .statefile import StateFileError, read_states
 
 PROG = "python -m linkdyn.model"
 
 
 class CommandError(Exception):
     """An error in the user's input: reported on stderr without a traceback, exit status 2."""
-
-
-def state_columns(n):
-    """Return the column names of a state CSV for ``n`` joints, without ``t``."""
-    return ([f"q{i}" for i in range(1, n + 1)] + [f"qd{i}" for i in range(1, n + 1)]
-            + [f"qdd{i}" for i in range(1, n + 1)])
-
-
-def read_states(path, n):
-    """Read a state CSV file.
-
-    Parameters
-    ----------
-    path : str
-        The CSV file: header ``[t,] q1..qn, qd1..qdn, qdd1..qddn``.
-    n : int
-        Number of joints of the robot.
-
-    Returns
-    -------
-    t : numpy.ndarray, shape (m,) or None
-        Time column, s, if the file has one.
-    q, qd, qdd : numpy.ndarray, shape (m, n)
-        Joint positions (rad), velocities (rad/s) and accelerations (rad/s^2).
-
-    Raises
-    ------
-    CommandError
-        If the file is missing or unreadable, the header does not match ``n`` joints, a row has
-        the wrong number of fields, or a value is not a finite number.
-    """
-    expected = state_columns(n)
-    try:
-        with open(path, newline="", encoding="utf-8") as file:
-            rows = list(csv.reader(file))
-    except FileNotFoundError:
-        raise CommandError(f"input file {path!r} does not exist") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as error:
-        raise CommandError(f"cannot read input file {path!r}: {error}") from None
-    rows = [row for row in rows if any(cell.strip() for cell in row)]
-    if not rows:
-        raise CommandError(f"input file {path!r} is empty; it needs a header row "
-                           f"{','.join(['t'] + expected)}")
-    header = [cell.strip() for cell in rows[0]]
-    has_t = bool(header) and header[0] == "t"
-    names = header[1:] if has_t else header
-    if names != expected:
-        if len(names) != 3 * n:
-            raise CommandError(
-                f"input file {path!r} has {len(names)} state columns "
-                f"{'after t ' if has_t else ''}but the robot has {n} joints: expected {3 * n} "
-                f"columns {','.join(expected)} (optionally after a first column t)")
-        raise CommandError(
-            f"input file {path!r} header {','.join(header)!r} does not match "
-            f"{','.join(['t'] + expected)!r} (t optional)")
-    values = np.empty((len(rows) - 1, len(header)))
-    for r, row in enumerate(rows[1:]):
-        line = r + 2
-        if len(row) != len(header):
-            raise CommandError(f"input file {path!r} line {line} has {len(row)} fields, the "
-                               f"header {len(header)}")
-        for c, cell in enumerate(row):
-            try:
-                value = float(cell)
-            except ValueError:
-                raise CommandError(f"input file {path!r} line {line} column {header[c]!r}: "
-                                   f"{cell!r} is not a number") from None
-            if not math.isfinite(value):
-                raise CommandError(f"input file {path!r} line {line} column {header[c]!r}: "
-                                   f"{cell!r} is not finite")
-            values[r, c] = value
-    t = values[:, 0] if has_t else None
-    states = values[:, 1:] if has_t else values
-    return t, states[:, :n], states[:, n:2 * n], states[:, 2 * n:]
 
 
 def write_torques(path, t, tau):
@@ -141,7 +67,12 @@ def command_torques(args):
     robot = _load(args)
     if args.no_friction:
         robot = robot.without_friction()
-    t, q, qd, qdd = read_states(args.input, robot.n)
+    try:
+        t, q, qd, qdd = read_states(args.input, robot.n)
+    except StateFileError as error:
+        raise CommandError(str(error)) from None
+    if not len(q):
+        raise CommandError(f"input file {args.input!r} has no states, only a header")
     tau = rnea(robot, q, qd, qdd)
     write_torques(args.output, t, tau)
     return 0

@@ -526,6 +526,10 @@ def _joint_arrays(robot, q, qd, qdd):
         if array.ndim == 0 or array.shape[-1] != robot.n:
             raise ValueError(f"{name} must have shape (..., {robot.n}) for robot "
                              f"{robot.name!r}, not {array.shape}")
+        if not np.isfinite(array).all():
+            index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+            raise ValueError(f"{name} holds a non-finite value {float(array[index])!r} at "
+                             f"index {index}")
         arrays.append(array)
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     return tuple(np.broadcast_to(a, shape) for a in arrays)
@@ -608,7 +612,7 @@ def rnea(robot, q, qd, qdd, gravity=None, f_ext=None):
     TypeError
         If ``robot`` is not a :class:`Robot`.
     ValueError
-        If an array has the wrong trailing dimension.
+        If an array has the wrong trailing dimension or holds NaN or infinity.
 
     Notes
     -----
@@ -704,7 +708,7 @@ def regressor(robot, q, qd, qdd, gravity=None):
     TypeError
         If ``robot`` is not a :class:`Robot`.
     ValueError
-        If an array has the wrong trailing dimension.
+        If an array has the wrong trailing dimension or holds NaN or infinity.
 
     Notes
     -----

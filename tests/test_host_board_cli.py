@@ -6,11 +6,13 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from linkdyn.host.cli import main
+from linkdyn.model import Robot, save_robot
 
 from host_support import (
     CHAIN, NODES, ROBOT, expected, make_board, random_states, simulator_or_none,
@@ -98,9 +100,52 @@ def test_board_commands_report_user_errors(port, tmp_path, capsys):
     _write_states(tmp_path / "big.csv", np.zeros(2), q, qd, qdd)
     assert main(["torques", "--port", port, "--input", str(tmp_path / "big.csv"),
                  "--output", str(tmp_path / "tau.csv")]) == 2
-    assert "state 1, joint 4: qdd = 1000000.0 rad/s^2 does not fit" in capsys.readouterr().err
+    assert (f"input file {str(tmp_path / 'big.csv')!r} state 2 (data row 2), column 'qdd4': "
+            "qdd = 1000000.0 rad/s^2 does not fit the board's Q15.16") in capsys.readouterr().err
     assert main(["load", "--port", port, "--robot", "no-such-robot"]) == 2
     assert "unknown robot" in capsys.readouterr().err
+
+
+def test_torques_refuses_before_streaming(port, tmp_path, capsys):
+    """A robot of another joint count, a plot that cannot be written: refused before any state
+    is sent, the output file left as it was."""
+    q, qd, qdd = random_states(4, seed=13)
+    _write_states(tmp_path / "states.csv", np.zeros(4), q, qd, qdd)
+    seven = Robot("seven", ROBOT.links + (replace(ROBOT.links[-1], name="extra"),))
+    save_robot(seven, tmp_path / "seven.json")
+    (tmp_path / "tau.csv").write_text("kept\n")
+    assert main(["torques", "--port", port, "--robot", str(tmp_path / "seven.json"), "--input",
+                 str(tmp_path / "states.csv"), "--output", str(tmp_path / "tau.csv")]) == 2
+    assert f"the robot 'seven' has 7 joints, the board on {port} {NODES} nodes" in \
+        capsys.readouterr().err
+    assert main(["torques", "--port", port, "--input", str(tmp_path / "states.csv"),
+                 "--output", str(tmp_path / "tau.csv"), "--plot",
+                 str(tmp_path / "no-such-folder" / "tau.png")]) == 2
+    assert "cannot write plot" in capsys.readouterr().err
+    assert (tmp_path / "tau.csv").read_text() == "kept\n"
+
+
+def test_torques_refuses_a_board_without_a_robot(tmp_path, capsys):
+    q, qd, qdd = random_states(2, seed=14)
+    _write_states(tmp_path / "states.csv", np.zeros(2), q, qd, qdd)
+    with make_board(robot=None) as board:
+        assert main(["torques", "--port", board.port, "--input", str(tmp_path / "states.csv"),
+                     "--output", str(tmp_path / "tau.csv")]) == 2
+        assert "has no robot loaded" in capsys.readouterr().err
+        assert main(["torques", "--port", board.port, "--robot", "ur5", "--input",
+                     str(tmp_path / "states.csv"), "--output", str(tmp_path / "tau.csv")]) == 0
+    _, values = _read(tmp_path / "tau.csv")
+    np.testing.assert_array_equal(values[:, 1:7], expected(ROBOT, q, qd, qdd)[0] / 65536.0)
+
+
+def test_sim_board_refuses_a_robot_that_does_not_fit_before_building(tmp_path, capsys):
+    heavy = Robot("heavy", ROBOT.links[:-1] + (replace(ROBOT.links[-1], mass=1e6),))
+    save_robot(heavy, tmp_path / "heavy.json")
+    assert main(["sim-board", "--nodes", str(NODES), "--robot", str(tmp_path / "heavy.json")]) \
+        == 2
+    err = capsys.readouterr().err
+    assert "constant m = 1000000.0 does not fit Q15.16" in err and "Traceback" not in err
+    assert "building" not in err
 
 
 def test_sim_board_command_serves_until_interrupted(tmp_path, capsys):

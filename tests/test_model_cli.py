@@ -164,6 +164,16 @@ def test_empty_input_exits_with_2(tmp_path):
     assert_input_error(result, "empty", "header")
 
 
+def test_header_only_input_exits_with_2(tmp_path):
+    q, qd, qdd = random_states(6, count=1)
+    path = write_states(tmp_path / "states.csv", q, qd, qdd)
+    path.write_text(path.read_text().splitlines()[0] + "\n")
+    result = run("torques", "--robot", "ur5", "--input", "states.csv", "--output", "tau.csv",
+                 cwd=tmp_path)
+    assert_input_error(result, "has no states")
+    assert not (tmp_path / "tau.csv").exists()
+
+
 def test_missing_input_file_exits_with_2_naming_it(tmp_path):
     result = run("torques", "--robot", "ur5", "--input", "nowhere.csv", "--output", "tau.csv",
                  cwd=tmp_path)

@@ -308,6 +308,12 @@ def test_wrong_arguments_are_rejected():
         rnea(robot, np.zeros(6), np.zeros(5), np.zeros(6))
     with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., 6\)"):
         regressor(robot, 0.0, np.zeros(6), np.zeros(6))
+    qdd = np.zeros((2, 6))
+    qdd[1, 4] = np.nan
+    with pytest.raises(ValueError, match=r"qdd holds a non-finite value nan at index \(1, 4\)"):
+        rnea(robot, np.zeros(6), np.zeros(6), qdd)
+    with pytest.raises(ValueError, match="q holds a non-finite value inf"):
+        regressor(robot, np.full(6, np.inf), np.zeros(6), np.zeros(6))
 
 
 # ----------------------------------------------------------------------------------------------

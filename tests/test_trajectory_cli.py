@@ -99,6 +99,12 @@ def test_retime_rejects_a_malformed_csv(tmp_path, capsys):
     assert main(["trajectory", "retime", "--robot", "ur10", "--path", str(wrong),
                  "--out", str(tmp_path / "out.csv")]) == 2
     assert "has 2 joints, the robot has 6" in capsys.readouterr().err
+    cell = tmp_path / "cell.csv"
+    rows = ["0," + ",".join(["0"] * 18), "0.1," + ",".join(["0"] * 17 + ["abc"])]
+    cell.write_text(",".join(csv_header(6)) + "\n" + "\n".join(rows) + "\n")
+    assert main(["trajectory", "retime", "--robot", "ur10", "--path", str(cell),
+                 "--out", str(tmp_path / "out.csv")]) == 2
+    assert "line 3 column 'qdd6': 'abc' is not a number" in capsys.readouterr().err
     assert main(["trajectory", "eight", "--robot", "ur10", "--ik", "fd",
                  "--out", str(tmp_path / "out.txt")]) == 2
     assert "--out must name a .csv file" in capsys.readouterr().err

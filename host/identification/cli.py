@@ -238,11 +238,8 @@ def run_excite(args):
         raise _error(f"--out must name a .csv file, not {args.out!r}")
     if out.exists() and out.is_dir():
         raise _error(f"--out {args.out!r} is a folder")
-    if not out.parent.exists():
-        try:
-            out.parent.mkdir(parents=True)
-        except OSError as error:
-            raise _error(f"cannot create {os.fspath(out.parent)!r}: {error}") from None
+    if not out.parent.is_dir():
+        raise _error(f"--out {args.out!r}: folder {os.fspath(out.parent)!r} does not exist")
     boxes = {}
     for text in args.box:
         try:

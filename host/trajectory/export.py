@@ -99,39 +99,36 @@ def read_csv(path, n=None):
         ``n``, a value is not a finite number, there are fewer than 2 rows, or the times are not
         strictly increasing.
     """
+    from linkdyn.model.statefile import StateFileError, read_states
     path = Path(path)
+    name = os.fspath(path)
     if not path.is_file():
-        raise FileNotFoundError(f"trajectory file {os.fspath(path)!r} does not exist")
-    with open(path, newline="") as handle:
-        reader = csv.reader(handle)
-        try:
-            header = [name.strip() for name in next(reader)]
-        except StopIteration:
-            raise TrajectoryFileError(f"trajectory file {os.fspath(path)!r} is empty") from None
+        raise FileNotFoundError(f"trajectory file {name!r} does not exist")
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            header = [cell.strip() for cell in next(csv.reader(handle), [])]
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise TrajectoryFileError(f"cannot read trajectory file {name!r}: {error}") from None
     columns = len(header)
     joints = (columns - 1) // 3
     if columns < 4 or (columns - 1) % 3 or header != csv_header(joints):
         raise TrajectoryFileError(
-            f"trajectory file {os.fspath(path)!r} must have the header "
+            f"trajectory file {name!r} must have the header "
             f"'t,q1..qn,qd1..qdn,qdd1..qddn', not {','.join(header)[:120]!r}")
     if n is not None and joints != n:
-        raise TrajectoryFileError(f"trajectory file {os.fspath(path)!r} has {joints} joints, "
+        raise TrajectoryFileError(f"trajectory file {name!r} has {joints} joints, "
                                   f"the robot has {n}")
     try:
-        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-    except ValueError as error:
-        raise TrajectoryFileError(f"trajectory file {os.fspath(path)!r}: {error}") from None
-    if data.shape[1] != columns or len(data) < 2:
-        raise TrajectoryFileError(f"trajectory file {os.fspath(path)!r} needs at least 2 rows "
-                                  f"of {columns} numbers")
-    if not np.all(np.isfinite(data)):
-        raise TrajectoryFileError(f"trajectory file {os.fspath(path)!r} holds non-finite values")
-    t = data[:, 0]
+        t, q, qd, qdd = read_states(name, joints)
+    except StateFileError as error:
+        raise TrajectoryFileError(str(error)) from None
+    if len(t) < 2:
+        raise TrajectoryFileError(f"trajectory file {name!r} needs at least 2 rows")
     if np.any(np.diff(t) <= 0):
-        raise TrajectoryFileError(f"trajectory file {os.fspath(path)!r}: times must be "
-                                  f"strictly increasing")
-    return (t, data[:, 1:1 + joints], data[:, 1 + joints:1 + 2 * joints],
-            data[:, 1 + 2 * joints:])
+        row = int(np.nonzero(np.diff(t) <= 0)[0][0]) + 2
+        raise TrajectoryFileError(f"trajectory file {name!r}: times must be strictly "
+                                  f"increasing (data row {row})")
+    return t, q, qd, qdd
 
 
 def _jsonable(value):
