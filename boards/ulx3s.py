@@ -1,12 +1,12 @@
 """ULX3S 85F (Lattice ECP5 LFE5U-85F): the open-toolchain board.
 
 - clock: the 25 MHz oscillator (``clk25``, G2) through an EHXPLLL to the core clock (default
-  50 MHz, a clock the current gateware meets timing at; any frequency the PLL makes, see
+  80 MHz, the fastest clock the 6-node build meets timing at; any frequency the PLL makes, see
   :func:`~linkdyn.boards.common.ecp5_pll_setting`); reset: the PWR button (``button_pwr``,
   D6, active low) or a lost PLL lock;
 - UART: the FT231X USB-UART (amaranth-boards ``uart`` 0: FPGA receives on M1, transmits on
-  L4), 2 Mbaud at 50 MHz, 3 Mbaud at 60, 75 or 100 MHz (the fastest standard rate the clock
-  makes within 1.5 %);
+  L4), 2 Mbaud at 50 MHz, 3 Mbaud at 60, 75, 80 or 100 MHz (the fastest standard rate the
+  clock makes within 1.5 %);
 - LEDs 0..3 (B2 C2 C1 D2): heartbeat, host link busy, overflow, chain busy.
 
 Built with Yosys, nextpnr-ecp5 and ecppack (YoWASP), programmed with openFPGALoader.
@@ -34,11 +34,11 @@ class ULX3STop(BoardTop):
     #: A node of the chain takes about 3,400 TRELLIS_COMB, 4 MULT18X18D and 4 DP16KD (6-node
     #: build: 22,811 / 24 / 27 with the host link); 23 fill the 83,640 LUT4 slots to ~95 %.
     max_nodes = 23
-    #: 50 MHz (UART 2 Mbaud exact), not the 100 MHz goal: with the 6-node chain nextpnr
-    #: reaches 61.3 MHz at a 75 MHz target and 53.7 MHz at 60 MHz (docs/performance.md,
-    #: "Boards": the chain's bus reply into the engine, the node's mailbox stall logic, the
-    #: MAC's multiplier). Raise it when those paths are pipelined.
-    default_clock_hz = 50_000_000
+    #: 80 MHz (PLL 25 MHz x 16 / 5 / 7; UART 3 Mbaud, divisor 27): the 6-node build meets
+    #: timing there (83.9 MHz at an 80 MHz target), not at the 100 MHz goal (85.1 MHz at a
+    #: 100 MHz target: a node's sequencer, program counter -> schedule ROM in logic -> ROM
+    #: output register; docs/performance.md, "Boards"). Raise it when that path is shortened.
+    default_clock_hz = 80_000_000
     uart_note = "FT231X USB-UART (uart 0: rx M1, tx L4)"
     reset = "button_pwr"
 

@@ -50,7 +50,7 @@ import re
 import sys
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -262,24 +262,35 @@ class LinkDynChain(wiring.Component):
         for i, node in enumerate(nodes):
             if not node.inbox:
                 continue
+            # The node gives the word's index in its message and its direction (from its
+            # schedule ROM: no address decoding on the path to the present bit and the stall).
             boxes = []
             if i > 0:
-                boxes.append((forward_boxes[i - 1], forward))
+                boxes.append((forward_boxes[i - 1], 0))
             if i < n - 1:
-                boxes.append((backward_boxes[i], backward))
+                boxes.append((backward_boxes[i], 1))
             from_box = [Signal(name=f"node{i}_inbox_{k}") for k in range(len(boxes))]
             from_box_issued = [Signal(name=f"node{i}_inbox_{k}_issued")
                                for k in range(len(boxes))]
-            for (box, layout), selected, issued in zip(boxes, from_box, from_box_issued):
-                with m.Switch(node.inbox_addr):
-                    for word, (_, target) in enumerate(layout):
-                        with m.Case(rmap[target].address):
-                            m.d.comb += [selected.eq(1), box.read_word.eq(word)]
+            for k, ((box, backward_box), selected, issued) in enumerate(
+                    zip(boxes, from_box, from_box_issued)):
+                m.d.comb += [selected.eq(node.inbox_backward == backward_box),
+                             box.read_word.eq(node.inbox_word)]
                 if banks > 1:
                     m.d.comb += box.read_slot.eq(node.inbox_bank)
                 m.d.sync += issued.eq(selected)
-                with m.If(selected):
-                    m.d.comb += node.inbox_present.eq(box.present)
+                # The present bits the node's stall reads are a copy registered twice (the
+                # mailbox may sit far from the node; the second register sits by the node's
+                # stall logic): a word is seen two cycles after it is written. A slot's bits are
+                # cleared only after its reader's last read of it, and the reader reads that
+                # slot again only in a later request, so the copy's lag in clearing them is
+                # never seen.
+                travel = Signal.like(box.words_present, name=f"node{i}_inbox_{k}_travel")
+                seen = Signal.like(box.words_present, name=f"node{i}_inbox_{k}_present")
+                m.d.sync += [travel.eq(box.words_present), seen.eq(travel)]
+                slot_bits = seen[node.inbox_bank] if banks > 1 else seen[0]
+                first = len(forward) * backward_box  # the node numbers forward, then backward
+                m.d.comb += node.inbox_present_words[first:first + box.words].eq(slot_bits)
                 with m.If(issued):
                     m.d.comb += node.inbox_data.eq(box.read_data)
 
@@ -513,6 +524,9 @@ class LinkDynChain(wiring.Component):
                 shadowed[(i, address)] = read.data
 
         # -- register bus ----------------------------------------------------------------------
+        # The request is registered when it is seen (IDLE): everything the chain decodes from
+        # it starts at flip-flops, not at the initiator's state decoding.
+        req = Signal(data.StructLayout({"node": 8, "addr": 8, "we": 1, "wdata": 32}))
         status = Cat(busy, ever_started & ~busy, overflow_sticky.any())
         selected_overflow = Signal(n)
         for t in range(tickets):
@@ -525,38 +539,38 @@ class LinkDynChain(wiring.Component):
         }
         # RESULT_SELECT: update number v (1-based, as UPDATE_COUNT counts) is selectable while
         # it has finished and its ticket has not been reused: started_count - tickets < v.
-        select_value = bus.wdata[:_COUNTER - 1]
+        select_value = req.wdata[:_COUNTER - 1]
         select_valid = ((select_value != 0) & (select_value <= update_count)
                         & (select_value + tickets > started_count))
         control_address = control_register("CONTROL").address
-        is_node = bus.node < n
+        is_node = req.node < n
         target = Signal(range(n))          # node of a node-register access
         target_addr = Signal(rmap.depth.bit_length())
         read_target = Signal(range(n))
         read_addr = Signal.like(target_addr)
-        m.d.comb += [target.eq(bus.node), target_addr.eq(bus.addr)]
+        m.d.comb += [target.eq(req.node), target_addr.eq(req.addr)]
         # Node reads: results from their shadows, mailbox words from the sender's register,
         # the rest from the node (held idle).
         is_shadowed = Signal()
         shadow_word = Signal(WORD_WIDTH)
         for (i, address), word in shadowed.items():
-            with m.If((bus.node == i) & (bus.addr == address)):
+            with m.If((req.node == i) & (req.addr == address)):
                 m.d.comb += [is_shadowed.eq(1), shadow_word.eq(word)]
         m.d.comb += [read_target.eq(target), read_addr.eq(target_addr)]
-        with m.Switch(bus.addr):
+        with m.Switch(req.addr):
             for _, (source, receiver) in enumerate(forward):
                 with m.Case(rmap[receiver].address):
-                    with m.If(bus.node != 0):
-                        m.d.comb += [read_target.eq(bus.node - 1),
+                    with m.If(req.node != 0):
+                        m.d.comb += [read_target.eq(req.node - 1),
                                      read_addr.eq(rmap[source].address)]
             for _, (source, receiver) in enumerate(backward):
                 with m.Case(rmap[receiver].address):
-                    with m.If(bus.node != n - 1):
-                        m.d.comb += [read_target.eq(bus.node + 1),
+                    with m.If(req.node != n - 1):
+                        m.d.comb += [read_target.eq(req.node + 1),
                                      read_addr.eq(rmap[source].address)]
-        is_input = (bus.addr >= spec.input_address) & (bus.addr < spec.input_address
+        is_input = (req.addr >= spec.input_address) & (req.addr < spec.input_address
                                                        + spec.input_count)
-        writable = bus.addr < Mux(bus.node == 0, spec.writable_end_node0, spec.writable_end)
+        writable = req.addr < Mux(req.node == 0, spec.writable_end_node0, spec.writable_end)
         write_allowed = Mux(is_input, staging_free, ~busy)
 
         node_hold = Signal()
@@ -565,75 +579,91 @@ class LinkDynChain(wiring.Component):
         read_data = Signal(WORD_WIDTH)
         write_ready = Signal()
         busy_of = Signal()
+        held = Signal()
         with m.Switch(access_node):
             for i, node in enumerate(nodes):
                 with m.Case(i):
                     m.d.comb += [read_data.eq(node.ext_read_data),
-                                 write_ready.eq(node.ext_write_ready), busy_of.eq(node.busy)]
+                                 write_ready.eq(node.ext_write_ready), busy_of.eq(node.busy),
+                                 held.eq(hold[i])]
+        # A node's hold is a register (one cycle after the state that holds it): a node read
+        # goes on once the node is idle *and* held, so it can no longer take a request.
         for i, node in enumerate(nodes):
+            m.d.sync += hold[i].eq(node_hold & (access_node == i))
             m.d.comb += [
                 node.ext_addr.eq(access_addr),
-                node.ext_write_data.eq(bus.wdata),
-                hold[i].eq(node_hold & (access_node == i)),
+                node.ext_write_data.eq(req.wdata),
                 node.hold.eq(hold[i]),
             ]
             if banks > 1:
-                m.d.comb += node.ext_bank.eq(Mux(bus.we, staging_bank, result_bank))
+                m.d.comb += node.ext_bank.eq(Mux(req.we, staging_bank, result_bank))
 
+        # The answer of a transaction (ready, rdata, error) is decided in one state and
+        # registered onto the bus: the initiator sees it one cycle later, in the ANSWER state,
+        # from flip-flops (no path from a node's block RAM or the decoding of the access into
+        # the initiator's logic).
+        answer = Signal()
+        answer_rdata = Signal(WORD_WIDTH)
+        answer_error = Signal()
+        m.d.sync += [bus.ready.eq(answer), bus.rdata.eq(answer_rdata),
+                     bus.error.eq(answer_error)]
+        read_latency = nodes[0].ext_read_latency
         with m.FSM(name="bus_fsm"):
             with m.State("IDLE"):
                 with m.If(bus.valid):
+                    m.d.sync += [req.node.eq(bus.node), req.addr.eq(bus.addr),
+                                 req.we.eq(bus.we), req.wdata.eq(bus.wdata)]
                     m.next = "ACCESS"
             with m.State("ACCESS"):
-                with m.If(bus.node == CONTROL_NODE):
-                    m.d.comb += bus.ready.eq(1)
-                    m.next = "IDLE"
-                    with m.If(bus.we):
-                        start = (bus.wdata & CONTROL_START).any()
-                        clear = (bus.wdata & CONTROL_CLEAR).any()
-                        with m.If(bus.addr == RESULT_SELECT):
-                            with m.If(bus.wdata[_COUNTER - 1]):
-                                m.d.comb += bus.rdata.eq(bus.wdata)
+                with m.If(req.node == CONTROL_NODE):
+                    m.d.comb += answer.eq(1)
+                    m.next = "ANSWER"
+                    with m.If(req.we):
+                        start = (req.wdata & CONTROL_START).any()
+                        clear = (req.wdata & CONTROL_CLEAR).any()
+                        with m.If(req.addr == RESULT_SELECT):
+                            with m.If(req.wdata[_COUNTER - 1]):
+                                m.d.comb += answer_rdata.eq(req.wdata)
                                 m.d.sync += select_follow.eq(1)
                             with m.Elif(select_valid):
-                                m.d.comb += bus.rdata.eq(bus.wdata)
+                                m.d.comb += answer_rdata.eq(req.wdata)
                                 m.d.sync += [select_follow.eq(0),
                                              select_number.eq(select_value),
                                              select_ticket.eq(select_value - 1)]
                             with m.Else():
-                                m.d.comb += bus.error.eq(1)
-                        with m.Elif(bus.addr != control_address):
-                            m.d.comb += bus.error.eq(1)
+                                m.d.comb += answer_error.eq(1)
+                        with m.Elif(req.addr != control_address):
+                            m.d.comb += answer_error.eq(1)
                         with m.Elif(start & ~staging_free):
-                            m.d.comb += bus.error.eq(1)
+                            m.d.comb += answer_error.eq(1)
                         with m.Else():
-                            m.d.comb += [bus.rdata.eq(bus.wdata), start_event.eq(start),
+                            m.d.comb += [answer_rdata.eq(req.wdata), start_event.eq(start),
                                          clear_event.eq(clear)]
                     with m.Else():
-                        with m.Switch(bus.addr):
+                        with m.Switch(req.addr):
                             with m.Case(control_address):
-                                m.d.comb += bus.rdata.eq(0)
+                                m.d.comb += answer_rdata.eq(0)
                             with m.Case(RESULT_SELECT):
-                                m.d.comb += bus.rdata.eq(Mux(select_follow, RESULT_FOLLOW,
+                                m.d.comb += answer_rdata.eq(Mux(select_follow, RESULT_FOLLOW,
                                                              select_number))
                             for name, value in control_words.items():
                                 with m.Case(control_register(name).address):
-                                    m.d.comb += bus.rdata.eq(value)
+                                    m.d.comb += answer_rdata.eq(value)
                             with m.Default():
-                                m.d.comb += bus.error.eq(1)
-                with m.Elif(~is_node | (bus.addr >= spec.node_map_size)):
-                    m.d.comb += [bus.ready.eq(1), bus.error.eq(1)]
-                    m.next = "IDLE"
-                with m.Elif(bus.we):
+                                m.d.comb += answer_error.eq(1)
+                with m.Elif(~is_node | (req.addr >= spec.node_map_size)):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ANSWER"
+                with m.Elif(req.we):
                     with m.If(~writable | ~write_allowed):
-                        m.d.comb += [bus.ready.eq(1), bus.error.eq(1)]
-                        m.next = "IDLE"
+                        m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                        m.next = "ANSWER"
                     with m.Else():
                         m.d.sync += [access_node.eq(target), access_addr.eq(target_addr)]
                         m.next = "WRITE"
                 with m.Elif(is_shadowed):
-                    m.d.comb += [bus.ready.eq(1), bus.rdata.eq(shadow_word)]
-                    m.next = "IDLE"
+                    m.d.comb += [answer.eq(1), answer_rdata.eq(shadow_word)]
+                    m.next = "ANSWER"
                 with m.Else():
                     m.d.sync += [access_node.eq(read_target), access_addr.eq(read_addr)]
                     m.next = "READ"
@@ -641,15 +671,23 @@ class LinkDynChain(wiring.Component):
                 for i, node in enumerate(nodes):
                     m.d.comb += node.ext_write_enable.eq(access_node == i)
                 with m.If(write_ready):
-                    m.d.comb += [bus.ready.eq(1), bus.rdata.eq(bus.wdata)]
-                    m.next = "IDLE"
+                    m.d.comb += [answer.eq(1), answer_rdata.eq(req.wdata)]
+                    m.next = "ANSWER"
             with m.State("READ"):
                 # Hold the node: it takes no new request; once idle, its read port is ours.
                 m.d.comb += node_hold.eq(1)
-                with m.If(~busy_of):
-                    m.next = "READ_DATA"
+                with m.If(~busy_of & held):
+                    m.next = "READ_FETCH_1" if read_latency > 1 else "READ_DATA"
+            for k in range(1, read_latency):
+                with m.State(f"READ_FETCH_{k}"):
+                    # The node's block RAM and the register behind it (ext_read_latency).
+                    m.d.comb += node_hold.eq(1)
+                    m.next = f"READ_FETCH_{k + 1}" if k + 1 < read_latency else "READ_DATA"
             with m.State("READ_DATA"):
-                m.d.comb += [node_hold.eq(1), bus.ready.eq(1), bus.rdata.eq(read_data)]
+                m.d.comb += [node_hold.eq(1), answer.eq(1), answer_rdata.eq(read_data)]
+                m.next = "ANSWER"
+            with m.State("ANSWER"):
+                # The registered answer is on the bus (ready) in this cycle.
                 m.next = "IDLE"
         return m
 

@@ -1,4 +1,5 @@
-"""The arctangent of the friction model (eq. 20): CORDIC in vectoring mode, one step per cycle.
+"""The arctangent of the friction model (eq. 20): CORDIC in vectoring mode, one step per two
+cycles (the shifts, registered, then the additions).
 
 Bit-exact with :meth:`linkdyn.model.tables.Cordic.atan`: the vector ``(X, Y) = (2**30, x << 14)``
 is rotated towards the x axis; step ``i`` (``i = 0 .. iterations - 1``)::
@@ -69,8 +70,10 @@ class CordicArctangent(wiring.Component):
     """``atan(x)`` of a Q15.16 word as a Q1.30 word, by an iterative CORDIC.
 
     A ``start`` in cycle ``c`` samples ``x``; ``result`` holds ``atan(x)`` from cycle
-    ``c + latency`` (:attr:`latency` = ``iterations + 1``), when ``done`` pulses, until the next
-    ``start``. A ``start`` while ``busy`` restarts the unit.
+    ``c + latency`` (:attr:`latency` = ``2 iterations + 1``), when ``done`` pulses, until the next
+    ``start``. A ``start`` while ``busy`` restarts the unit. Each step takes two cycles: the
+    barrel shifts ``Y >> i``, ``X >> i`` (and the angle ``A[i]``) into registers, then the three
+    additions; one cycle for both would not meet 100 MHz on an ECP5.
 
     Parameters
     ----------
@@ -116,12 +119,13 @@ class CordicArctangent(wiring.Component):
 
     @staticmethod
     def latency_of(cordic):
-        """Return the cycles from ``start`` to ``done`` for a definition: ``iterations + 1``."""
-        return cordic.iterations + 1
+        """Return the cycles from ``start`` to ``done`` for a definition:
+        ``2 iterations + 1``."""
+        return 2 * cordic.iterations + 1
 
     @property
     def latency(self):
-        """int: cycles from ``start`` to ``done``, ``iterations + 1``."""
+        """int: cycles from ``start`` to ``done``, ``2 iterations + 1``."""
         return self.latency_of(self._cordic)
 
     def elaborate(self, platform):
@@ -135,13 +139,13 @@ class CordicArctangent(wiring.Component):
         step = Signal(range(n))
         angles = Array(Const(angle, signed(WORD_WIDTH)) for angle in c.angles)
 
+        # Shift phase: dx = Y >> i, dy = X >> i and the angle A[i] into registers (and the
+        # direction); add phase: the three additions.
         dx = Signal(signed(y_bits))
         dy = Signal(unsigned(x_bits))
-        m.d.comb += [
-            dx.eq(big_y >> step),
-            dy.eq(big_x >> step),
-        ]
-        angle = angles[step]
+        angle = Signal(signed(WORD_WIDTH))
+        positive = Signal()
+        adding = Signal()
         m.d.sync += self.done.eq(0)
         with m.If(self.start):
             m.d.sync += [
@@ -149,15 +153,24 @@ class CordicArctangent(wiring.Component):
                 big_y.eq(self.x << c.input_shift),
                 z.eq(0),
                 step.eq(0),
+                adding.eq(0),
                 self.busy.eq(1),
             ]
+        with m.Elif(self.busy & ~adding):
+            m.d.sync += [
+                dx.eq(big_y >> step),
+                dy.eq(big_x >> step),
+                angle.eq(angles[step]),
+                positive.eq(~big_y[-1]),
+                adding.eq(1),
+            ]
         with m.Elif(self.busy):
-            positive = ~big_y[-1]
             m.d.sync += [
                 big_x.eq(Mux(positive, big_x + dx, big_x - dx)),
                 big_y.eq(Mux(positive, big_y - dy, big_y + dy)),
                 z.eq(Mux(positive, z + angle, z - angle)),
                 step.eq(step + 1),
+                adding.eq(0),
             ]
             with m.If(step == n - 1):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]

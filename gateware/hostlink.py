@@ -2,14 +2,17 @@
 
 ::
 
-    rx pin -> UARTReceiver -> receive FIFO -> ProtocolEngine -> transmit FIFO -> UARTTransmitter
-                                                    |                                  |
-                                          register bus to the chain                 tx pin
+    rx pin -> UARTReceiver -> receive FIFO -> [register] -> ProtocolEngine -> transmit FIFO
+                                                                   |                |
+                                                     register bus to the chain    UARTTransmitter
+                                                                                    -> tx pin
 
 The receive FIFO holds the bytes that arrive while the engine executes or replies (the UART
 cannot wait); the transmit FIFO lets the engine hand over a reply at clock speed and return to
 the next request, so that back-to-back STEP frames (stream mode) keep the line busy in both
-directions.
+directions. A stream register between the receive FIFO and the engine keeps the FIFO's block
+RAM output away from the engine's logic (frame decoding, CRC): one cycle more per frame, the
+same rate.
 """
 
 from amaranth import *
@@ -120,7 +123,15 @@ class HostLink(wiring.Component):
         m.d.comb += [receiver.rx.eq(self.rx), self.tx.eq(transmitter.tx),
                      engine.uart_errors.eq(receiver.errors)]
         connect(m, receiver.stream, rx_fifo.w_stream)
-        connect(m, rx_fifo.r_stream, engine.rx)
+        # Stream register (full rate: it takes a byte whenever it is empty or handing one over).
+        rx_valid = Signal()
+        rx_payload = Signal(8)
+        take = ~rx_valid | engine.rx.ready
+        m.d.comb += [rx_fifo.r_stream.ready.eq(take), engine.rx.valid.eq(rx_valid),
+                     engine.rx.payload.eq(rx_payload)]
+        with m.If(take):
+            m.d.sync += [rx_valid.eq(rx_fifo.r_stream.valid),
+                         rx_payload.eq(rx_fifo.r_stream.payload)]
         connect(m, engine.tx, tx_fifo.w_stream)
         connect(m, tx_fifo.r_stream, transmitter.stream)
         connect(m, flipped(self.bus), engine.bus)

@@ -7,14 +7,19 @@ with exactly the arithmetic of :mod:`linkdyn.model.fixedpoint`::
     result = floor((acc + 2**(shift - 1)) / 2**shift)       (shift 0: acc)
     word   = saturate(result) with a sticky overflow flag, or wrap(result) for phase words
 
-Pipeline (one term per clock, every stage registered; the ``multiply`` stages are the two the
+Pipeline (one term per clock, every stage registered; the ``multiply`` stages are the three the
 microprogram's :class:`~linkdyn.model.microprogram.MacTiming` counts)::
 
-    inputs -> [operands] -> [product] -> [accumulator] -> [round] -> saturate -> result
-               multiply 1    multiply 2    accumulate      round
+    inputs -> [operands] -> [partial products] -> [product] -> [accumulator] -> [round] -> saturate
+               multiply 1    multiply 2            multiply 3   accumulate        round
 
-The round register holds the shifted word and the saturation decision; the saturation itself is
-a multiplexer behind it.
+The product of the 33-bit and the 32-bit operand is four explicit 18 x 18 signed products
+(``a = a_hi 2**17 + a_lo``, ``b = b_hi 2**17 + b_lo``, ``a_lo`` and ``b_lo`` unsigned), each one
+multiplier block (ECP5 MULT18X18D, Spartan-6 DSP48A1) with a register on its inputs and on its
+output; the product stage adds them: ``a_hi b_hi 2**34 + a_lo b_lo`` is a concatenation (``a_lo
+b_lo < 2**34``), so the sum is one wide adder after the 35-bit sum of the cross products. The
+round register holds the shifted word and the saturation decision; the saturation itself is a
+multiplexer behind it.
 
 A sum term enters the multiplier as ``(a + b) * 2**align`` (the pre-adder path; its alignment
 rides on the second operand), a product term is aligned after the multiplier by one of the few
@@ -26,7 +31,7 @@ Dot instead of being added after the last one, which saves a wide adder in the r
 the result is the same integer.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -91,7 +96,8 @@ class MultiplyAccumulate(wiring.Component):
     One term enters per clock cycle with ``valid``. The terms of one Dot enter on any cycles in
     order, the first with ``first``, the last with ``last`` (a one-term Dot has both). The result
     of a Dot whose last term entered in cycle ``c`` is presented in cycle ``c + latency``
-    (:attr:`latency` = 4) with ``result_valid`` for one cycle; a new Dot may start in the cycle
+    (:attr:`latency` = 5: three multiply stages, the accumulator, the round register) with
+    ``result_valid`` for one cycle; a new Dot may start in the cycle
     after the last term of the previous one.
 
     Parameters
@@ -163,8 +169,10 @@ class MultiplyAccumulate(wiring.Component):
         ``aligns``.
     """
 
-    #: Cycles from a Dot's last term entering to its result being presented.
-    latency = 4
+    #: Cycles from a Dot's last term entering to its result being presented (the ``multiply``,
+    #: ``accumulate`` and ``round`` stages of :class:`~linkdyn.model.microprogram.MacTiming`).
+    latency = 5
+
 
     def __init__(self, *, word_width=WORD_WIDTH, aligns=None, product_aligns=None, shifts=None,
                  max_terms=None, tag_width=7):
@@ -298,8 +306,17 @@ class MultiplyAccumulate(wiring.Component):
             s1_tag.eq(self.tag),
         ]
 
-        # -- multiply stage 2: product register --
-        product = Signal(signed(product_width))
+        # -- multiply stage 2: four 18 x 18 signed partial products, registered (the inputs are
+        #    the operand registers: every multiplier block has registered inputs and output) --
+        low = max(17, w - 17)  # 17 for 32-bit words: every factor fits a signed 18 bits
+        a_lo = Cat(op_a[:low], Const(0, 1)).as_signed()     # unsigned, as signed low + 1 bits
+        b_lo = Cat(op_b[:low], Const(0, 1)).as_signed()
+        a_hi = op_a[low:].as_signed()                       # signed, w + 1 - low bits
+        b_hi = op_b[low:].as_signed()                       # signed, w - low bits
+        pp_ll = Signal(2 * low, name="pp_ll")               # a_lo b_lo < 2**(2 low)
+        pp_lh = Signal(signed(low + 1 + len(b_hi)), name="pp_lh")
+        pp_hl = Signal(signed(len(a_hi) + low + 1), name="pp_hl")
+        pp_hh = Signal(signed(len(a_hi) + len(b_hi)), name="pp_hh")
         s2_valid, s2_negate, s2_first, s2_last, s2_wraps = (Signal(name=f"s2_{n}") for n in
                                                              ("valid", "negate", "first", "last",
                                                               "wraps"))
@@ -307,7 +324,10 @@ class MultiplyAccumulate(wiring.Component):
         s2_shift = Signal.like(self.shift, name="s2_shift")
         s2_tag = Signal.like(self.tag, name="s2_tag")
         m.d.sync += [
-            product.eq((op_a * op_b)[:product_width]),
+            pp_ll.eq((a_lo * b_lo)[:2 * low]),
+            pp_lh.eq(a_lo * b_hi),
+            pp_hl.eq(a_hi * b_lo),
+            pp_hh.eq(a_hi * b_hi),
             s2_valid.eq(s1_valid),
             s2_negate.eq(s1_negate),
             s2_first.eq(s1_first),
@@ -318,16 +338,40 @@ class MultiplyAccumulate(wiring.Component):
             s2_tag.eq(s1_tag),
         ]
 
+        # -- multiply stage 3: the product register, a_hi b_hi 2**(2 low) + a_lo b_lo
+        #    (concatenated) + (a_lo b_hi + a_hi b_lo) 2**low --
+        product = Signal(signed(product_width))
+        s3_valid, s3_negate, s3_first, s3_last, s3_wraps = (Signal(name=f"s3_{n}") for n in
+                                                             ("valid", "negate", "first", "last",
+                                                              "wraps"))
+        s3_post = Signal.like(post, name="s3_post")
+        s3_shift = Signal.like(self.shift, name="s3_shift")
+        s3_tag = Signal.like(self.tag, name="s3_tag")
+        outer = Cat(pp_ll, pp_hh).as_signed()
+        cross = Signal(signed(max(len(pp_lh), len(pp_hl)) + 1))
+        m.d.comb += cross.eq(pp_lh + pp_hl)
+        m.d.sync += [
+            product.eq((outer + (cross << low))[:product_width]),
+            s3_valid.eq(s2_valid),
+            s3_negate.eq(s2_negate),
+            s3_first.eq(s2_first),
+            s3_last.eq(s2_last),
+            s3_wraps.eq(s2_wraps),
+            s3_post.eq(s2_post),
+            s3_shift.eq(s2_shift),
+            s3_tag.eq(s2_tag),
+        ]
+
         # -- accumulate stage: align, negate, add to the accumulator (or the rounding constant) --
         aligned = Signal(signed(product_width + max(post_aligns)))
-        with m.Switch(s2_post):
+        with m.Switch(s3_post):
             for index, align in enumerate(post_aligns):
                 with m.Case(index):
                     m.d.comb += aligned.eq(product << align)
         acc = Signal(signed(acc_width))
         base = Signal(signed(acc_width))
-        with m.If(s2_first):
-            with m.Switch(s2_shift):
+        with m.If(s3_first):
+            with m.Switch(s3_shift):
                 for index, shift in enumerate(self._shifts):
                     with m.Case(index):
                         m.d.comb += base.eq(1 << (shift - 1) if shift else 0)
@@ -335,24 +379,24 @@ class MultiplyAccumulate(wiring.Component):
             m.d.comb += base.eq(acc)
         # acc +- aligned as one adder: base + (aligned ^ n) + n, n = negate.
         inverted = Signal(signed(acc_width))
-        m.d.comb += inverted.eq(aligned ^ s2_negate.replicate(acc_width).as_signed())
-        s3_result = Signal()  # the accumulator holds a finished Dot
-        s3_wraps = Signal()
-        s3_shift = Signal.like(self.shift, name="s3_shift")
-        s3_tag = Signal.like(self.tag, name="s3_tag")
-        with m.If(s2_valid):
-            m.d.sync += acc.eq(base + inverted + s2_negate)
+        m.d.comb += inverted.eq(aligned ^ s3_negate.replicate(acc_width).as_signed())
+        s4_result = Signal()  # the accumulator holds a finished Dot
+        s4_wraps = Signal()
+        s4_shift = Signal.like(self.shift, name="s4_shift")
+        s4_tag = Signal.like(self.tag, name="s4_tag")
+        with m.If(s3_valid):
+            m.d.sync += acc.eq(base + inverted + s3_negate)
         m.d.sync += [
-            s3_result.eq(s2_valid & s2_last),
-            s3_wraps.eq(s2_wraps),
-            s3_shift.eq(s2_shift),
-            s3_tag.eq(s2_tag),
+            s4_result.eq(s3_valid & s3_last),
+            s4_wraps.eq(s3_wraps),
+            s4_shift.eq(s3_shift),
+            s4_tag.eq(s3_tag),
         ]
 
         # -- round stage: shift (the rounding constant is already in), saturate or wrap --
         shifted = Signal(signed(w))
         fits = Signal()
-        with m.Switch(s3_shift):
+        with m.Switch(s4_shift):
             for index, shift in enumerate(self._shifts):
                 with m.Case(index):
                     high = acc[shift + w - 1:]
@@ -360,7 +404,7 @@ class MultiplyAccumulate(wiring.Component):
                         shifted.eq(acc[shift:shift + w]),
                         fits.eq(high.all() | ~high.any()),
                     ]
-        clamp = ~fits & ~s3_wraps
+        clamp = ~fits & ~s4_wraps
         # The round register holds the shifted word and the clamp decision; the saturation
         # itself is a multiplexer behind it (it merges with whatever selects the result next,
         # e.g. a register-file write multiplexer).
@@ -371,15 +415,15 @@ class MultiplyAccumulate(wiring.Component):
             rounded.eq(shifted),
             clamped.eq(clamp),
             negative.eq(acc[-1]),
-            self.result_valid.eq(s3_result),
-            self.result_tag.eq(s3_tag),
-            self.result_overflow.eq(s3_result & clamp),
+            self.result_valid.eq(s4_result),
+            self.result_tag.eq(s4_tag),
+            self.result_overflow.eq(s4_result & clamp),
         ]
         saturated = Mux(negative, Const(-(1 << (w - 1)), signed(w)),
                         Const((1 << (w - 1)) - 1, signed(w)))
         m.d.comb += self.result.eq(Mux(clamped, saturated, rounded))
         with m.If(self.clear_overflow):
             m.d.sync += self.overflow.eq(0)
-        with m.If(s3_result & clamp):
+        with m.If(s4_result & clamp):
             m.d.sync += self.overflow.eq(1)
         return m

@@ -20,11 +20,14 @@ cycles that drain its last results, so that a segment lasts exactly its ``.cycle
 * ``start_backward`` runs ``distal``; ``backward_done`` pulses when it has finished.
 
 Pipeline of one term issued in cycle ``t`` (its slot is the schedule ROM's output register):
-operand addresses to the block RAMs (``t``), operands out of the RAMs or latches, into the MAC's
-operand registers (``t + 1``), product (``t + 2``), accumulator (``t + 3``), round/saturate
-(``t + 4``), register-file write (``t + 5``); a term issued in ``t + 6`` reads the result: the
-microprogram's :class:`~linkdyn.model.microprogram.MacTiming` (latency 6). A Lookup or Atan
-starts its unit in ``t + 1`` with the word read from the register file.
+operand addresses to the block RAMs (``t``), the words out of the RAMs into registers
+(``t + 1``), the operand mux (words, latches, inbox) into the MAC's operand registers
+(``t + 2``), partial products (``t + 3``), product (``t + 4``), accumulator (``t + 5``),
+round/saturate (``t + 6``), register-file write (``t + 7``); a term issued in ``t + 8`` reads the
+result: the microprogram's :class:`~linkdyn.model.microprogram.MacTiming` (latency 8). Every
+block-RAM output and every multiplier output is registered before logic uses it (100 MHz on an
+ECP5-6). A Lookup or Atan starts its unit in ``t + 2`` with the registered word read from the
+register file.
 
 Chain options (:mod:`linkdyn.gateware.chain`; all off by default, the node above):
 
@@ -34,10 +37,11 @@ Chain options (:mod:`linkdyn.gateware.chain`; all off by default, the node above
   ``local`` alone and ``start_forward`` stops after ``forward`` (finer requests interleave
   better in a pipelined chain).
 * ``interlock``: no drain cycles after ``joint``, ``forward`` and ``local`` (the ``distal``
-  segment, which ends an update, keeps its drain); instead, an issue that reads a register whose
-  result is still in the MAC pipeline (its producer issued less than ``latency`` cycles ago)
-  stalls. Within a segment the schedule never does that; across requests the next one may start
-  while the previous one drains.
+  segment, which ends an update, keeps its drain); instead, an issue that may read a result of
+  another segment still in the MAC pipeline stalls until enough cycles have passed since the
+  last term of the previous request's last Dot (a per-slot count computed from the schedule,
+  in the ROM). Within a segment the schedule never reads a result early; across requests the
+  next one may start while the previous one drains.
 * ``inbox``: the ``forward_in`` and/or ``backward_in`` words are read from a neighbour's mailbox
   (``inbox_*`` ports) instead of the register file. A term that reads an inbox word which is not
   present yet *stalls* the sequencer (the slot is issued again in the next cycle, the MAC sees a
@@ -77,9 +81,15 @@ INBOX_KINDS = ("forward_in", "backward_in")
 #: Width of the cycle counters, bits.
 COUNTER_WIDTH = 16
 
+#: Words of the longest neighbour message (the forward one: omega, omega_dot, p_ddot).
+_MESSAGE_WORDS = 9
+
+#: Words of both messages (``inbox_present_words``: the forward words, then the backward ones).
+_INBOX_WORDS = 9 + 6
+
 #: The pipeline the gateware implements, as :class:`~linkdyn.model.microprogram.MacTiming`
 #: fields; the microprogram must be scheduled for it.
-_PIPELINE = {"read": 1, "multiply": 2, "accumulate": 1, "round": 1, "write": 1}
+_PIPELINE = {"read": 2, "multiply": 3, "accumulate": 1, "round": 1, "write": 1}
 
 
 class ScheduleRom(wiring.Component):
@@ -99,8 +109,10 @@ class ScheduleRom(wiring.Component):
     -------
     addr : In(range(len(rows)))
         Row to read.
+    en : In(1)
+        Read: ``data`` takes the row at ``addr`` in the next cycle (else it holds).
     data : Out(layout)
-        The row addressed in the previous cycle.
+        The row addressed in the last cycle with ``en``.
     """
 
     def __init__(self, layout, rows):
@@ -108,6 +120,7 @@ class ScheduleRom(wiring.Component):
         self._rows = list(rows)
         super().__init__({
             "addr": In(range(len(self._rows))),
+            "en": In(1, init=1),
             "data": Out(layout),
         })
 
@@ -117,7 +130,7 @@ class ScheduleRom(wiring.Component):
             shape=self._layout, depth=len(self._rows), init=self._rows,
             attrs={"rom_style": "logic"})
         port = memory.read_port()
-        m.d.comb += [port.addr.eq(self.addr), self.data.eq(port.data)]
+        m.d.comb += [port.addr.eq(self.addr), port.en.eq(self.en), self.data.eq(port.data)]
         return m
 
 
@@ -135,8 +148,9 @@ class LinkDynNode(wiring.Component):
     External port: ``ext_addr`` selects a register-file word. A write (``ext_write_enable``) is
     accepted in a cycle with ``ext_write_ready`` (while ``ready``; in a banked node, in every
     cycle without a MAC write), else ignored. ``ext_read_data`` is the word at the ``ext_addr``
-    of the previous cycle if the node was not ``busy`` in that cycle (while busy it shows the
-    sequencer's operands). ``result_*`` show every register-file write of the MAC as it
+    of :attr:`ext_read_latency` (2) cycles before if the node was not ``busy`` in that cycle
+    (while busy it shows the sequencer's operands): the block RAM's read and the register
+    behind it. ``result_*`` show every register-file write of the MAC as it
     happens, e.g. for a mailbox that forwards the outputs while the node runs on.
 
     Parameters
@@ -149,7 +163,8 @@ class LinkDynNode(wiring.Component):
         ``start_local`` runs the ``local`` segment; ``start_forward`` no longer does.
     interlock : bool
         Drop the drain cycles after ``joint``, ``forward`` and ``local``; stall an issue that
-        reads a result still in the MAC pipeline (see the module docstring).
+        may read a result of the previous request still in the MAC pipeline (see the module
+        docstring).
     inbox : sequence of str
         Register kinds of :data:`INBOX_KINDS` read from the ``inbox_*`` port (a neighbour's
         mailbox) instead of the register file.
@@ -207,7 +222,7 @@ class LinkDynNode(wiring.Component):
     ext_write_ready : Out(1)
         A write presented in this cycle is accepted.
     ext_read_data : Out(signed(32))
-        The word at the previous cycle's ``ext_addr``.
+        The word at the ``ext_addr`` of two cycles before (a register).
     result_valid, result_addr, result_data : Out(1), Out(addr_width), Out(signed(32))
         The MAC's register-file writes as they happen (for mailboxes that snoop the outputs).
     result_overflow : Out(1)
@@ -220,10 +235,24 @@ class LinkDynNode(wiring.Component):
         given in the next.
     inbox_addr : Out(addr_width)
         The register address of the inbox word.
+    inbox_word : Out(range(9))
+        The same word as its index in its mailbox message (``forward_in`` / ``backward_in``
+        registers in address order: :func:`~linkdyn.gateware.mailbox.message_layout`), from
+        the schedule ROM.
+    inbox_backward : Out(1)
+        The inbox word is a ``backward_in`` word (else ``forward_in``).
     inbox_bank : Out(range(banks))
         The bank of the running request (the mailbox slot).
     inbox_present : In(1)
-        The inbox word addressed is present (else the issue stalls).
+        The inbox word addressed is present (else the issue stalls); default 1.
+    inbox_present_words : In(15)
+        Another way to say it (a chain uses this one, a test bench may use either): per word of
+        both messages (bits 0 .. 8 the ``forward_in`` words, 9 .. 14 the ``backward_in`` words,
+        each in message order), whether it is present in the mailbox slot of the running
+        request's bank; default all ones. The issue stalls unless both say the word is present.
+        A registered (late) copy of the mailbox's present bits is fine: a word seen late only
+        stalls longer. The word is selected by a one-hot field of the schedule ROM, so the
+        stall depends on no address decoding.
     inbox_data : In(signed(32))
         The word addressed in the previous cycle.
     stall : Out(1)
@@ -238,6 +267,9 @@ class LinkDynNode(wiring.Component):
         than this gateware's (``MacTiming``), or the table/CORDIC latency does not fit it, or
         ``inbox`` names another kind than :data:`INBOX_KINDS`, or ``banks`` is not 1, 2 or 4.
     """
+
+    #: Cycles from ``ext_addr`` to its word on ``ext_read_data`` (block-RAM read, register).
+    ext_read_latency = 2
 
     def __init__(self, fmt=Q15_16, *, split_joint=False, split_local=False, interlock=False,
                  inbox=(), banks=1):
@@ -294,11 +326,15 @@ class LinkDynNode(wiring.Component):
         if self._banked:
             fields.update({"a_banked": 1, "b_banked": 1})
         if self._inbox:
-            fields["b_inbox"] = 1
+            fields.update({"b_inbox": 1, "b_word": range(_MESSAGE_WORDS),
+                           "b_backward": 1, "b_wait_on": _INBOX_WORDS})
+        if self._interlock:
+            fields["wait"] = range(program.timing.latency + 1)
         self._slot_layout = data.StructLayout(fields)
         drains = ("distal",) if self._interlock else SEGMENTS
         self._rom, self._segment_start, self._latch_sides = self._build_rom(
-            program, self._inbox, self._banked, drains)
+            program, self._inbox, self._banked, drains,
+            program.timing.latency if self._interlock else 0)
         if self._interlock:
             self._check_atan_without_drains()
         # Requests: name -> (first segment, last segment), in taking priority order (last
@@ -346,12 +382,15 @@ class LinkDynNode(wiring.Component):
                             "result_bank": Out(bank_shape), "request_bank": Out(bank_shape)})
         if self._inbox:
             members.update({"inbox_read": Out(1), "inbox_addr": Out(self._addr_width),
-                            "inbox_bank": Out(range(banks)), "inbox_present": In(1),
+                            "inbox_word": Out(range(_MESSAGE_WORDS)), "inbox_backward": Out(1),
+                            "inbox_bank": Out(range(banks)), "inbox_present": In(1, init=1),
+                            "inbox_present_words": In(_INBOX_WORDS,
+                                                      init=(1 << _INBOX_WORDS) - 1),
                             "inbox_data": In(signed(WORD_WIDTH))})
         super().__init__(members)
 
     @staticmethod
-    def _build_rom(program, inbox=(), banked=False, drains=SEGMENTS):
+    def _build_rom(program, inbox=(), banked=False, drains=SEGMENTS, interlock=0):
         """Return the schedule ROM (a list of slot dicts), each segment's start address, and
         the latches read on each operand side.
 
@@ -362,7 +401,12 @@ class LinkDynNode(wiring.Component):
         of its Dot unless the term issued before it is not the last of its Dot (a Dot's terms
         issue in order, stall bubbles aside). A term that reads an ``inbox`` word on side ``a``
         has its operands swapped (products and sums are symmetric), so that inbox words are
-        always read on side ``b``.
+        always read on side ``b``. With ``interlock`` (the MAC latency), ``wait`` is, for a
+        slot that reads a result of another segment, the cycles that must have passed since the
+        last term of the previous request's last Dot issued (``interlock`` minus the slots
+        between the result's own last term and that one, when the previous request is the
+        producing segment; any other request in between only adds time), 0 if the slot can
+        never issue that early.
 
         Raises
         ------
@@ -384,6 +428,14 @@ class LinkDynNode(wiring.Component):
         rows = []
         starts = {}
         latch_addresses = {rmap.operand_address(name): name for name in LATCHES}
+        # Producer segment of every Dot result, and its "tail": slots from its last term to the
+        # last term of the segment's last Dot.
+        produced = {}
+        for name in SEGMENTS:
+            lasts = [index for index, slot in enumerate(program.segments[name].slots)
+                     if slot.op == "term" and slot.last]
+            for index in lasts:
+                produced[program.segments[name].slots[index].dst] = (name, lasts[-1] - index)
         sides = {"a": set(), "b": set()}
         for name in SEGMENTS:
             segment = program.segments[name]
@@ -428,6 +480,14 @@ class LinkDynNode(wiring.Component):
                         row.update({"a_banked": int(is_banked(a)), "b_banked": int(is_banked(b))})
                     if inbox:
                         row["b_inbox"] = int(is_inbox(b))
+                        row["b_wait_on"] = 0
+                        if is_inbox(b):
+                            kind = by_address[b].kind
+                            words = [reg.address for reg in rmap.of_kind(kind)]
+                            offset = 0 if kind == "forward_in" else _MESSAGE_WORDS
+                            row.update({"b_word": words.index(b),
+                                        "b_backward": int(kind == "backward_in"),
+                                        "b_wait_on": 1 << (offset + words.index(b))})
                     if slot.last:
                         row["dst"] = slot.dst
                         if banked and not is_banked(slot.dst):
@@ -435,17 +495,30 @@ class LinkDynNode(wiring.Component):
                     if slot.first or slot.last:
                         row.update({"shift": shift, "wraps": wraps})
                 if inbox and slot.op != "term":
-                    row["b_inbox"] = 0
+                    row.update({"b_inbox": 0, "b_wait_on": 0})
+                if interlock:
+                    reads = []
+                    if slot.op in ("lookup", "atan", "term"):
+                        reads.append(row["a"])
+                    if slot.op == "term" and not row.get("b_inbox"):
+                        reads.append(row["b"])
+                    wait = max((interlock - produced[address][1] for address in reads
+                                if address in produced and produced[address][0] != name),
+                               default=0)
+                    # The slot at offset k issues at least k + 2 cycles after that last term.
+                    row["wait"] = wait if wait > len(rows) - starts[name] + 2 else 0
                 rows.append(row)
             if name in drains:
                 nop = {"op": SLOT_OPS.index("nop")}
                 if inbox:
-                    nop["b_inbox"] = 0
+                    nop.update({"b_inbox": 0, "b_wait_on": 0})
+                if interlock:
+                    nop["wait"] = 0
                 rows += [nop] * (segment.cycles - len(segment.slots))
         starts["end"] = len(rows)
         rom = []
         previous = dict.fromkeys(("a", "b", "add", "negate", "align", "last", "dst", "shift",
-                                  "wraps"), 0)
+                                  "wraps") + (("b_word", "b_backward") if inbox else ()), 0)
         for row in rows:
             previous = {**previous, **row}
             rom.append(previous)
@@ -565,13 +638,17 @@ class LinkDynNode(wiring.Component):
         (read_a, write_a), (read_b, write_b) = copies
 
         # -- schedule ROM, read one cycle ahead: its output register holds the slot of `pc`,
-        #    the slot that issues in this cycle. --
+        #    the slot that issues in this cycle. It is addressed with `pc + 1` while running
+        #    (the first slot of the pending request a take would pick while idle) whatever
+        #    happens, and a stall only disables its output register, so that neither the stall
+        #    nor the take decision passes through the address logic of the ROM. --
         m.submodules.schedule = rom_port = ScheduleRom(self._slot_layout, self._rom)
         slot = rom_port.data
 
         # -- sequencer --
         pc = Signal(range(len(self._rom)))
         pc_next = Signal.like(pc)
+        rom_addr = Signal(range(len(self._rom) + 1))
         running = Signal()
         kind = Signal(range(len(REQUESTS)))  # the running (last) request
         bank = Signal(range(self._banks))
@@ -593,7 +670,8 @@ class LinkDynNode(wiring.Component):
             self.busy.eq(running),
             self.stall.eq(stall),
             self.ready.eq(idle & ~Cat(*pending.values()).any()),
-            rom_port.addr.eq(pc_next),
+            rom_port.addr.eq(rom_addr),
+            rom_port.en.eq(~stall),
             mac.clear_overflow.eq(take[update_start]),
             self.overflow.eq(mac.overflow),
             self.request_kind.eq(kind),
@@ -614,7 +692,14 @@ class LinkDynNode(wiring.Component):
             pc.eq(pc_next),
         ]
 
-        m.d.comb += pc_next.eq(pc)
+        # While idle the ROM reads the first slot of the pending request of highest priority:
+        # the one a take picks (`hold` and `running` only decide whether, not which), so the
+        # ROM's address does not depend on the take decision.
+        pending_start = Signal.like(rom_addr)
+        for name in names:  # the last (highest priority) pending one wins
+            with m.If(pending[name]):
+                m.d.comb += pending_start.eq(self.request_span(name)[0])
+        m.d.comb += [pc_next.eq(pc), rom_addr.eq(Mux(running, pc + 1, pending_start))]
         with m.If(take_any):
             for name in names:
                 with m.If(take[name]):
@@ -657,10 +742,14 @@ class LinkDynNode(wiring.Component):
         ext_address = physical(self.ext_addr, ext_banked, self.ext_bank if banked else 0)
         slot_a = physical(slot.a, slot.a_banked if banked else None, bank)
         slot_b = physical(slot.b, slot.b_banked if banked else None, bank)
+        # The words read, registered behind the block RAMs (the read stage's second cycle).
+        word_a = Signal(signed(WORD_WIDTH), name="word_a")
+        word_b = Signal(signed(WORD_WIDTH), name="word_b")
+        m.d.sync += [word_a.eq(read_a.data), word_b.eq(read_b.data)]
         m.d.comb += [
             read_a.addr.eq(Mux(running, slot_a, ext_address)),
             read_b.addr.eq(slot_b),
-            self.ext_read_data.eq(read_a.data),
+            self.ext_read_data.eq(word_a),
         ]
 
         # -- stalls: an inbox word not present yet; an operand still in the MAC pipeline --
@@ -671,63 +760,82 @@ class LinkDynNode(wiring.Component):
             m.d.comb += [
                 self.inbox_read.eq(running & reads_inbox),
                 self.inbox_addr.eq(slot.b),
+                self.inbox_word.eq(slot.b_word),
+                self.inbox_backward.eq(slot.b_backward),
                 self.inbox_bank.eq(bank),
             ]
             stall_terms.append(reads_inbox & ~self.inbox_present)
+            stall_terms.append(is_term_slot & (slot.b_wait_on & ~self.inbox_present_words).any())
         if self._interlock:
-            # The destinations of the last terms issued in the previous `latency - 1` cycles.
-            depth = program.timing.latency - 1
-            in_flight = [Signal(len(slot_a) + 1, name=f"in_flight_{k}") for k in range(depth)]
+            # A request's first slots may read results of the request before it that are still
+            # in the MAC pipeline (no drain cycles between requests): a slot stalls until
+            # `slot.wait` cycles (static, from the schedule: see _build_rom) have passed since
+            # the last term of the previous request's last Dot issued. Within a request the
+            # schedule never reads a result early. `age`: cycles since the last term of a Dot
+            # issued; `since`: the same, counted from the previous request's last one (both
+            # saturate at `latency`). No address comparison: the stall is a small compare of
+            # registers.
+            latency = program.timing.latency
+            age = Signal(range(latency + 1), init=latency)
+            since = Signal(range(latency + 1), init=latency)
             issues_last = running & ~stall & is_term_slot & slot.last
-            m.d.sync += in_flight[0].eq(Cat(physical(slot.dst, Const(1, 1), bank),
-                                            issues_last))
-            for k in range(1, depth):
-                m.d.sync += in_flight[k].eq(in_flight[k - 1])
-            reads_a = (is_term_slot | (slot.op == SLOT_OPS.index("lookup"))
-                       | (slot.op == SLOT_OPS.index("atan")))
-            reads_b = is_term_slot
-            if self._inbox:
-                reads_b = reads_b & ~slot.b_inbox
-            for entry in in_flight:
-                valid, address = entry[-1], entry[:-1]
-                stall_terms.append(valid & ((reads_a & (address == slot_a))
-                                            | (reads_b & (address == slot_b))))
+            with m.If(issues_last):
+                m.d.sync += age.eq(1)
+            with m.Elif(age != latency):
+                m.d.sync += age.eq(age + 1)
+            with m.If(take_any):
+                m.d.sync += since.eq(Mux(age == latency, latency, age + 1))
+            with m.Elif(since != latency):
+                m.d.sync += since.eq(since + 1)
+            stall_terms.append(since < slot.wait)
         if stall_terms:
             m.d.comb += stall.eq(running & Cat(*stall_terms).any())
 
+        # The slot follows its operands: `issued` while the block RAMs read, `fetched` when the
+        # words are in their registers and go to the MAC.
         issued = Signal(self._slot_layout, name="issued")
         issued_valid = Signal()
         issued_bank = Signal.like(bank)
-        m.d.sync += [issued.eq(slot), issued_valid.eq(running & ~stall), issued_bank.eq(bank)]
-        is_term = issued_valid & (issued.op == term_op)
+        fetched = Signal(self._slot_layout, name="fetched")
+        fetched_valid = Signal()
+        fetched_bank = Signal.like(bank)
+        m.d.sync += [issued.eq(slot), issued_valid.eq(running & ~stall), issued_bank.eq(bank),
+                     fetched.eq(issued), fetched_valid.eq(issued_valid),
+                     fetched_bank.eq(issued_bank)]
+        is_term = fetched_valid & (fetched.op == term_op)
         # A term opens a Dot unless the term before it left one open (stall bubbles between the
         # terms of a Dot do not close it).
         dot_open = Signal()
         with m.If(is_term):
-            m.d.sync += dot_open.eq(~issued.last)
-        is_lookup = issued_valid & (issued.op == SLOT_OPS.index("lookup"))
-        is_atan = issued_valid & (issued.op == SLOT_OPS.index("atan"))
+            m.d.sync += dot_open.eq(~fetched.last)
+        is_lookup = fetched_valid & (fetched.op == SLOT_OPS.index("lookup"))
+        is_atan = fetched_valid & (fetched.op == SLOT_OPS.index("atan"))
 
-        # -- read stage: operand mux (block RAM, a latch at the top of the address space, or the
-        #    inbox). The source a term reads is decoded from its slot at issue and registered as
-        #    a small index (0: the block RAM), so the mux itself has few select inputs.
+        # -- read stage: operand mux (block RAM word, a latch at the top of the address space,
+        #    or the inbox word), all from registers. The source a term reads is decoded from its
+        #    slot at issue and registered as a small index (0: the block RAM), so the mux itself
+        #    has few select inputs.
         latch_values = {
             "sin_base": sincos.sin_base, "sin_delta": sincos.sin_delta,
             "sin_fraction": sincos.sin_fraction, "cos_base": sincos.cos_base,
             "cos_delta": sincos.cos_delta, "cos_fraction": sincos.cos_fraction,
             "atan": cordic.result,
         }
+        inbox_word = Signal(signed(WORD_WIDTH), name="inbox_word")
+        if self._inbox:
+            m.d.sync += inbox_word.eq(self.inbox_data)
         operands = []
-        for side, port in (("a", read_a), ("b", read_b)):
+        for side, word in (("a", word_a), ("b", word_b)):
             # Only the latches the program reads on this side get a mux input.
             sources = list(self._latch_sides[side])
             values = [latch_values[name] for name in sources]
             inbox_index = None
             if side == "b" and self._inbox:
-                values.append(self.inbox_data)
+                values.append(inbox_word)
                 inbox_index = len(values)
             select = Signal(range(len(values) + 1), name=f"select_{side}")
             select_issued = Signal.like(select, name=f"select_{side}_issued")
+            select_fetched = Signal.like(select, name=f"select_{side}_fetched")
             with m.Switch(getattr(slot, side)):
                 for index, name in enumerate(sources, start=1):
                     with m.Case(rmap.operand_address(name)):
@@ -735,14 +843,14 @@ class LinkDynNode(wiring.Component):
             if inbox_index is not None:
                 with m.If(slot.b_inbox):
                     m.d.comb += select.eq(inbox_index)
-            m.d.sync += select_issued.eq(select)
+            m.d.sync += [select_issued.eq(select), select_fetched.eq(select_issued)]
             operand = Signal(signed(WORD_WIDTH), name=f"operand_{side}")
-            with m.Switch(select_issued):
+            with m.Switch(select_fetched):
                 for index, value in enumerate(values, start=1):
                     with m.Case(index):
                         m.d.comb += operand.eq(value)
                 with m.Default():
-                    m.d.comb += operand.eq(port.data)
+                    m.d.comb += operand.eq(word)
             operands.append(operand)
         operand_a, operand_b = operands
 
@@ -750,19 +858,19 @@ class LinkDynNode(wiring.Component):
             mac.valid.eq(is_term),
             mac.a.eq(operand_a),
             mac.b.eq(operand_b),
-            mac.add.eq(issued.add),
-            mac.negate.eq(issued.negate),
-            mac.align.eq(issued.align),
+            mac.add.eq(fetched.add),
+            mac.negate.eq(fetched.negate),
+            mac.align.eq(fetched.align),
             mac.first.eq(~dot_open),
-            mac.last.eq(issued.last),
-            mac.shift.eq(issued.shift),
-            mac.wraps.eq(issued.wraps),
-            mac.tag.eq(physical(issued.dst, Const(1, 1), issued_bank)),
-            # Lookup and Atan read a register (phase, k qd): the block RAM directly.
+            mac.last.eq(fetched.last),
+            mac.shift.eq(fetched.shift),
+            mac.wraps.eq(fetched.wraps),
+            mac.tag.eq(physical(fetched.dst, Const(1, 1), fetched_bank)),
+            # Lookup and Atan read a register (phase, k qd): the block RAM's word.
             sincos.start.eq(is_lookup),
-            sincos.phase.eq(read_a.data),
+            sincos.phase.eq(word_a),
             cordic.start.eq(is_atan),
-            cordic.x.eq(read_a.data),
+            cordic.x.eq(word_a),
         ]
 
         # -- write: MAC results, or the external port (while ready; banked: in any cycle

@@ -394,6 +394,7 @@ class ProtocolEngine(wiring.Component):
         reply_words = Signal(range(depth + 1))
         tx_index = Signal(range(REPLY_HEADER_BYTES))
         tx_byte = Signal(2)
+        tx_word = Signal(32)                           # the reply word being sent
 
         m.d.comb += rd.addr.eq(pointer)
 
@@ -694,11 +695,15 @@ class ProtocolEngine(wiring.Component):
                             m.next = "SEND_FETCH"
 
             with m.State("SEND_FETCH"):
+                # The buffer word at `pointer` is read (during the header, or during the last
+                # word, which addresses `pointer + 1`) and goes into a register: no logic
+                # between the block RAM and the byte select and the CRC.
+                m.d.sync += tx_word.eq(rd.data)
                 m.next = "SEND_WORD"
 
             with m.State("SEND_WORD"):
-                m.d.comb += [self.tx.valid.eq(1),
-                             self.tx.payload.eq(rd.data.word_select(tx_byte, 8))]
+                m.d.comb += [self.tx.valid.eq(1), rd.addr.eq(pointer + 1),
+                             self.tx.payload.eq(tx_word.word_select(tx_byte, 8))]
                 with m.If(self.tx.ready):
                     m.d.comb += [tx_crc.valid.eq(1), tx_crc.data.eq(self.tx.payload)]
                     m.d.sync += tx_byte.eq(tx_byte + 1)

@@ -9,7 +9,9 @@ cosine is the sine of ``phase + 2**30``.
 
 The table is one :class:`amaranth.lib.memory.Memory` (the default 512 x 31 bits: one Spartan-6
 RAMB16 as 512 x 36, or one ECP5 DP16KD) with two synchronous read ports; the sine operands are
-read in one cycle, the cosine operands in the next, through the same logic.
+read in one cycle, the cosine operands in the next, through the same logic. The table's outputs
+are registered before any logic uses them (a block RAM's clock-to-output delay leaves no time
+for the negation and the difference in the same cycle).
 """
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
@@ -26,9 +28,10 @@ class SineCosineLookup(wiring.Component):
     """Sine/cosine interpolation operands of a phase word, from a quarter-wave block-RAM table.
 
     A ``start`` in cycle ``c`` samples ``phase``; the outputs hold the operands of that phase
-    from cycle ``c + latency`` (:attr:`latency` = 4), when ``done`` pulses, until the next
+    from cycle ``c + latency`` (:attr:`latency` = 5), when ``done`` pulses, until the next
     ``start``. ``start`` may come at most every :attr:`latency` cycles. The sine outputs change
-    in cycle ``c + 3``, the cosine outputs in cycle ``c + 4``.
+    in cycle ``c + 4``, the cosine outputs in cycle ``c + 5``; the fractions in cycles ``c + 2``
+    and ``c + 3``.
 
     Parameters
     ----------
@@ -57,7 +60,7 @@ class SineCosineLookup(wiring.Component):
     """
 
     #: Cycles from ``start`` to ``done`` (all outputs valid).
-    latency = 4
+    latency = 5
 
     def __init__(self, table=SINE_TABLE):
         if not isinstance(table, SineTable):
@@ -92,18 +95,23 @@ class SineCosineLookup(wiring.Component):
         port_next = memory.read_port()
 
         # The phase is sampled; the sine is addressed in the next cycle, the cosine (the sine of
-        # phase + 2**30: quadrant + 1) in the one after, through the same logic.
+        # phase + 2**30: quadrant + 1) in the one after, through the same logic. The table's
+        # words are registered one cycle after they are read, then negated and differenced.
         u = Signal(quarter_bits)
         quadrant = Signal(2)
         address_sin = Signal()
         address_cos = Signal()
+        fetch_sin = Signal()
+        fetch_cos = Signal()
         latch_sin = Signal()
         latch_cos = Signal()
         m.d.sync += [
             address_sin.eq(self.start),
             address_cos.eq(address_sin),
-            latch_sin.eq(address_sin),
-            latch_cos.eq(address_cos),
+            fetch_sin.eq(address_sin),
+            fetch_cos.eq(address_cos),
+            latch_sin.eq(fetch_sin),
+            latch_cos.eq(fetch_cos),
             self.done.eq(latch_cos),
         ]
         with m.If(self.start):
@@ -121,16 +129,26 @@ class SineCosineLookup(wiring.Component):
             port_k.addr.eq(k),
             port_next.addr.eq(k + 1),
         ]
-        # Address decoder, registered beside the read: T[size] is full scale (k = size exactly
-        # when v = 2**30); T[k+1] is full scale for k >= size - 1 (so the difference is 0 at
-        # k = size).
+        # Address decoder, registered beside the read and once more beside the word register:
+        # T[size] is full scale (k = size exactly when v = 2**30); T[k+1] is full scale for
+        # k >= size - 1 (so the difference is 0 at k = size).
         k_full = Signal()
         next_full = Signal()
         negative = Signal()
+        word_k = Signal(t.entry_bits)
+        word_next = Signal(t.entry_bits)
+        word_k_full = Signal()
+        word_next_full = Signal()
+        word_negative = Signal()
         m.d.sync += [
             k_full.eq(v[quarter_bits]),
             next_full.eq(v[quarter_bits] | k[:t.index_bits].all()),
             negative.eq(negate),
+            word_k.eq(port_k.data),
+            word_next.eq(port_next.data),
+            word_k_full.eq(k_full),
+            word_next_full.eq(next_full),
+            word_negative.eq(negative),
         ]
         with m.If(address_sin):
             m.d.sync += self.sin_fraction.eq(v[:t.fraction_bits])
@@ -139,16 +157,16 @@ class SineCosineLookup(wiring.Component):
 
         # Signed operands: base = +-T[k] = (T ^ n) + n, delta = +-(T[k+1] - T[k])
         # = (T[k+1] ^ n) - (T[k] ^ n), with n = all ones when negative.
-        entry = Mux(k_full, t.full_scale, port_k.data)
-        entry_next = Mux(next_full, t.full_scale, port_next.data)
-        ones = negative.replicate(t.entry_bits + 1)
+        entry = Mux(word_k_full, t.full_scale, word_k)
+        entry_next = Mux(word_next_full, t.full_scale, word_next)
+        ones = word_negative.replicate(t.entry_bits + 1)
         flipped = Signal(signed(t.entry_bits + 1))
         flipped_next = Signal(signed(t.entry_bits + 1))
         m.d.comb += [
             flipped.eq((entry ^ ones).as_signed()),
             flipped_next.eq((entry_next ^ ones).as_signed()),
         ]
-        base = flipped + negative
+        base = flipped + word_negative
         delta = flipped_next - flipped
         with m.If(latch_sin):
             m.d.sync += [self.sin_base.eq(base), self.sin_delta.eq(delta)]

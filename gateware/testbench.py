@@ -100,7 +100,8 @@ async def read_registers(ctx, node, names):
     words = {}
     for name in names:
         ctx.set(node.ext_addr, registers[name].address)
-        await ctx.tick()  # the address is sampled at this edge; the word follows it
+        # The address is sampled at the first edge; the word follows ext_read_latency edges on.
+        await ctx.tick().repeat(node.ext_read_latency)
         words[name] = ctx.get(node.ext_read_data)
     return words
 

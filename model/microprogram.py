@@ -43,11 +43,16 @@ from .tables import CORDIC, SINE_TABLE
 __all__ = [
     "RegisterFormat", "Register", "RegisterMap", "Term", "mul", "add", "Dot", "Lookup", "Atan",
     "MacTiming", "MAC_TIMING", "Segment", "Slot", "Microprogram", "build_microprogram",
-    "SEGMENTS", "LATCHES", "BANKS", "BANKED_KINDS",
+    "SEGMENTS", "IN_ORDER_SEGMENTS", "LATCHES", "BANKS", "BANKED_KINDS",
 ]
 
 #: Segment names in execution order.
 SEGMENTS = ("joint", "forward", "local", "distal")
+
+#: Segments whose ops issue in program order (each as soon as its operands are ready, NOPs
+#: while they are not) instead of by the list scheduler's priority: ``distal``, whose order is
+#: chosen for the chain's backward hop (see ``_program``).
+IN_ORDER_SEGMENTS = ("distal",)
 
 #: Register banks of a banked node (pipelined chain policy): bank 0 is the host-visible map;
 #: bank ``b`` of a banked register is at its address plus ``b`` times
@@ -188,12 +193,18 @@ class Atan:
 class MacTiming:
     """Pipeline timing of the node, in clock cycles; the gateware implements exactly this.
 
+    The default is the ECP5 / Spartan-6 pipeline of :mod:`linkdyn.gateware.node` and
+    :mod:`linkdyn.gateware.mac` (100 MHz on an ECP5-6): every block-RAM output and every
+    multiplier output is registered before logic uses it.
+
     Attributes
     ----------
     read : int
-        Issue of a term to its operands being valid (synchronous block-RAM read).
+        Issue of a term to its operands entering the MAC: the synchronous block-RAM read, then
+        a register behind the block RAM (a DP16KD's clock-to-output leaves no time for logic).
     multiply : int
-        Pipelined multiplier stages (product registered ``multiply`` times).
+        Multiplier stages: the operand register (with the pre-adder of sum terms), the partial
+        products of the 18 x 18 multiplier blocks, their sum (the product register).
     accumulate : int
         Accumulator register.
     round : int
@@ -207,13 +218,13 @@ class MacTiming:
         Issue of an :class:`Atan` to its latch being readable by an issued term.
     """
 
-    read: int = 1
-    multiply: int = 2
+    read: int = 2
+    multiply: int = 3
     accumulate: int = 1
     round: int = 1
     write: int = 1
     lookup: int = 5
-    atan: int = CORDIC.iterations + 3
+    atan: int = 2 * CORDIC.iterations + 3
 
     @property
     def latency(self):
@@ -645,16 +656,21 @@ def _program(rmap):
     r_x_fin = _cross_terms(r, f_in)
     rot_f = _rotate_terms(f)
     rot_mu = _rotate_terms(mu)
+    # The distal segment issues in this order (IN_ORDER_SEGMENTS): in a chain it is the
+    # backward hop, so the wrench words the proximal neighbour reads first (f_out) are written
+    # first, and the incoming words are read in the order the distal neighbour writes them
+    # (f_in, then mu_in z, x, y, each as the last term of its Dot). A Dot's terms accumulate
+    # exactly, so their order does not change its result.
     distal = [
         # (f, mu) = W pi + T (f', mu'), eq. (9): T adds r x f' to the moment.
         *[Dot(f[k], [add(f_local[k], f_in[k])]) for k in range(3)],
-        *[Dot(mu[k], [add(mu_local[k], mu_in[k])] + r_x_fin[k]) for k in range(3)],
-        # tau = mu . R^T z = (R mu)_z, eq. (7); (R mu)_z is mu_out_z.
+        *[Dot(mu[k], r_x_fin[k] + [add(mu_local[k], mu_in[k])]) for k in (2, 0, 1)],
+        *[Dot(f_out[k], rot_f[k]) for k in range(3)],
         Dot(mu_out[2], rot_mu[2]),
-        Dot("tau", [add(mu_out[2], "tau_friction")]),
         Dot(mu_out[0], rot_mu[0]),
         Dot(mu_out[1], rot_mu[1]),
-        *[Dot(f_out[k], rot_f[k]) for k in range(3)],
+        # tau = mu . R^T z = (R mu)_z, eq. (7); (R mu)_z is mu_out_z.
+        Dot("tau", [add(mu_out[2], "tau_friction")]),
     ]
     return {"joint": joint, "forward": forward, "local": local, "distal": distal}
 
@@ -760,9 +776,11 @@ class Microprogram:
         A Dot's terms issue on consecutive cycles; an operand produced in this segment can be
         read ``latency`` cycles after the issue of its producer's last term (``lookup`` /
         ``atan`` cycles for latches). Among the ready ops the one heading the longest dependent
-        chain issues first; when none is ready, a NOP issues.
+        chain issues first; when none is ready, a NOP issues. The segments of
+        :data:`IN_ORDER_SEGMENTS` issue their ops in program order instead.
         """
         timing = self.timing
+        in_order = name in IN_ORDER_SEGMENTS
         produced_by = {}
         for index, op in enumerate(ops):
             for dst in ((op.dst,) if isinstance(op, Dot) else op.dst):
@@ -806,6 +824,8 @@ class Microprogram:
                     ok = all(ready_at.get(src, 0) <= cycle for src in op.sources)
                 if ok and (best is None or priority[index] > priority[best]):
                     best = index
+                if in_order:
+                    break  # only the first op not issued yet may issue
             if best is None:
                 slots.append(Slot("nop"))
                 cycle += 1

@@ -111,7 +111,7 @@ def test_chain_node_equals_golden_model_with_stalls_and_banks(seed):
             for name in output_names(REGISTERS):
                 ctx.set(node.ext_addr, REGISTERS[name].address)
                 ctx.set(node.ext_bank, bank)
-                await ctx.tick()
+                await ctx.tick().repeat(node.ext_read_latency)
                 words[(job, name)] = ctx.get(node.ext_read_data)
 
     sim = Simulator(node)
