@@ -41,9 +41,11 @@ class MimasTop(BoardTop):
     platform_class = NumatoMimasPlatform
     family = "xc6s"
     oscillator = "clk100"
-    #: Yosys synthesis (synth_xilinx): 1 node 3,012 LUT6 (53 %), 2 nodes 4,881 (85 %), 3 nodes
-    #: more than the 5,720 the device has; a node also takes 4 of the 16 DSP48A1.
-    default_nodes = 2
+    #: Yosys synthesis (synth_xilinx, the gateware pipelined for the ECP5's clock): 1 node
+    #: 3,543 LUT6 (62 %), 2 nodes 5,575 (97.5 %: fits by count, too tight for ISE's placer to
+    #: be the default), 3 nodes more than the 5,720 the device has; a node also takes 4 of the
+    #: 16 DSP48A1.
+    default_nodes = 1
     max_nodes = 2
     default_clock_hz = 100_000_000
     uart_note = "header P1: rx P1-3 (P35), tx P1-4 (P34), 3.3 V USB-UART adapter"

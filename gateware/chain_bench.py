@@ -121,6 +121,10 @@ def report(results):
     # split_joint, split_local, interlock).
     requests = len(program.segments)
     handshake = 2 * requests
+    breakdown = "; ".join(
+        f"`{name}`: {sum(len(op.terms) for op in segment.ops if hasattr(op, 'terms'))} terms "
+        f"in {len(segment.slots)} issue slots, {segment.cycles - len(segment.slots)} drain"
+        for name, segment in program.segments.items())
     busy = node_busy_cycles() - handshake
     by = {(r["n"], r["policy"]): r for r in results}
     six = by.get((6, "sequential"))
@@ -172,18 +176,16 @@ def report(results):
     lines += [
         "",
         f"Where the interval goes (pipelined): it is the busy time of one node per update, "
-        f"whatever n. The microprogram's segments take {cycles} cycles for {terms} MAC terms. "
-        f"The chain's nodes drop the 5 drain cycles after `joint`, `forward` and `local` (an "
-        f"operand interlock stalls an issue that would read a result still in the MAC pipeline "
-        f"instead), which leaves {busy} cycles per update: the {terms} terms, the 2 slots that "
-        f"start the sine table and the CORDIC, 11 NOPs in `joint` (the table's latency), 5 in "
-        f"`local`, and the 5-cycle drain of `distal` (an update ends when its wrench is "
-        f"written). Each of the node's {requests} "
-        f"requests costs 2 more cycles (the node goes idle, the chain's controller sees it and "
-        f"issues the next request, the node takes it): {busy + handshake} cycles, plus the "
-        f"cycles a node stalls on a neighbour's word. Reaching {terms} would need the MAC busy "
-        f"in every cycle: the `joint` NOPs filled with another sample's work and each request "
-        f"taken in the cycle its predecessor issues its last slot.",
+        f"whatever n. The microprogram's segments take {cycles} cycles for {terms} MAC terms "
+        f"({breakdown}). The chain's nodes drop the drain after `joint`, `forward` and `local` "
+        f"(an operand interlock stalls an issue that would read a result still in the MAC "
+        f"pipeline instead) and keep the one of `distal` (an update ends when its wrench is "
+        f"written): {busy} cycles per update. Each of the node's {requests} requests costs 2 "
+        f"more cycles (the node goes idle, the chain's controller sees it and issues the next "
+        f"request, the node takes it): {busy + handshake} cycles, plus the cycles a node stalls "
+        f"on a neighbour's word. Reaching {terms} would need the MAC busy in every cycle: the "
+        f"NOPs filled with another sample's work and each request taken in the cycle its "
+        f"predecessor issues its last slot.",
     ]
     if len(sequential) > 1:
         (n0, l0), (n1, l1) = sequential[0], sequential[-1]
@@ -191,15 +193,14 @@ def report(results):
         lines += [
             "",
             f"Where the latency goes (sequential): {slope:.0f} cycles per node plus "
-            f"{l0 - slope * n0:.0f}. All nodes run `joint` at once. Node i+1 starts its "
-            f"`forward` segment when the first word it reads from node i arrives and stalls on "
-            f"the later ones: a forward hop costs about 25 cycles, set by node i's last word, "
-            f"`p_ddot_x`, written 55 cycles into its segment and read 30 cycles into node i+1's. "
-            f"The last node then runs `local` and `distal`, and the backward pass climbs the "
-            f"chain at about 31 cycles a hop: node i reads `f_in` in its first slots, node i+1 "
-            f"writes `f_out` last. Both hop costs come from the microprogram's schedule, which "
-            f"orders each segment for one node alone; a schedule that wrote the message words "
-            f"first and read the incoming ones last would shorten them.",
+            f"{l0 - slope * n0:.0f}. All nodes run `joint` at once. Each further node adds a "
+            f"forward hop (node i+1 starts `forward` when the first word it reads from node i "
+            f"arrives and stalls on the later ones, so the hop is set by when node i writes its "
+            f"last message word) and a backward hop (node i waits in `distal` for node i+1's "
+            f"wrench words; `distal` issues in program order, so they are written in the order "
+            f"the proximal node reads them). Both hop costs come from the microprogram's "
+            f"schedule: a `forward` schedule that wrote the message words earlier would "
+            f"shorten the forward hop.",
         ]
     lines += [
         "",
