@@ -39,6 +39,15 @@ def _address(name):
     return control_register(name).address
 
 
+async def _load_robot(ctx, host, case):
+    """Write a case's constants and base motion over the bus (every write accepted)."""
+    for i, words in enumerate(case.constants):
+        for name, word in words.items():
+            assert await host.write(ctx, i, REGISTERS[name].address, word)
+    for name, word in case.base_motion.items():
+        assert await host.write(ctx, 0, REGISTERS[name].address, word)
+
+
 def run(chain, bench):
     sim = Simulator(chain)
     sim.add_clock(1e-8)
@@ -157,11 +166,7 @@ def test_pipelined_chain_takes_the_next_update_while_one_runs():
     seen = {}
 
     async def bench(ctx):
-        for i, words in enumerate(case.constants):
-            for name, word in words.items():
-                assert await host.write(ctx, i, REGISTERS[name].address, word)
-        for name, word in case.base_motion.items():
-            assert await host.write(ctx, 0, REGISTERS[name].address, word)
+        await _load_robot(ctx, host, case)
         accepted = 0
         refused = 0
         for state in range(case.count):
@@ -217,11 +222,7 @@ def test_result_select_shows_any_of_the_last_updates(policy):
     seen = {}
 
     async def bench(ctx):
-        for i, words in enumerate(case.constants):
-            for name, word in words.items():
-                assert await host.write(ctx, i, REGISTERS[name].address, word)
-        for name, word in case.base_motion.items():
-            assert await host.write(ctx, 0, REGISTERS[name].address, word)
+        await _load_robot(ctx, host, case)
         for state in range(case.count):
             for i, words in enumerate(case.inputs[state]):
                 for name, word in words.items():
