@@ -329,7 +329,7 @@ def command_sim_board(args):
     except (TypeError, ValueError) as error:
         raise CommandError(str(error)) from None
     stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, lambda *_: stop.set())}
     link = None
     try:
         print(f"building the simulated board ({args.nodes} nodes, {args.chain} chain) ...",
@@ -350,6 +350,10 @@ def command_sim_board(args):
         print(f"serving {board.build_info} on {board.port}"
               + (f" (linked as {link})" if link else "") + "; Ctrl-C stops",
               file=sys.stderr, flush=True)
+        # Ctrl-C ends the serving loop like SIGTERM: a flag, not a KeyboardInterrupt raised at
+        # an arbitrary point (inside Popen.poll it can leave the Popen's wait lock held, and
+        # stopping the simulator would then wait forever).
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, lambda *_: stop.set())
         while not stop.is_set():
             if not board.running:
                 raise CommandError("the simulator ended unexpectedly")
@@ -357,7 +361,8 @@ def command_sim_board(args):
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         board.stop()
         if link and os.path.islink(link):
             os.unlink(link)
