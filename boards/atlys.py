@@ -26,8 +26,9 @@ class AtlysTop(BoardTop):
     family = "xc6s"
     oscillator = "clk100"
     default_nodes = 6
-    #: A node of the chain takes 4 of the 58 DSP48A1 and about 1,800 LUT6 (6-node synthesis:
-    #: 11,985 LUT6 with the host link): 14 nodes use all DSPs and ~97 % of the LUTs.
+    #: A node of the chain takes 4 of the 58 DSP48A1 and about 1,800 LUT6 (6-node synthesis,
+    #: one-cycle CORDIC steps: 12,142 LUT6 with the host link): 14 nodes use 56 DSPs and ~98 %
+    #: of the LUTs.
     max_nodes = 14
     default_clock_hz = 100_000_000
     uart_note = "XR21V1410 USB-UART, J17 (uart 0: rx A16, tx B16)"

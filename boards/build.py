@@ -96,11 +96,12 @@ def _run_script(out, env, log_name):
                         f"{out / log_name}:\n{tail}")
 
 
-def _cycles(chain, nodes, fmt):
+def _cycles(chain, nodes, fmt, cordic_step_cycles=2):
     kind = chain_name(chain)
     if kind == "linkdyn":
         policy = chain_policy(chain)
-        figures = simulate_update_cycles(make_chain("linkdyn", nodes, fmt, policy))
+        figures = simulate_update_cycles(make_chain("linkdyn", nodes, fmt, policy,
+                                                    cordic_step_cycles))
         figures.pop("update_count", None)
         return figures, (f"simulation of this build's chain (LinkDynChain, {policy} policy, "
                          "zero state, Amaranth simulator): LATENCY_CYCLES of one update alone, "
@@ -180,7 +181,7 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
     progress(f"build tree written ({', '.join(sorted(plan.files))})")
 
     t = time.monotonic()
-    cycles, cycles_source = _cycles(top.core.chain, nodes, top.core.fmt)
+    cycles, cycles_source = _cycles(top.core.chain, nodes, top.core.fmt, top.cordic_step_cycles)
     phase("cycles", t)
     progress(f"update latency {cycles['update_latency_cycles']} cycles, interval "
              f"{cycles['update_interval_cycles']} cycles ({cycles_source.split(':')[0]})")

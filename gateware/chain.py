@@ -49,7 +49,7 @@ import argparse
 import re
 import sys
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -118,6 +118,10 @@ class LinkDynChain(wiring.Component):
         Register banks of the nodes and slots of the mailboxes: 1 for the sequential policy;
         2 or 4 for the pipelined one (default :data:`~linkdyn.model.microprogram.BANKS`).
         Sample k uses bank ``k mod banks``; up to ``2 * banks`` updates may be in flight.
+    cordic_step_cycles : int
+        Cycles per CORDIC step of the nodes (:class:`~linkdyn.gateware.node.LinkDynNode`): 2
+        (default, ECP5) or 1 (fewer LUTs); per family
+        :data:`linkdyn.gateware.cordic.STEP_CYCLES`. The chain's cycles do not depend on it.
 
     Members
     -------
@@ -141,10 +145,11 @@ class LinkDynChain(wiring.Component):
     TypeError
         If ``n`` is not an integer or ``fmt`` not a :class:`~linkdyn.model.fixedpoint.QFormat`.
     ValueError
-        If ``n`` is out of range, ``policy`` unknown, or ``banks`` does not fit the policy.
+        If ``n`` is out of range, ``policy`` unknown, ``banks`` does not fit the policy, or
+        ``cordic_step_cycles`` is not 1 or 2.
     """
 
-    def __init__(self, n, fmt=Q15_16, *, policy="sequential", banks=None):
+    def __init__(self, n, fmt=Q15_16, *, policy="sequential", banks=None, cordic_step_cycles=2):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Node count must be an integer, not {n!r}")
         if not 1 <= n <= MAX_NODES:
@@ -168,7 +173,8 @@ class LinkDynChain(wiring.Component):
         self.nodes = [
             LinkDynNode(fmt, split_joint=True, split_local=True, interlock=True, banks=banks,
                         inbox=(("forward_in",) if i > 0 else ())
-                        + (("backward_in",) if i < n - 1 else ()))
+                        + (("backward_in",) if i < n - 1 else ()),
+                        cordic_step_cycles=cordic_step_cycles)
             for i in range(n)
         ]
         super().__init__({
@@ -524,8 +530,9 @@ class LinkDynChain(wiring.Component):
                 shadowed[(i, address)] = read.data
 
         # -- register bus ----------------------------------------------------------------------
-        # The request is registered when it is seen (IDLE): everything the chain decodes from
-        # it starts at flip-flops, not at the initiator's state decoding.
+        # The request is registered when it is seen (IDLE) and decoded in the next cycle
+        # (DECODE) into flip-flops: ACCESS decides from those, so neither the initiator's state
+        # decoding nor the address comparisons come before the access's own decisions.
         req = Signal(data.StructLayout({"node": 8, "addr": 8, "we": 1, "wdata": 32}))
         status = Cat(busy, ever_started & ~busy, overflow_sticky.any())
         selected_overflow = Signal(n)
@@ -539,9 +546,14 @@ class LinkDynChain(wiring.Component):
         }
         # RESULT_SELECT: update number v (1-based, as UPDATE_COUNT counts) is selectable while
         # it has finished and its ticket has not been reused: started_count - tickets < v.
+        # `select_floor` = started_count - tickets, registered (it is read two cycles after
+        # the transaction that may start an update), so that the check is two comparisons side
+        # by side, not an adder before a comparison.
         select_value = req.wdata[:_COUNTER - 1]
+        select_floor = Signal(signed(_COUNTER + 1))
+        m.d.sync += select_floor.eq(started_count - tickets)
         select_valid = ((select_value != 0) & (select_value <= update_count)
-                        & (select_value + tickets > started_count))
+                        & (select_value > select_floor))
         control_address = control_register("CONTROL").address
         is_node = req.node < n
         target = Signal(range(n))          # node of a node-register access
@@ -551,11 +563,12 @@ class LinkDynChain(wiring.Component):
         m.d.comb += [target.eq(req.node), target_addr.eq(req.addr)]
         # Node reads: results from their shadows, mailbox words from the sender's register,
         # the rest from the node (held idle).
-        is_shadowed = Signal()
+        shadow_hits = Signal(len(shadowed))  # one-hot: the shadowed word addressed (DECODE)
         shadow_word = Signal(WORD_WIDTH)
-        for (i, address), word in shadowed.items():
-            with m.If((req.node == i) & (req.addr == address)):
-                m.d.comb += [is_shadowed.eq(1), shadow_word.eq(word)]
+        for k, ((i, address), word) in enumerate(shadowed.items()):
+            m.d.sync += shadow_hits[k].eq((req.node == i) & (req.addr == address))
+            with m.If(shadow_hits[k]):
+                m.d.comb += shadow_word.eq(word)
         m.d.comb += [read_target.eq(target), read_addr.eq(target_addr)]
         with m.Switch(req.addr):
             for _, (source, receiver) in enumerate(forward):
@@ -571,7 +584,25 @@ class LinkDynChain(wiring.Component):
         is_input = (req.addr >= spec.input_address) & (req.addr < spec.input_address
                                                        + spec.input_count)
         writable = req.addr < Mux(req.node == 0, spec.writable_end_node0, spec.writable_end)
-        write_allowed = Mux(is_input, staging_free, ~busy)
+        # The decoding, registered (valid from ACCESS on: `req` holds until the next IDLE).
+        # select_valid may be decided a cycle early: update_count only grows, and only this
+        # transaction can start an update (started_count).
+        decoded = Signal(data.StructLayout({
+            "control": 1, "bad_target": 1, "writable": 1, "input": 1, "select": 1,
+            "select_valid": 1, "control_address": 1,
+            "read_target": range(n), "read_addr": len(target_addr)}))
+        m.d.sync += [
+            decoded.control.eq(req.node == CONTROL_NODE),
+            decoded.bad_target.eq(~is_node | (req.addr >= spec.node_map_size)),
+            decoded.writable.eq(writable),
+            decoded.input.eq(is_input),
+            decoded.select.eq(req.addr == RESULT_SELECT),
+            decoded.select_valid.eq(select_valid),
+            decoded.control_address.eq(req.addr == control_address),
+            decoded.read_target.eq(read_target),
+            decoded.read_addr.eq(read_addr),
+        ]
+        write_allowed = Mux(decoded.input, staging_free, ~busy)
 
         node_hold = Signal()
         access_node = Signal(range(n))
@@ -613,26 +644,28 @@ class LinkDynChain(wiring.Component):
                 with m.If(bus.valid):
                     m.d.sync += [req.node.eq(bus.node), req.addr.eq(bus.addr),
                                  req.we.eq(bus.we), req.wdata.eq(bus.wdata)]
-                    m.next = "ACCESS"
+                    m.next = "DECODE"
+            with m.State("DECODE"):
+                m.next = "ACCESS"
             with m.State("ACCESS"):
-                with m.If(req.node == CONTROL_NODE):
+                with m.If(decoded.control):
                     m.d.comb += answer.eq(1)
                     m.next = "ANSWER"
                     with m.If(req.we):
                         start = (req.wdata & CONTROL_START).any()
                         clear = (req.wdata & CONTROL_CLEAR).any()
-                        with m.If(req.addr == RESULT_SELECT):
+                        with m.If(decoded.select):
                             with m.If(req.wdata[_COUNTER - 1]):
                                 m.d.comb += answer_rdata.eq(req.wdata)
                                 m.d.sync += select_follow.eq(1)
-                            with m.Elif(select_valid):
+                            with m.Elif(decoded.select_valid):
                                 m.d.comb += answer_rdata.eq(req.wdata)
                                 m.d.sync += [select_follow.eq(0),
                                              select_number.eq(select_value),
                                              select_ticket.eq(select_value - 1)]
                             with m.Else():
                                 m.d.comb += answer_error.eq(1)
-                        with m.Elif(req.addr != control_address):
+                        with m.Elif(~decoded.control_address):
                             m.d.comb += answer_error.eq(1)
                         with m.Elif(start & ~staging_free):
                             m.d.comb += answer_error.eq(1)
@@ -651,21 +684,22 @@ class LinkDynChain(wiring.Component):
                                     m.d.comb += answer_rdata.eq(value)
                             with m.Default():
                                 m.d.comb += answer_error.eq(1)
-                with m.Elif(~is_node | (req.addr >= spec.node_map_size)):
+                with m.Elif(decoded.bad_target):
                     m.d.comb += [answer.eq(1), answer_error.eq(1)]
                     m.next = "ANSWER"
                 with m.Elif(req.we):
-                    with m.If(~writable | ~write_allowed):
+                    with m.If(~decoded.writable | ~write_allowed):
                         m.d.comb += [answer.eq(1), answer_error.eq(1)]
                         m.next = "ANSWER"
                     with m.Else():
                         m.d.sync += [access_node.eq(target), access_addr.eq(target_addr)]
                         m.next = "WRITE"
-                with m.Elif(is_shadowed):
+                with m.Elif(shadow_hits.any()):
                     m.d.comb += [answer.eq(1), answer_rdata.eq(shadow_word)]
                     m.next = "ANSWER"
                 with m.Else():
-                    m.d.sync += [access_node.eq(read_target), access_addr.eq(read_addr)]
+                    m.d.sync += [access_node.eq(decoded.read_target),
+                                 access_addr.eq(decoded.read_addr)]
                     m.next = "READ"
             with m.State("WRITE"):
                 for i, node in enumerate(nodes):

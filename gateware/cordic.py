@@ -1,5 +1,5 @@
-"""The arctangent of the friction model (eq. 20): CORDIC in vectoring mode, one step per two
-cycles (the shifts, registered, then the additions).
+"""The arctangent of the friction model (eq. 20): CORDIC in vectoring mode, one step per cycle
+or per two cycles (the shifts, registered, then the additions), by family (:data:`STEP_CYCLES`).
 
 Bit-exact with :meth:`linkdyn.model.tables.Cordic.atan`: the vector ``(X, Y) = (2**30, x << 14)``
 is rotated towards the x axis; step ``i`` (``i = 0 .. iterations - 1``)::
@@ -31,7 +31,15 @@ from amaranth.lib.wiring import In, Out
 from linkdyn.model.fixedpoint import WORD_WIDTH
 from linkdyn.model.tables import CORDIC, Cordic
 
-__all__ = ["CordicArctangent", "state_widths"]
+__all__ = ["CordicArctangent", "state_widths", "STEP_CYCLES"]
+
+#: Cycles per CORDIC step (:class:`CordicArctangent`'s ``step_cycles``) on each FPGA family the
+#: project builds for, by the family names of the board tops (``BoardTop.family``) and of the
+#: node benchmark (:data:`linkdyn.gateware.bench.FAMILIES`). ECP5: two, the registered shifts
+#: meet 100 MHz on an ECP5-6; Spartan-6: one, the smaller unit (117 LUT6 less per node: the
+#: <= 1,500 LUT6 node goal; whether it meets a Spartan-6 board's clock is for ISE's timing
+#: report). The one definition of which family uses which.
+STEP_CYCLES = {"ecp5": 2, "xc6s": 1}
 
 
 def state_widths(cordic=CORDIC, input_width=WORD_WIDTH):
@@ -70,16 +78,25 @@ class CordicArctangent(wiring.Component):
     """``atan(x)`` of a Q15.16 word as a Q1.30 word, by an iterative CORDIC.
 
     A ``start`` in cycle ``c`` samples ``x``; ``result`` holds ``atan(x)`` from cycle
-    ``c + latency`` (:attr:`latency` = ``2 iterations + 1``), when ``done`` pulses, until the next
-    ``start``. A ``start`` while ``busy`` restarts the unit. Each step takes two cycles: the
-    barrel shifts ``Y >> i``, ``X >> i`` (and the angle ``A[i]``) into registers, then the three
-    additions; one cycle for both would not meet 100 MHz on an ECP5.
+    ``c + latency`` (:attr:`latency` = ``step_cycles * iterations + 1``), when ``done`` pulses,
+    until the next ``start``. A ``start`` while ``busy`` restarts the unit. The results do not
+    depend on ``step_cycles``, only the latency does.
 
     Parameters
     ----------
     cordic : Cordic
         The CORDIC definition (default :data:`linkdyn.model.tables.CORDIC`: 24 steps, 48-bit
         state).
+    step_cycles : int
+        Cycles per step, 1 or 2 (default 2; per family: :data:`STEP_CYCLES`).
+
+        - 2: the barrel shifts ``Y >> i``, ``X >> i`` (and the angle ``A[i]``, the direction)
+          into registers in one cycle, the three additions in the next; latency
+          ``2 iterations + 1`` (49 for the default definition). One cycle for both does not
+          meet 100 MHz on an ECP5.
+        - 1: shift and add in one cycle, no registers between them; latency
+          ``iterations + 1`` (25), and fewer LUTs (no shift registers, and the inversion of a
+          subtraction merges into the shifter's LUTs).
 
     Members
     -------
@@ -98,11 +115,14 @@ class CordicArctangent(wiring.Component):
     ------
     TypeError
         If ``cordic`` is not a :class:`~linkdyn.model.tables.Cordic`.
+    ValueError
+        If ``step_cycles`` is not 1 or 2.
     """
 
-    def __init__(self, cordic=CORDIC):
+    def __init__(self, cordic=CORDIC, *, step_cycles=2):
         if not isinstance(cordic, Cordic):
             raise TypeError(f"cordic must be a Cordic, not {cordic!r}")
+        self._step_cycles = self._check_step_cycles(step_cycles)
         self._cordic = cordic
         super().__init__({
             "start": In(1),
@@ -117,16 +137,34 @@ class CordicArctangent(wiring.Component):
         """Cordic: the definition implemented."""
         return self._cordic
 
+    @property
+    def step_cycles(self):
+        """int: cycles per step, 1 or 2."""
+        return self._step_cycles
+
     @staticmethod
-    def latency_of(cordic):
-        """Return the cycles from ``start`` to ``done`` for a definition:
-        ``2 iterations + 1``."""
-        return 2 * cordic.iterations + 1
+    def _check_step_cycles(step_cycles):
+        if not isinstance(step_cycles, int) or isinstance(step_cycles, bool) or \
+                step_cycles not in (1, 2):
+            raise ValueError(f"step_cycles must be 1 or 2, not {step_cycles!r}")
+        return step_cycles
+
+    @classmethod
+    def latency_of(cls, cordic, step_cycles=2):
+        """Return the cycles from ``start`` to ``done`` for a definition and a step timing:
+        ``step_cycles * iterations + 1``.
+
+        Raises
+        ------
+        ValueError
+            If ``step_cycles`` is not 1 or 2.
+        """
+        return cls._check_step_cycles(step_cycles) * cordic.iterations + 1
 
     @property
     def latency(self):
-        """int: cycles from ``start`` to ``done``, ``2 iterations + 1``."""
-        return self.latency_of(self._cordic)
+        """int: cycles from ``start`` to ``done``, ``step_cycles * iterations + 1``."""
+        return self.latency_of(self._cordic, self._step_cycles)
 
     def elaborate(self, platform):
         m = Module()
@@ -139,13 +177,22 @@ class CordicArctangent(wiring.Component):
         step = Signal(range(n))
         angles = Array(Const(angle, signed(WORD_WIDTH)) for angle in c.angles)
 
-        # Shift phase: dx = Y >> i, dy = X >> i and the angle A[i] into registers (and the
-        # direction); add phase: the three additions.
+        # Two-cycle steps: a shift phase, dx = Y >> i, dy = X >> i and the angle A[i] into
+        # registers (and the direction), then an add phase, the three additions. One-cycle
+        # steps: the same values without the registers, every busy cycle adds.
         dx = Signal(signed(y_bits))
         dy = Signal(unsigned(x_bits))
         angle = Signal(signed(WORD_WIDTH))
         positive = Signal()
-        adding = Signal()
+        adding = Signal()  # two-cycle steps: the add phase
+        shifted = [
+            dx.eq(big_y >> step),
+            dy.eq(big_x >> step),
+            angle.eq(angles[step]),
+            positive.eq(~big_y[-1]),
+        ]
+        if self._step_cycles == 1:
+            m.d.comb += shifted
         m.d.sync += self.done.eq(0)
         with m.If(self.start):
             m.d.sync += [
@@ -153,25 +200,22 @@ class CordicArctangent(wiring.Component):
                 big_y.eq(self.x << c.input_shift),
                 z.eq(0),
                 step.eq(0),
-                adding.eq(0),
                 self.busy.eq(1),
             ]
-        with m.Elif(self.busy & ~adding):
-            m.d.sync += [
-                dx.eq(big_y >> step),
-                dy.eq(big_x >> step),
-                angle.eq(angles[step]),
-                positive.eq(~big_y[-1]),
-                adding.eq(1),
-            ]
+            if self._step_cycles == 2:
+                m.d.sync += adding.eq(0)
+        if self._step_cycles == 2:
+            with m.Elif(self.busy & ~adding):
+                m.d.sync += [*shifted, adding.eq(1)]
         with m.Elif(self.busy):
             m.d.sync += [
                 big_x.eq(Mux(positive, big_x + dx, big_x - dx)),
                 big_y.eq(Mux(positive, big_y - dy, big_y + dy)),
                 z.eq(Mux(positive, z + angle, z - angle)),
                 step.eq(step + 1),
-                adding.eq(0),
             ]
+            if self._step_cycles == 2:
+                m.d.sync += adding.eq(0)
             with m.If(step == n - 1):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         return m

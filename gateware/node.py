@@ -172,6 +172,12 @@ class LinkDynNode(wiring.Component):
         Register banks: 1 (no banks), 2 or 4 copies of the registers of
         :data:`~linkdyn.model.microprogram.BANKED_KINDS`
         (:meth:`~linkdyn.model.microprogram.RegisterMap.bank_address`), chosen per request.
+    cordic_step_cycles : int
+        Cycles per step of the CORDIC (:class:`~linkdyn.gateware.cordic.CordicArctangent`'s
+        ``step_cycles``): 2 (default, registered shifts: 100 MHz on an ECP5) or 1 (fewer LUTs;
+        per family: :data:`linkdyn.gateware.cordic.STEP_CYCLES`). Only the CORDIC's latency
+        changes (49 or 25 cycles, both within the schedule's ``MacTiming.atan``), not the
+        schedule, the cycle counts or the results.
 
     Members
     -------
@@ -265,14 +271,15 @@ class LinkDynNode(wiring.Component):
     ValueError
         If ``fmt`` is not 32 bits wide, or the microprogram was scheduled for another pipeline
         than this gateware's (``MacTiming``), or the table/CORDIC latency does not fit it, or
-        ``inbox`` names another kind than :data:`INBOX_KINDS`, or ``banks`` is not 1, 2 or 4.
+        ``inbox`` names another kind than :data:`INBOX_KINDS`, or ``banks`` is not 1, 2 or 4,
+        or ``cordic_step_cycles`` is not 1 or 2.
     """
 
     #: Cycles from ``ext_addr`` to its word on ``ext_read_data`` (block-RAM read, register).
     ext_read_latency = 2
 
     def __init__(self, fmt=Q15_16, *, split_joint=False, split_local=False, interlock=False,
-                 inbox=(), banks=1):
+                 inbox=(), banks=1, cordic_step_cycles=2):
         if not isinstance(fmt, QFormat):
             raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
         if fmt.width != WORD_WIDTH:
@@ -285,6 +292,9 @@ class LinkDynNode(wiring.Component):
                 raise ValueError(f"inbox kinds must be of {INBOX_KINDS!r}, not {kind!r}")
         if banks not in (1, 2, 4):
             raise ValueError(f"banks must be 1, 2 or 4, not {banks!r}")
+        if (not isinstance(cordic_step_cycles, int) or isinstance(cordic_step_cycles, bool)
+                or cordic_step_cycles not in (1, 2)):
+            raise ValueError(f"cordic_step_cycles must be 1 or 2, not {cordic_step_cycles!r}")
         program = microprogram(fmt)
         timing = program.timing
         for field, cycles in _PIPELINE.items():
@@ -297,8 +307,9 @@ class LinkDynNode(wiring.Component):
         if SineCosineLookup.latency > timing.lookup:
             raise ValueError(f"the sine table needs {SineCosineLookup.latency} cycles, the "
                              f"schedule allows {timing.lookup}")
-        if CordicArctangent.latency_of(CORDIC) > timing.atan:
-            raise ValueError(f"the CORDIC needs {CordicArctangent.latency_of(CORDIC)} cycles, "
+        atan_latency = CordicArctangent.latency_of(CORDIC, cordic_step_cycles)
+        if atan_latency > timing.atan:
+            raise ValueError(f"the CORDIC needs {atan_latency} cycles, "
                              f"the schedule allows {timing.atan}")
         self._fmt = fmt
         self._program = program
@@ -308,6 +319,7 @@ class LinkDynNode(wiring.Component):
         self._inbox = tuple(kind for kind in INBOX_KINDS if kind in inbox)
         self._banks = banks
         self._banked = banks > 1
+        self._cordic_step_cycles = cordic_step_cycles
         self._bank_bits = ceil_log2(banks)
         rmap = program.registers
         self._addr_width = ceil_log2(rmap.depth)
@@ -573,6 +585,11 @@ class LinkDynNode(wiring.Component):
         return self._interlock
 
     @property
+    def cordic_step_cycles(self):
+        """int: cycles per CORDIC step (1 or 2)."""
+        return self._cordic_step_cycles
+
+    @property
     def addr_width(self):
         """int: register-file address width, bits."""
         return self._addr_width
@@ -626,7 +643,7 @@ class LinkDynNode(wiring.Component):
             aligns=program.aligns, shifts=program.shifts, max_terms=program.max_terms,
             tag_width=width + bank_bits)
         m.submodules.sincos = sincos = SineCosineLookup()
-        m.submodules.cordic = cordic = CordicArctangent()
+        m.submodules.cordic = cordic = CordicArctangent(step_cycles=self._cordic_step_cycles)
 
         # -- register file: two copies, one read port each, written together --
         depth = rmap.banked_depth(self._banks)
@@ -640,8 +657,9 @@ class LinkDynNode(wiring.Component):
         # -- schedule ROM, read one cycle ahead: its output register holds the slot of `pc`,
         #    the slot that issues in this cycle. It is addressed with `pc + 1` while running
         #    (the first slot of the pending request a take would pick while idle) whatever
-        #    happens, and a stall only disables its output register, so that neither the stall
-        #    nor the take decision passes through the address logic of the ROM. --
+        #    happens, and a stall only disables its output register. The address itself is a
+        #    register, computed a cycle earlier from the next `pc`, running flag and pending
+        #    requests, so that no adder, stall or take decision comes before the ROM's logic. --
         m.submodules.schedule = rom_port = ScheduleRom(self._slot_layout, self._rom)
         slot = rom_port.data
 
@@ -650,6 +668,7 @@ class LinkDynNode(wiring.Component):
         pc_next = Signal.like(pc)
         rom_addr = Signal(range(len(self._rom) + 1))
         running = Signal()
+        running_next = Signal()
         kind = Signal(range(len(REQUESTS)))  # the running (last) request
         bank = Signal(range(self._banks))
         count = Signal(COUNTER_WIDTH)
@@ -690,22 +709,45 @@ class LinkDynNode(wiring.Component):
             self.backward_done.eq(0),
             self.request_done.eq(0),
             pc.eq(pc_next),
+            running.eq(running_next),
         ]
 
         # While idle the ROM reads the first slot of the pending request of highest priority:
         # the one a take picks (`hold` and `running` only decide whether, not which), so the
-        # ROM's address does not depend on the take decision.
-        pending_start = Signal.like(rom_addr)
+        # ROM's address does not depend on the take decision. The address register takes, a
+        # cycle ahead, the value `Mux(running, pc + 1, pending_start)` will have: while running
+        # it is `pc + 1`, so a stall only holds it (a clock enable, not a term of its value):
+        # after a take the taken request's second row, after an issue `pc + 2` or, if that
+        # issue ends the request, the first row of the next pending request.
+        pending_start_next = Signal.like(rom_addr)
         for name in names:  # the last (highest priority) pending one wins
-            with m.If(pending[name]):
-                m.d.comb += pending_start.eq(self.request_span(name)[0])
-        m.d.comb += [pc_next.eq(pc), rom_addr.eq(Mux(running, pc + 1, pending_start))]
+            start = getattr(self, f"start_{name}")
+            with m.If((pending[name] | start) & ~take[name]):
+                m.d.comb += pending_start_next.eq(self.request_span(name)[0])
+        at_end = Signal()  # the slot of `pc` is the last of the running request
+        for name in names:
+            with m.If((kind == REQUESTS.index(name)) & (pc == self.request_span(name)[1])):
+                m.d.comb += at_end.eq(1)
+        taken_second = Signal.like(rom_addr)
+        for name in names:
+            with m.If(take[name]):
+                m.d.comb += taken_second.eq(self.request_span(name)[0] + 1)
+        with m.If(~(running & stall)):
+            with m.If(take_any):
+                m.d.sync += rom_addr.eq(taken_second)
+            with m.Elif(running & ~at_end):
+                m.d.sync += rom_addr.eq(pc + 2)
+            with m.Else():
+                m.d.sync += rom_addr.eq(pending_start_next)
+
+        m.d.comb += [pc_next.eq(pc), running_next.eq(running)]
         with m.If(take_any):
             for name in names:
                 with m.If(take[name]):
                     m.d.comb += pc_next.eq(self.request_span(name)[0])
                     m.d.sync += [kind.eq(REQUESTS.index(name)), bank.eq(pending_bank[name])]
-            m.d.sync += [running.eq(1), count.eq(0)]
+            m.d.comb += running_next.eq(1)
+            m.d.sync += count.eq(0)
         with m.Elif(running):
             m.d.sync += count.eq(count + 1)
             with m.If(~stall):
@@ -715,14 +757,16 @@ class LinkDynNode(wiring.Component):
                     with m.If((kind == REQUESTS.index("forward"))
                               & (pc == starts["local"] - 1)):
                         m.d.sync += self.forward_done.eq(1)
-                for name in names:
-                    with m.If((kind == REQUESTS.index(name)) & (pc == self.request_span(name)[1])):
-                        m.d.sync += [running.eq(0), self.request_done.eq(1)]
-                        if name == "forward":
-                            m.d.sync += self.forward_cycles.eq(count + 1)
+                with m.If(at_end):
+                    m.d.comb += running_next.eq(0)
+                    m.d.sync += self.request_done.eq(1)
+                for name in ("forward", "backward"):
+                    if name not in names:
+                        continue
+                    with m.If(at_end & (kind == REQUESTS.index(name))):
+                        m.d.sync += getattr(self, f"{name}_cycles").eq(count + 1)
                         if name == "backward":
-                            m.d.sync += [self.backward_cycles.eq(count + 1),
-                                         self.backward_done.eq(1)]
+                            m.d.sync += self.backward_done.eq(1)
 
         for index, name in enumerate(SEGMENTS[1:], start=1):
             with m.If(pc >= starts[name]):

@@ -312,9 +312,10 @@ class ProtocolEngine(wiring.Component):
     ``PAYLOAD``, ``CRC_LOW``, ``CRC_HIGH``
         Assemble little-endian words into the buffer (word 0 also into ``block``), update the
         CRC (bytes from ``version`` to the end of the payload), receive the CRC.
-    ``CHECK``, ``VALIDATE``, ``BUSY_CHECK``
+    ``CHECK``, ``VALIDATE``, ``VALIDATE_WORD``, ``BUSY_CHECK``
         CRC, version, command, length, node; every word of a READ/WRITE block exists (and is
-        writable); a STATUS read for WRITE, LOAD_ROBOT, STEP and CLEAR. Nothing has been
+        writable; two cycles a word: its check is registered, then decided on); a STATUS read
+        for WRITE, LOAD_ROBOT, STEP and CLEAR. Nothing has been
         written before this point, so every error leaves the chain as it was.
     ``EXECUTE``, ``TRANSFER_*``, ``POLL``
         The command's phases (see ``phases`` in :meth:`elaborate`), each a transfer of words
@@ -388,8 +389,11 @@ class ProtocolEngine(wiring.Component):
         x_constant = Signal()
         x_constant_data = Signal(32)
         wdata = Signal(32)
+        x_wdata = Mux(x_constant, x_constant_data, wdata)  # the word a transfer writes
         pointer = Signal(range(depth + 1))              # buffer word of transfer and reply
-        poll_cycles = Signal(range(self.step_timeout_cycles + 1))
+        # Cycles the STEP poll may still take: counts down (to 0, where it stays), so that the
+        # timeout is an equality with 0, not a comparison's carry chain before the FSM.
+        poll_left = Signal(range(self.step_timeout_cycles))
 
         reply_words = Signal(range(depth + 1))
         tx_index = Signal(range(REPLY_HEADER_BYTES))
@@ -423,6 +427,20 @@ class ProtocolEngine(wiring.Component):
             transfer_access.addr.eq(x_addr),
             registers.addr.eq(x_addr),
         ]
+        # The access checks, registered: a state decides from flip-flops, not from the adders
+        # and comparators of the checks. `block` is complete two bytes (CRC) before CHECK;
+        # VALIDATE_WORD follows the VALIDATE cycle that registers the check of `check_index`;
+        # TRANSFER_ISSUE follows the TRANSFER_FETCH cycle that registers the check of `x_addr`.
+        block_node_ok = Signal()
+        checked_exists = Signal()
+        checked_writable = Signal()
+        transfer_local = Signal()
+        m.d.sync += [
+            block_node_ok.eq((block.node == CONTROL_NODE) | (block.node < n)),
+            checked_exists.eq(check_access.exists),
+            checked_writable.eq(check_access.writable),
+            transfer_local.eq(transfer_access.local),
+        ]
 
         step_count = Mux(length == WORD_BYTES * spec.step_words(True), spec.input_count, 3)
 
@@ -437,7 +455,7 @@ class ProtocolEngine(wiring.Component):
             m.next = "TRANSFER_FETCH"
 
         def poll():
-            m.d.sync += poll_cycles.eq(0)
+            m.d.sync += poll_left.eq(self.step_timeout_cycles - 1)
             m.next = "POLL"
 
         # Per command, its phases: bus transfers (and STEP's poll), in order.
@@ -574,7 +592,7 @@ class ProtocolEngine(wiring.Component):
                     fail(ErrorCode.UNKNOWN_COMMAND)
                 with m.Elif(~length_ok):
                     fail(ErrorCode.BAD_LENGTH)
-                with m.Elif(is_block & ~((block.node == CONTROL_NODE) | (block.node < n))):
+                with m.Elif(is_block & ~block_node_ok):
                     fail(ErrorCode.BAD_NODE)
                 with m.Elif(is_block):
                     m.next = "VALIDATE"
@@ -584,13 +602,18 @@ class ProtocolEngine(wiring.Component):
                     m.next = "EXECUTE"
 
             with m.State("VALIDATE"):
-                # One word of the block per cycle, in address order.
-                with m.If(~check_access.exists):
+                # One word of the block per two cycles, in address order: its check is
+                # registered in this one, decided on in VALIDATE_WORD.
+                m.next = "VALIDATE_WORD"
+
+            with m.State("VALIDATE_WORD"):
+                with m.If(~checked_exists):
                     fail(ErrorCode.BAD_ADDRESS)
-                with m.Elif((command == Command.WRITE) & ~check_access.writable):
+                with m.Elif((command == Command.WRITE) & ~checked_writable):
                     fail(ErrorCode.READ_ONLY)
                 with m.Elif(check_index != block.count - 1):
                     m.d.sync += check_index.eq(check_index + 1)
+                    m.next = "VALIDATE"
                 with m.Elif(state_changing):
                     m.next = "BUSY_CHECK"
                 with m.Else():
@@ -623,8 +646,10 @@ class ProtocolEngine(wiring.Component):
                 m.next = "TRANSFER_ISSUE"
 
             with m.State("TRANSFER_ISSUE"):
-                m.d.sync += wdata.eq(Mux(x_constant, x_constant_data, rd.data))
-                with m.If(transfer_access.local & ~x_we):
+                # The buffer's block RAM straight into a register (its output is slow); a
+                # constant word is selected after it, in TRANSFER_WAIT.
+                m.d.sync += wdata.eq(rd.data)
+                with m.If(transfer_local & ~x_we):
                     # Engine-owned control word: answered here, never on the bus.
                     m.d.comb += [wr.addr.eq(pointer), wr.data.eq(registers.rdata), wr.en.eq(1)]
                     advance()
@@ -634,7 +659,7 @@ class ProtocolEngine(wiring.Component):
             with m.State("TRANSFER_WAIT"):
                 m.d.comb += [self.bus.valid.eq(1), self.bus.node.eq(x_node),
                              self.bus.addr.eq(x_addr), self.bus.we.eq(x_we),
-                             self.bus.wdata.eq(wdata)]
+                             self.bus.wdata.eq(x_wdata)]
                 with m.If(self.bus.ready):
                     with m.If(self.bus.error):
                         fail(ErrorCode.BUS_ERROR)
@@ -643,12 +668,13 @@ class ProtocolEngine(wiring.Component):
                             m.d.comb += [wr.addr.eq(pointer), wr.data.eq(self.bus.rdata),
                                          wr.en.eq(1)]
                         with m.If(x_we & (x_node == CONTROL_NODE) & (x_addr == _CONTROL_ADDR)
-                                  & (wdata & CONTROL_CLEAR).any()):
+                                  & (x_wdata & CONTROL_CLEAR).any()):
                             m.d.comb += registers.clear.eq(1)
                         advance()
 
             with m.State("POLL"):
-                m.d.sync += poll_cycles.eq(poll_cycles + 1)
+                with m.If(poll_left != 0):
+                    m.d.sync += poll_left.eq(poll_left - 1)
                 m.d.comb += [self.bus.valid.eq(1), self.bus.node.eq(CONTROL_NODE),
                              self.bus.addr.eq(_STATUS_ADDR)]
                 with m.If(self.bus.ready):
@@ -663,8 +689,9 @@ class ProtocolEngine(wiring.Component):
 
             with m.State("POLL_GAP"):
                 # One cycle without a transaction; the timeout never abandons one.
-                m.d.sync += poll_cycles.eq(poll_cycles + 1)
-                with m.If(poll_cycles >= self.step_timeout_cycles - 1):
+                with m.If(poll_left != 0):
+                    m.d.sync += poll_left.eq(poll_left - 1)
+                with m.If(poll_left == 0):
                     fail(ErrorCode.TIMEOUT)
                 with m.Else():
                     m.next = "POLL"

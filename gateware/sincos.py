@@ -14,7 +14,7 @@ are registered before any logic uses them (a block RAM's clock-to-output delay l
 for the negation and the difference in the same cycle).
 """
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -122,12 +122,19 @@ class SineCosineLookup(wiring.Component):
         mirror = Mux(address_sin, quadrant[0], ~quadrant[0])
         negate = Mux(address_sin, quadrant[1], quadrant[1] ^ quadrant[0])
         v = Signal(quarter_bits + 1)
+        v_next = Signal(quarter_bits + 1)
         # 2**30 - u = (~u) + 1 over the 30 bits of u, carrying into bit 30 when u = 0.
-        m.d.comb += v.eq((u ^ mirror.replicate(quarter_bits)) + mirror)
+        # v_next = v + 2**fraction_bits, whose top bits are k + 1: from u by one adder, beside
+        # v's (not after it), so that both table addresses are one carry chain from u.
+        mirrored = u ^ mirror.replicate(quarter_bits)
+        m.d.comb += [
+            v.eq(mirrored + mirror),
+            v_next.eq(mirrored + (mirror | Const(1 << t.fraction_bits, t.fraction_bits + 1))),
+        ]
         k = v[t.fraction_bits:]  # 0 .. size
         m.d.comb += [
             port_k.addr.eq(k),
-            port_next.addr.eq(k + 1),
+            port_next.addr.eq(v_next[t.fraction_bits:]),
         ]
         # Address decoder, registered beside the read and once more beside the word register:
         # T[size] is full scale (k = size exactly when v = 2**30); T[k+1] is full scale for

@@ -29,6 +29,7 @@ from linkdyn.boards.common import (
     DEFAULT_CHAIN, check_chain, ecp5_pll_setting, spartan6_pll_setting,
 )
 from linkdyn.boards.cycles import schedule_update_cycles, simulate_update_cycles
+from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.gateware.fake_chain import FakeChain
 from linkdyn.model.golden import microprogram
 
@@ -76,6 +77,18 @@ def test_board_top_prepares_its_build_tree_for_the_default_node_count(name):
         assert f"PERIOD" in constraints and f"{period:.1f} ns" in constraints
     for pin in PINS[name]:
         assert pin in constraints, (name, pin)
+
+
+@pytest.mark.parametrize("name", list(BOARDS))
+def test_board_family_sets_the_cordic_step_timing_of_its_nodes(name):
+    """Spartan-6 boards build one-cycle CORDIC steps (fewer LUTs), the ECP5 two-cycle ones
+    (100 MHz), from the one table STEP_CYCLES."""
+    top_class = BOARDS[name]
+    top = top_class(min(2, top_class.max_nodes), chain="linkdyn")
+    assert top.cordic_step_cycles == STEP_CYCLES[top_class.family] == {
+        "ecp5": 2, "xc6s": 1}[top_class.family]
+    assert [node.cordic_step_cycles for node in top.core.chain.nodes] == (
+        [top.cordic_step_cycles] * top.nodes)
 
 
 def test_spartan6_top_uses_a_pll_for_a_clock_other_than_the_oscillator():

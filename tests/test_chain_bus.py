@@ -159,7 +159,9 @@ def test_pipelined_chain_takes_the_next_update_while_one_runs():
     """Inputs of the next state go to the next bank while an update runs; CONTROL.start is
     taken while busy; once every bank holds a state not past its forward request, the next
     input write and start are refused until one is."""
-    case = build_case({"robot": "random:3:9", "states": 8, "seed": 9})
+    # 16 states: the host spends ~160 cycles on a state's inputs, so the stream needs more
+    # states than banks plus the ones that leave during it before it fills the banks.
+    case = build_case({"robot": "random:3:9", "states": 16, "seed": 9})
     chain = LinkDynChain(3, policy="pipelined")
     assert chain.banks == 4 and chain.max_in_flight == 8
     host = BusHost(chain)

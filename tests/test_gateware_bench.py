@@ -32,3 +32,11 @@ def test_write_section_replaces_only_the_node_gateware_section(tmp_path):
     other.write_text("# Performance\n\n## Float model\n\nfloat figures\n")
     write_section(other, report(measured, {}))
     assert other.read_text().index("## Float model") < other.read_text().index("## Node gateware")
+
+
+def test_report_names_each_familys_cordic_step_timing():
+    measured = {"segments": {"joint": 29}, "forward": 160, "backward": 34,
+                "forward_done_after": 84, "matches_golden": True}
+    text = " ".join(report(measured, {}).split())
+    assert "xc6s 1 cycle per step (latency 25)" in text
+    assert "ecp5 2 cycles per step (latency 49)" in text

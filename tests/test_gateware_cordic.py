@@ -1,4 +1,5 @@
-"""The CORDIC arctangent gateware equals :meth:`linkdyn.model.tables.Cordic.atan` bit for bit."""
+"""The CORDIC arctangent gateware equals :meth:`linkdyn.model.tables.Cordic.atan` bit for bit,
+with one-cycle and with two-cycle steps."""
 
 import gc
 import random
@@ -9,15 +10,19 @@ import pytest
 from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.cordic import CordicArctangent, state_widths
+from linkdyn.gateware.cordic import STEP_CYCLES, CordicArctangent, state_widths
 from linkdyn.model.tables import CORDIC
 
 WORD_MIN, WORD_MAX = -(1 << 31), (1 << 31) - 1
 
+#: Both step timings (:data:`STEP_CYCLES` uses each).
+step_timings = pytest.mark.parametrize("step_cycles", [1, 2])
 
-def run_atan(inputs):
+
+def run_atan(inputs, step_cycles):
     """Return the gateware's ``atan`` words; also checks ``done``/``busy`` timing."""
-    dut = CordicArctangent()
+    dut = CordicArctangent(step_cycles=step_cycles)
+    assert dut.latency == step_cycles * CORDIC.iterations + 1
     results = []
 
     async def bench(ctx):
@@ -43,19 +48,41 @@ def run_atan(inputs):
     return results
 
 
-def test_cordic_matches_model_on_extreme_inputs():
+@step_timings
+def test_cordic_matches_model_on_extreme_inputs(step_cycles):
     inputs = [0, 1, -1, 2, -2, 1 << 16, -(1 << 16), 3 << 15, WORD_MIN, WORD_MIN + 1, WORD_MAX,
               WORD_MAX - 1, 1 << 30, -(1 << 30), 1 << 20, -(1 << 20), 100 << 16, -(100 << 16)]
     inputs += [(1 << e) + d for e in range(31) for d in (-1, 0, 1) if (1 << e) + d <= WORD_MAX]
     inputs += [-x for x in inputs if WORD_MIN <= -x <= WORD_MAX]
-    assert run_atan(inputs) == [int(v) for v in CORDIC.atan(np.array(inputs))]
+    assert run_atan(inputs, step_cycles) == [int(v) for v in CORDIC.atan(np.array(inputs))]
 
 
-def test_cordic_matches_model_on_random_inputs():
+@step_timings
+def test_cordic_matches_model_on_random_inputs(step_cycles):
     rng = random.Random(1959)
     inputs = ([rng.randint(WORD_MIN, WORD_MAX) for _ in range(300)]
               + [rng.randint(-(8 << 16), 8 << 16) for _ in range(300)])
-    assert run_atan(inputs) == [int(v) for v in CORDIC.atan(np.array(inputs))]
+    assert run_atan(inputs, step_cycles) == [int(v) for v in CORDIC.atan(np.array(inputs))]
+
+
+def test_cordic_latency_is_step_cycles_times_iterations_plus_one():
+    assert CordicArctangent.latency_of(CORDIC) == 2 * CORDIC.iterations + 1 == 49
+    assert CordicArctangent.latency_of(CORDIC, 2) == 49
+    assert CordicArctangent.latency_of(CORDIC, 1) == CORDIC.iterations + 1 == 25
+    assert CordicArctangent().step_cycles == 2
+    assert sorted(set(STEP_CYCLES.values())) == [1, 2]
+    assert STEP_CYCLES["ecp5"] == 2 and STEP_CYCLES["xc6s"] == 1
+
+
+@pytest.mark.parametrize("step_cycles", [0, 3, True, 1.0, "1"])
+def test_cordic_rejects_a_step_timing_other_than_one_or_two_cycles(step_cycles):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(ValueError, match="step_cycles"):
+            CordicArctangent(step_cycles=step_cycles)
+        with pytest.raises(ValueError, match="step_cycles"):
+            CordicArctangent.latency_of(CORDIC, step_cycles)
+        gc.collect()
 
 
 def test_cordic_rejects_a_definition_that_is_not_a_cordic():

@@ -158,6 +158,41 @@ def test_cycle_counts_are_the_microprogram_segment_cycles():
         assert run.backward_cycles == run.backward_measured == BACKWARD_CYCLES
 
 
+@pytest.mark.parametrize("cordic_step_cycles", [1, 2])
+def test_node_matches_golden_model_with_either_cordic_step_timing(cordic_step_cycles):
+    """One-cycle CORDIC steps (Spartan-6 builds) and two-cycle ones (ECP5, the default) give
+    the golden model's words, flag and cycles: the PUMA 560 has Coulomb friction on every
+    joint, so every ``tau`` depends on the CORDIC's ``atan``."""
+    robot = load_robot("puma560")
+    assert all(link.friction.coulomb > 0 for link in robot.links)
+    count = 2 * robot.n
+    q, qd, qdd, f_ext = random_states(robot, count, np.random.default_rng(20))
+    nodes_of_state = [s % robot.n for s in range(count)]
+    result = rnea_fixed(robot, q, qd, qdd, f_ext=f_ext, keep_registers=True)
+    assert all(int(result.registers[i]["tau_coulomb"][s]) != 0
+               for s, i in enumerate(nodes_of_state))
+    node = LinkDynNode(cordic_step_cycles=cordic_step_cycles)
+    assert node.cordic_step_cycles == cordic_step_cycles
+    runs = simulate_node(node, None, node_states(robot, result, nodes_of_state))
+    names = output_names(REGISTERS)
+    for s, (run, i) in enumerate(zip(runs, nodes_of_state)):
+        want = {name: int(result.registers[i][name][s]) for name in names}
+        assert run.words == want, f"node {i + 1} state {s}"
+        assert run.overflow == bool(result.overflow[s, i])
+        assert (run.forward_cycles, run.backward_cycles) == (FORWARD_CYCLES, BACKWARD_CYCLES)
+        assert (run.forward_measured, run.backward_measured) == (FORWARD_CYCLES,
+                                                                 BACKWARD_CYCLES)
+
+
+@pytest.mark.parametrize("cordic_step_cycles", [0, 3, True])
+def test_node_rejects_a_cordic_step_timing_other_than_one_or_two_cycles(cordic_step_cycles):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(ValueError, match="cordic_step_cycles"):
+            LinkDynNode(cordic_step_cycles=cordic_step_cycles)
+        gc.collect()
+
+
 @pytest.mark.parametrize("name, seed", [("ur5", 501), ("puma560", 560), ("panda", 7)])
 def test_node_matches_golden_model_on_random_states(name, seed):
     robot = load(name)
