@@ -365,7 +365,8 @@ def _chain_path(source, root, parent_joint, children, tip):
                 candidates = [link] + [leaf for leaf in _leaves(link, children) if leaf != link]
                 raise _fail(source, f"is branched at link {link!r} (joints "
                                     f"{_quoted(j.name for j in branches)} each lead to movable "
-                                    f"joints); pass tip= one of the links {_quoted(candidates)}")
+                                    f"joints); choose the tip link (`--tip` on the command line, "
+                                    f"tip= in load_urdf) among {_quoted(candidates)}")
             link = branches[0].child
         tip = link
     elif not isinstance(tip, str) or tip not in children:

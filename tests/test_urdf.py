@@ -417,7 +417,8 @@ def test_branched_without_tip(tmp_path):
                     jt=joint("jt", "l2", "tcp", "fixed", axis=None, limit=""))
     message = raises(path, "is branched at link 'l2'")
     assert "joints 'jl', 'jr' each lead to movable joints" in message
-    assert "pass tip= one of the links 'l2', 'left', 'right', 'tcp'" in message
+    assert ("choose the tip link (`--tip` on the command line, tip= in load_urdf) among "
+            "'l2', 'left', 'right', 'tcp'") in message
     assert load_urdf(path, tip="l2").n == 2
     assert load_urdf(path, tip="tcp").n == 2
     with pytest.raises(NotImplementedError, match="joint 'jl' on the chain to tip 'left' is "

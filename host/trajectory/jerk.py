@@ -536,7 +536,8 @@ def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=No
     if progress:
         from tqdm import tqdm
         bar = tqdm(total=round(path.length, 6), desc="jerk-limited timing", unit="rad",
-                   leave=False, mininterval=0.5)
+                   leave=False, mininterval=0.5,
+                   bar_format="{l_bar}{bar}| {n:.3f}/{total:.3f} {unit} [{elapsed}<{remaining}]")
     limit_steps = max_steps or 10_000_000
     guess = 0.0
     for _ in range(limit_steps):
