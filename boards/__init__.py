@@ -3,10 +3,10 @@
 =============  ===============  ============  =====  ====  =================  =============
 ``--board``    board            device        nodes  max   clock              UART
 =============  ===============  ============  =====  ====  =================  =============
-``ulx3s``      ULX3S 85F        LFE5U-85F-6   6      23    25 MHz -> PLL 80   FT231X USB
+``ulx3s``      ULX3S 85F        LFE5U-85F-6   6      23    25 MHz -> PLL 100  FT231X USB
 ``atlys``      Digilent Atlys   XC6SLX45-3    6      14    100 MHz            XR21V1410 USB
-``mimas``      Numato Mimas     XC6SLX9-2     1      2     100 MHz            header P1
-``sk_xc6slx9`` SK-XC6SLX9       XC6SLX9-2     1      2     50 MHz             header X7
+``mimas``      Numato Mimas     XC6SLX9-2     2      2     100 MHz            header P1
+``sk_xc6slx9`` SK-XC6SLX9       XC6SLX9-2     2      2     50 MHz             header X7
 =============  ===============  ============  =====  ====  =================  =============
 
 :data:`BOARDS` maps the name to the top-level class (a :class:`~.common.BoardTop`: device,

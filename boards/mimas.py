@@ -41,11 +41,11 @@ class MimasTop(BoardTop):
     platform_class = NumatoMimasPlatform
     family = "xc6s"
     oscillator = "clk100"
-    #: Yosys synthesis (synth_xilinx, the gateware pipelined for the ECP5's clock, one-cycle
-    #: CORDIC steps): 1 node 3,341 LUT6 (58 %), 2 nodes 5,277 (92.3 %; 5,575, 97.5 %, with
-    #: two-cycle steps, judged too tight for ISE's placer to be the default), 3 nodes more than
-    #: the 5,720 the device has; a node also takes 4 of the 16 DSP48A1.
-    default_nodes = 1
+    #: Yosys synthesis (synth_xilinx, one-cycle CORDIC steps): 1 node 3,215 LUT6 (56 %),
+    #: 2 nodes 5,045 (88 %), 3 nodes more than the 5,720 the device has; a node also takes 4 of
+    #: the 16 DSP48A1. Two nodes, as many as fit, are the default (ISE's map and place, not run
+    #: here, have the last word).
+    default_nodes = 2
     max_nodes = 2
     default_clock_hz = 100_000_000
     uart_note = "header P1: rx P1-3 (P35), tx P1-4 (P34), 3.3 V USB-UART adapter"

@@ -48,11 +48,11 @@ class SK_XC6SLX9Top(BoardTop):
     platform_class = SK_XC6SLX9Platform
     family = "xc6s"
     oscillator = "clk50"
-    #: Yosys synthesis (synth_xilinx, the gateware pipelined for the ECP5's clock, one-cycle
-    #: CORDIC steps): 1 node 3,341 LUT6 (58 %), 2 nodes 5,277 (92.3 %; 5,575, 97.5 %, with
-    #: two-cycle steps, judged too tight for ISE's placer to be the default), 3 nodes more than
-    #: the 5,720 the device has; a node also takes 4 of the 16 DSP48A1.
-    default_nodes = 1
+    #: Yosys synthesis (synth_xilinx, one-cycle CORDIC steps): 1 node 3,215 LUT6 (56 %),
+    #: 2 nodes 5,045 (88 %), 3 nodes more than the 5,720 the device has; a node also takes 4 of
+    #: the 16 DSP48A1. Two nodes, as many as fit, are the default (ISE's map and place, not run
+    #: here, have the last word).
+    default_nodes = 2
     max_nodes = 2
     default_clock_hz = 50_000_000
     uart_note = "header X7: rx X7-3 (P34), tx X7-5 (P33), 3.3 V USB-UART adapter"

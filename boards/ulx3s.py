@@ -1,7 +1,7 @@
 """ULX3S 85F (Lattice ECP5 LFE5U-85F): the open-toolchain board.
 
 - clock: the 25 MHz oscillator (``clk25``, G2) through an EHXPLLL to the core clock (default
-  80 MHz, the fastest clock the 6-node build meets timing at; any frequency the PLL makes, see
+  100 MHz, which the 6-node build meets; any frequency the PLL makes, see
   :func:`~linkdyn.boards.common.ecp5_pll_setting`); reset: the PWR button (``button_pwr``,
   D6, active low) or a lost PLL lock;
 - UART: the FT231X USB-UART (amaranth-boards ``uart`` 0: FPGA receives on M1, transmits on
@@ -31,14 +31,13 @@ class ULX3STop(BoardTop):
     family = "ecp5"
     oscillator = "clk25"
     default_nodes = 6
-    #: A node of the chain takes about 3,400 TRELLIS_COMB, 4 MULT18X18D and 4 DP16KD (6-node
-    #: build: 22,811 / 24 / 27 with the host link); 23 fill the 83,640 LUT4 slots to ~95 %.
+    #: A node of the chain takes about 3,000 TRELLIS_COMB, 4 MULT18X18D and 4 DP16KD (6-node
+    #: build: 21,238 / 24 / 27 with the host link); 23 fill the 83,640 LUT4 slots to ~85 %
+    #: (23 x 4 DSPs of 156; not placed and routed at that size).
     max_nodes = 23
-    #: 80 MHz (PLL 25 MHz x 16 / 5 / 7; UART 3 Mbaud, divisor 27): the 6-node build meets
-    #: timing there (83.9 MHz at an 80 MHz target), not at the 100 MHz goal (85.1 MHz at a
-    #: 100 MHz target: a node's sequencer, program counter -> schedule ROM in logic -> ROM
-    #: output register; docs/performance.md, "Boards"). Raise it when that path is shortened.
-    default_clock_hz = 80_000_000
+    #: 100 MHz (UART 3 Mbaud, divisor 33): the 6-node build meets timing there (101.4 MHz
+    #: at a 100 MHz target; docs/performance.md, "Boards").
+    default_clock_hz = 100_000_000
     uart_note = "FT231X USB-UART (uart 0: rx M1, tx L4)"
     reset = "button_pwr"
 
