@@ -317,7 +317,8 @@ def write_section(path, section):
         text = text.rstrip("\n") + "\n\n" + section
     else:
         end = text.find("\n## ", start + len(heading))
-        text = text[:start] + section + (text[end + 1:] if end >= 0 else "")
+        rest = "\n" + text[end + 1:] if end >= 0 else ""
+        text = text[:start] + section.rstrip("\n") + "\n" + rest
     path.write_text(text.rstrip("\n") + "\n")
 
 
