@@ -29,12 +29,17 @@ Exit status:
 4     bitstream written but timing not met (Fmax below the clock; see ``report.txt``)
 5     synthesis done but the design does not fit the device (more LUTs, FFs, DSPs or block
       RAMs than it has)
+130   interrupted (Ctrl-C): the build directory is incomplete
 ====  ===================================================================================
+
+Through ``make bitstream`` a non-zero status is reported by make as its own status 2 (make
+prints ``Error N`` with the build's status).
 """
 
 import argparse
 import datetime
 import json
+import math
 import os
 import platform as host_platform
 import re
@@ -105,7 +110,8 @@ def _cycles(chain, nodes, fmt, cordic_step_cycles=2):
         figures.pop("update_count", None)
         return figures, (f"simulation of this build's chain (LinkDynChain, {policy} policy, "
                          "zero state, Amaranth simulator): LATENCY_CYCLES of one update alone, "
-                         "INTERVAL_CYCLES of back-to-back updates over its register bus")
+                         "INTERVAL_CYCLES of back-to-back starts over its register bus, no inputs written "
+                         "between them")
     figures = schedule_update_cycles(nodes, fmt)
     return figures, (f"model schedule, NOT a simulation: the build's chain is the stand-in "
                      f"{type(chain).__name__}; figures are build_microprogram().segments for a "
@@ -361,7 +367,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m linkdyn.boards.build", description=__doc__.splitlines()[0],
         epilog="Exit status: 0 done, 1 tool failed, 2 bad arguments, 3 Spartan-6 without ISE "
-               "(synthesis report written), 4 timing not met, 5 does not fit the device.")
+               "(synthesis report written), 4 timing not met, 5 does not fit the device, 130 "
+               "interrupted.")
     parser.add_argument("--board", default="ulx3s", choices=list(BOARDS),
                         help="board (default ulx3s)")
     parser.add_argument("--nodes", type=int, help="number of nodes (default: the board's)")
@@ -384,9 +391,22 @@ def main(argv=None):
         return EXIT_OK
     clock_hz = None
     if args.clock_mhz is not None:
+        if not math.isfinite(args.clock_mhz) or args.clock_mhz <= 0:
+            parser.error(f"--clock-mhz must be positive and finite, not {args.clock_mhz:g}")
         clock_hz = round(args.clock_mhz * 1e6)
         if clock_hz <= 0:
-            parser.error(f"--clock-mhz must be positive, not {args.clock_mhz:g}")
+            parser.error(f"--clock-mhz {args.clock_mhz:g} is below 1 Hz")
+    if args.out is not None:
+        out = Path(args.out)
+        if not args.out.strip():
+            parser.error("--out must name a build directory, not an empty string")
+        if out.exists() and not out.is_dir():
+            parser.error(f"--out {args.out} is a file, not a directory")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            parser.error(f"cannot create the build directory {args.out}: "
+                         f"{error.strerror or error}")
     top_class = board(args.board)
     try:
         top_class.check_arguments(args.nodes, clock_hz)
@@ -396,6 +416,10 @@ def main(argv=None):
     top = top_class(args.nodes, clock_hz=clock_hz, chain=chain, policy=policy)
     try:
         report = build(top, out=args.out, synth_only=args.synth_only, seed=args.seed)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the build directory {args.out or Path('build') / top.name} is "
+              f"incomplete (no report, no bitstream); run the build again", file=sys.stderr)
+        return 130
     except BuildError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_status

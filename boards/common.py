@@ -199,17 +199,21 @@ def spartan6_pll_setting(in_hz, out_hz):
     within :data:`TOLERANCE`.
 
     Spartan-6 ranges (DS162, speed grade -2): PFD 19 to 375 MHz, VCO 400 to 1000 MHz,
-    DIVCLK_DIVIDE 1 to 52, CLKFBOUT_MULT 1 to 64, CLKOUT0_DIVIDE 1 to 128; the smallest input
+    DIVCLK_DIVIDE 1 to 52, CLKFBOUT_MULT 1 to 64, CLKOUT0_DIVIDE 1 to 128, and the output at
+    most 375 MHz (the core clock goes through a BUFG: its FMAX for -2); the smallest input
     divider (highest PFD), then the highest VCO, is preferred.
 
     Raises
     ------
     ValueError
-        If no setting makes the frequency exactly.
+        If ``out_hz`` is above 375 MHz, or no setting makes the frequency exactly.
     """
     _check_frequency("Input frequency", in_hz)
     _check_frequency("Output frequency", out_hz)
     mhz = 1_000_000
+    if out_hz > 375 * mhz:
+        raise ValueError(f"The Spartan-6 core clock can be at most 375 MHz (a global clock "
+                         f"buffer, DS162, speed grade -2), not {out_hz / mhz:g} MHz")
     best = None
     for input_div in range(1, 53):
         pfd = Fraction(in_hz, input_div)

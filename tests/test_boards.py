@@ -200,13 +200,44 @@ def test_unknown_chain_or_policy_is_refused():
     (["--board", "mimas", "--nodes", "3"], "must be in 1..2, not 3"),
     (["--clock-mhz", "33.3"], "cannot make 33.3 MHz"),
     (["--clock-mhz", "-5"], "must be positive"),
+    (["--clock-mhz", "nan"], "must be positive and finite, not nan"),
+    (["--clock-mhz", "inf"], "must be positive and finite, not inf"),
+    (["--clock-mhz", "1e-9"], "--clock-mhz 1e-09 is below 1 Hz"),
+    (["--board", "mimas", "--clock-mhz", "1000"],
+     "Spartan-6 core clock can be at most 375 MHz (a global clock buffer, DS162, speed grade "
+     "-2), not 1000 MHz"),
     (["--chain", "fake", "--policy", "pipelined"], "no update policy 'pipelined'"),
+    (["--out", ""], "--out must name a build directory, not an empty string"),
 ])
 def test_build_command_line_exits_2_with_a_clear_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         build_module.main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_build_refuses_an_out_path_that_is_not_a_directory(tmp_path, capsys):
+    existing = tmp_path / "notes.txt"
+    existing.write_text("keep me")
+    for out, message in [(existing, f"--out {existing} is a file, not a directory"),
+                         (existing / "sub", f"cannot create the build directory "
+                                            f"{existing / 'sub'}")]:
+        with pytest.raises(SystemExit) as exit_info:
+            build_module.main(["--board", "mimas", "--out", str(out)])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+    assert existing.read_text() == "keep me"
+
+
+def test_interrupted_build_exits_130_and_says_the_directory_is_incomplete(tmp_path, monkeypatch,
+                                                                         capsys):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(build_module, "build", interrupted)
+    status = build_module.main(["--board", "mimas", "--out", str(tmp_path / "b")])
+    assert status == 130
+    assert (f"interrupted: the build directory {tmp_path / 'b'} is incomplete"
+            in capsys.readouterr().err)
 
 
 # -- cycles ---------------------------------------------------------------------------------------
