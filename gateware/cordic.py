@@ -122,7 +122,7 @@ class CordicArctangent(wiring.Component):
     def __init__(self, cordic=CORDIC, *, step_cycles=2):
         if not isinstance(cordic, Cordic):
             raise TypeError(f"cordic must be a Cordic, not {cordic!r}")
-        self._step_cycles = self._check_step_cycles(step_cycles)
+        self._step_cycles = self.check_step_cycles(step_cycles)
         self._cordic = cordic
         super().__init__({
             "start": In(1),
@@ -143,10 +143,11 @@ class CordicArctangent(wiring.Component):
         return self._step_cycles
 
     @staticmethod
-    def _check_step_cycles(step_cycles):
+    def check_step_cycles(step_cycles, name="step_cycles"):
+        """Return ``step_cycles`` if 1 or 2, else raise ``ValueError`` naming ``name``."""
         if not isinstance(step_cycles, int) or isinstance(step_cycles, bool) or \
                 step_cycles not in (1, 2):
-            raise ValueError(f"step_cycles must be 1 or 2, not {step_cycles!r}")
+            raise ValueError(f"{name} must be 1 or 2, not {step_cycles!r}")
         return step_cycles
 
     @classmethod
@@ -159,7 +160,7 @@ class CordicArctangent(wiring.Component):
         ValueError
             If ``step_cycles`` is not 1 or 2.
         """
-        return cls._check_step_cycles(step_cycles) * cordic.iterations + 1
+        return cls.check_step_cycles(step_cycles) * cordic.iterations + 1
 
     @property
     def latency(self):

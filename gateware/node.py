@@ -292,9 +292,9 @@ class LinkDynNode(wiring.Component):
                 raise ValueError(f"inbox kinds must be of {INBOX_KINDS!r}, not {kind!r}")
         if banks not in (1, 2, 4):
             raise ValueError(f"banks must be 1, 2 or 4, not {banks!r}")
-        if (not isinstance(cordic_step_cycles, int) or isinstance(cordic_step_cycles, bool)
-                or cordic_step_cycles not in (1, 2)):
-            raise ValueError(f"cordic_step_cycles must be 1 or 2, not {cordic_step_cycles!r}")
+        # One check of the step timing, the CORDIC's own (its message names this parameter).
+        CordicArctangent.check_step_cycles(cordic_step_cycles, name="cordic_step_cycles")
+
         program = microprogram(fmt)
         timing = program.timing
         for field, cycles in _PIPELINE.items():
