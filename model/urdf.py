@@ -5,7 +5,7 @@ selects the serial chain from the root link to a tip link, converts its kinemati
 standard Denavit-Hartenberg convention of :mod:`linkdyn.model.robot` and re-expresses every
 link's inertial parameters in its DH frame. The result is a :class:`~linkdyn.model.Robot` whose
 :func:`~linkdyn.model.rnea` gives the same joint torques as the URDF model (checked against
-Pinocchio in ``tests/test_urdf_pinocchio.py`` to 1e-9 relative).
+Pinocchio in ``tests/model/test_urdf_pinocchio.py`` to 1e-9 relative).
 
 What becomes what
 -----------------

@@ -8,7 +8,7 @@ The simulator runs this module (``COCOTB_TEST_MODULES``) on the simulated board'
 :class:`~linkdyn.gateware.chain.LinkDynChain`) and its clock. The testbench's bit mode is used:
 cocotbext-uart's :class:`~cocotbext.uart.UartSource` drives ``tb_rx_pin`` (the board's ``rx``)
 and :class:`~cocotbext.uart.UartSink` receives the board's ``tx``, 8N1 at the board's divisor.
-``tests/test_board_uart.py`` builds the board and starts this module; parameters come in
+``tests/sim/test_board_uart.py`` builds the board and starts this module; parameters come in
 environment variables:
 
 ``LINKDYN_BOARD_UART_CASE``

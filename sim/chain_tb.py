@@ -1,7 +1,7 @@
 """cocotb 2 testbench of the exported chain (:class:`linkdyn.gateware.chain.LinkDynChain`).
 
 The simulator runs this module (``COCOTB_TEST_MODULES``) on the Verilog of
-``python -m linkdyn.gateware.chain``; the pytest functions of ``tests/test_chain_*.py`` build
+``python -m linkdyn.gateware.chain``; the pytest functions of ``tests/sim/test_chain_*.py`` build
 and start it through :func:`linkdyn.sim.runner.run_cocotb` and pass the parameters in
 environment variables:
 

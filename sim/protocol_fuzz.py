@@ -1,7 +1,7 @@
 """Random request frames, malformed frames and byte streams: the host-link protocol fuzzers.
 
 Shared by the protocol engine's tests on the Amaranth simulator
-(``tests/test_protocol_engine.py``, the engine on a FakeChain) and the cocotb testbench of the
+(``tests/gateware/test_protocol_engine.py``, the engine on a FakeChain) and the cocotb testbench of the
 whole board at its UART pins (:mod:`linkdyn.sim.board_uart_tb`), which runs in the simulator's
 process and therefore imports them from here.
 

@@ -9,7 +9,7 @@ the base wrench; they must equal :func:`linkdyn.model.golden.rnea_fixed` for eve
 
 Robots: UR5 and Puma 560 (6 joints), Panda (7, example-robot-data's URDF up to ``panda_hand``),
 and random robots with 1 .. 8 joints (:func:`linkdyn.sim.chain_cases.random_robot`). Every robot
-gets :data:`chain_support.STATES` random states inside its joint limits (500; 5,000 with
+gets :data:`support.chain.STATES` random states inside its joint limits (500; 5,000 with
 ``LINKDYN_LONG=1``), a quarter of them with an external wrench on the last link, a quarter on the
 middle link, a quarter on both, and 4 more states that saturate (the flags and clamped words are
 the golden model's). Fixed seeds.
@@ -23,7 +23,7 @@ import os
 
 import pytest
 
-from chain_support import STATES, run_chain
+from support.chain import STATES, run_chain
 
 POLICIES = ("sequential", "pipelined")
 

@@ -17,7 +17,7 @@ from linkdyn.model import FixedPointRangeError, load_robot
 from linkdyn.model import protocol as P
 from linkdyn.model.golden import encode_base_motion, encode_robot
 
-from host_support import ReferenceSerial, fake_chain_tau_words, words
+from support.host import ReferenceSerial, fake_chain_tau_words, words
 
 ROBOT = load_robot("ur5")
 

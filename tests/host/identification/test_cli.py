@@ -12,7 +12,7 @@ from linkdyn.host.cli import main
 from linkdyn.model import load_robot, save_robot
 from linkdyn.host.identification.data import write_csv
 
-from identification_support import synthetic_measurements, ur5_with_friction
+from support.identification import synthetic_measurements, ur5_with_friction
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import pytest
 from linkdyn.host.cli import main
 from linkdyn.model import Robot, save_robot
 
-from host_support import (
+from support.host import (
     CHAIN, NODES, ROBOT, expected, make_board, random_states, simulator_or_none,
 )
 

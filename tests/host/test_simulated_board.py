@@ -1,7 +1,7 @@
 """End to end: host (linkdyn.host.Board, pyserial) -> pseudo-terminal -> board core simulated
 by Verilator through cocotb (UART, FIFOs, protocol engine, chain) -> host.
 
-The chain under test and the expected torques come from host_support (``CHAIN``): the
+The chain under test and the expected torques come from support.host (``CHAIN``): the
 FakeChain and the protocol's ReferenceEngine now, LinkDynChain and ``rnea_fixed`` later.
 """
 
@@ -16,7 +16,7 @@ from linkdyn.host import Board, BoardConnectionError, BoardError, SaturationErro
 from linkdyn.model import protocol as P
 from linkdyn.sim.board import SimulatedBoard
 
-from host_support import (
+from support.host import (
     NODES, ROBOT, FaultyLine, expected, make_board, random_states, simulator_or_none,
 )
 

@@ -15,7 +15,7 @@ from linkdyn.host.identification.data import load_measurements
 from linkdyn.host.identification.estimation import pseudo_inertia_eigenvalues
 from linkdyn.host.identification.pipeline import IdentificationOptions, identify, write_outputs
 
-from identification_support import panda_dataset, panda_robot
+from support.identification import panda_dataset, panda_robot
 
 
 @pytest.fixture(scope="module")

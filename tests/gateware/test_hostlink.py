@@ -17,7 +17,7 @@ from linkdyn.gateware.fake_chain import FakeChain, FakeChainModel
 from linkdyn.gateware.hostlink import HostLink
 from linkdyn.model import protocol as P
 
-from protocol_bench import assert_same_replies, split_replies
+from support.protocol_engine import assert_same_replies, split_replies
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 

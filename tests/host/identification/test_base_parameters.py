@@ -9,7 +9,7 @@ from linkdyn.model import load_robot, regressor
 from linkdyn.host.identification.base_parameters import base_parameters, random_states
 from linkdyn.model.kinematics import jacobian, link_origins
 
-from identification_support import panda_robot
+from support.identification import panda_robot
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from linkdyn.host.identification.estimation import (
 from linkdyn.host.identification.pipeline import (IdentificationOptions, identify,
                                                   with_steepness)
 
-from identification_support import synthetic_measurements, ur5_with_friction
+from support.identification import synthetic_measurements, ur5_with_friction
 
 #: Noise of the synthetic torques: 0.2 % of each joint's RMS torque (0.07 N·m on the shoulder).
 NOISE = 0.002
