@@ -4,8 +4,7 @@ The tests mirror the package: ``tests/model``, ``tests/gateware``, ``tests/sim``
 ``tests/host`` (with ``identification`` and ``trajectory``) and ``tests/bench``; shared helpers
 live in the :mod:`support` package beside this file. ``LINKDYN_LONG=1`` selects the long sample
 counts (:data:`support.LONG`); the cocotb tests pick their simulator with
-:func:`linkdyn.sim.runner.simulator` (``SIM``, default Icarus Verilog when installed, else
-Verilator).
+:func:`linkdyn.sim.runner.simulator`.
 """
 
 import os
