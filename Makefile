@@ -42,10 +42,7 @@ test-long: install
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 LINKDYN_LONG=1 $(PY) -m pytest -q
 
 bench: install
-	$(PY) -m linkdyn.model.bench
-	$(PY) -m linkdyn.gateware.bench
-	$(PY) -m linkdyn.gateware.chain_bench
-	$(PY) -m linkdyn.host.bench
+	$(PY) -m linkdyn.bench
 
 verilog: install
 	$(PY) -m linkdyn.gateware.chain --nodes $(or $(NODES),6) --policy $(POLICY) --out build/verilog/linkdyn_chain_$(or $(NODES),6).v

@@ -10,30 +10,33 @@
 =============  ===============  ============  =====  ====  =================  =============
 
 :data:`BOARDS` maps the name to the top-level class (a :class:`~.common.BoardTop`: device,
-default and largest node count, clock, platform); :data:`BOARD_IDS` gives the identifier the
-protocol's build info reports (``BOARD_ID``, :mod:`linkdyn.model.protocol`). Builds:
+default and largest node count, clock, platform, ``board_id``); :data:`BOARD_IDS` gives the
+identifier the protocol's build info reports (``BOARD_ID``, :mod:`linkdyn.model.protocol`). A
+board is one module of this package defining its top (registered when defined). Builds:
 ``python -m linkdyn.boards.build``; programming: ``python -m linkdyn.boards.program``.
 """
 
+import importlib
+import pkgutil
+
+from .common import BOARD_TOPS
+
 __all__ = ["BOARD_IDS", "BOARDS", "board"]
 
+#: Modules of this package that are not boards (the core, the build and its tools).
+_INFRASTRUCTURE = frozenset({"build", "common", "core", "cycles", "program", "summary",
+                             "toolchain"})
+
+# Every other module is a board: importing it registers its BoardTop subclass.
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name not in _INFRASTRUCTURE and not _module.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_module.name}")
+
+#: Board name -> top-level class (a :class:`~.common.BoardTop` subclass), in ``board_id`` order.
+BOARDS = dict(sorted(BOARD_TOPS.items(), key=lambda item: item[1].board_id))
+
 #: ``BOARD_ID`` of the build info per board; 0 is a simulation or an unnamed build.
-BOARD_IDS = {
-    "simulation": 0,
-    "ulx3s": 1,
-    "atlys": 2,
-    "mimas": 3,
-    "sk_xc6slx9": 4,
-}
-
-
-from .atlys import AtlysTop  # noqa: E402  (after BOARD_IDS, which the tops read)
-from .mimas import MimasTop  # noqa: E402
-from .sk_xc6slx9 import SK_XC6SLX9Top  # noqa: E402
-from .ulx3s import ULX3STop  # noqa: E402
-
-#: Board name -> top-level class (a :class:`~.common.BoardTop` subclass).
-BOARDS = {top.name: top for top in (ULX3STop, AtlysTop, MimasTop, SK_XC6SLX9Top)}
+BOARD_IDS = {"simulation": 0, **{name: top.board_id for name, top in BOARDS.items()}}
 
 
 def board(name):

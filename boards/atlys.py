@@ -21,6 +21,7 @@ class AtlysTop(BoardTop):
     :class:`~linkdyn.boards.common.BoardTop`."""
 
     name = "atlys"
+    board_id = 2
     title = "Digilent Atlys"
     platform_class = AtlysPlatform
     family = "xc6s"

@@ -21,7 +21,7 @@ from .core import LED_COUNT, BoardCore
 
 __all__ = [
     "CHAINS", "DEFAULT_CHAIN", "check_chain", "make_chain", "chain_name", "chain_policy",
-    "BoardTop", "PllSetting", "ecp5_pll_setting", "spartan6_pll_setting",
+    "BoardTop", "BOARD_TOPS", "PllSetting", "ecp5_pll_setting", "spartan6_pll_setting",
 ]
 
 #: Chains a board can be built with: ``"linkdyn"`` is the real chain of LinkDyn nodes
@@ -237,16 +237,25 @@ def spartan6_pll_setting(in_hz, out_hz):
 
 # -- the board top --------------------------------------------------------------------------------
 
+#: Board name -> top-level class, filled by :class:`BoardTop` subclasses as they are defined.
+BOARD_TOPS = {}
+
+
 class BoardTop(Elaboratable):
     """A board top-level: :class:`BoardCore` + clock, reset synchroniser, UART pins, LEDs.
 
-    Subclasses set the class attributes below and implement :meth:`elaborate_clock`; the
-    registry :data:`linkdyn.boards.BOARDS` lists them.
+    Subclasses set the class attributes below and implement :meth:`elaborate_clock`. A
+    subclass that sets ``name`` registers itself (:data:`BOARD_TOPS`, read by
+    :data:`linkdyn.boards.BOARDS`): a new board is one module in ``boards/`` (see
+    ``docs/architecture.md``).
 
     Class attributes
     ----------------
     name : str
         Registry name (``--board``).
+    board_id : int
+        ``BOARD_ID`` of the build info (:mod:`linkdyn.model.protocol`), unique, >= 1 (0 is a
+        simulation or an unnamed build).
     title : str
         Human-readable board name.
     platform_class : type
@@ -287,6 +296,7 @@ class BoardTop(Elaboratable):
     """
 
     name = None
+    board_id = None
     title = None
     platform_class = None
     family = None
@@ -298,9 +308,24 @@ class BoardTop(Elaboratable):
     #: Resources added to the amaranth-boards platform (header UART, LEDs).
     extra_resources = ()
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.name is None:
+            return
+        if not isinstance(cls.board_id, int) or isinstance(cls.board_id, bool) \
+                or cls.board_id < 1:
+            raise TypeError(f"Board {cls.name!r} must set board_id to an integer >= 1, "
+                            f"not {cls.board_id!r}")
+        for other in BOARD_TOPS.values():
+            if other.name == cls.name and other is not cls:
+                raise ValueError(f"Board name {cls.name!r} is taken by {other.__qualname__}")
+            if other.board_id == cls.board_id and other.name != cls.name:
+                raise ValueError(f"Board id {cls.board_id} of {cls.name!r} is taken by "
+                                 f"{other.name!r}")
+        BOARD_TOPS[cls.name] = cls
+
     def __init__(self, nodes=None, *, clock_hz=None, baudrate=None, chain=None, policy=None,
                  fmt=Q15_16):
-        from . import BOARD_IDS
         self.nodes, self.clock_hz = self.check_arguments(nodes, clock_hz)
         if chain is None or isinstance(chain, str):
             chain = make_chain(chain, self.nodes, fmt, policy, self.cordic_step_cycles)
@@ -308,7 +333,7 @@ class BoardTop(Elaboratable):
             raise ValueError(f"The chain has {chain.spec.n_nodes} nodes, the board "
                              f"{self.nodes}")
         self.core = BoardCore(self.nodes, clock_hz=self.clock_hz, baudrate=baudrate, fmt=fmt,
-                              board_id=BOARD_IDS[self.name], chain=chain)
+                              board_id=self.board_id, chain=chain)
 
     @classmethod
     def check_arguments(cls, nodes=None, clock_hz=None):

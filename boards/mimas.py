@@ -37,6 +37,7 @@ class MimasTop(BoardTop):
     :class:`~linkdyn.boards.common.BoardTop`."""
 
     name = "mimas"
+    board_id = 3
     title = "Numato Mimas"
     platform_class = NumatoMimasPlatform
     family = "xc6s"

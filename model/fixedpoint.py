@@ -29,7 +29,7 @@ import numpy as np
 
 __all__ = [
     "WORD_WIDTH", "QFormat", "Q15_16", "FixedPointRangeError", "round_shift", "saturate",
-    "wrap", "word_dtype",
+    "wrap", "signed_word",
 ]
 
 #: Width of every register word, bits.
@@ -170,15 +170,6 @@ class QFormat:
 Q15_16 = QFormat(15, 16)
 
 
-def word_dtype(width):
-    """Return the numpy dtype able to hold exact dot products of ``width``-bit words.
-
-    ``int64`` when two products and a sum of a few stay exact through the split accumulation
-    of :func:`round_shift` (``width <= 32``), else ``object`` (Python integers).
-    """
-    return np.int64 if width <= 32 else object
-
-
 def round_shift(acc_high, acc_low, shift):
     """Round an exact accumulator to ``shift`` fewer fractional bits, half up.
 
@@ -215,6 +206,17 @@ def wrap(value, width=WORD_WIDTH):
     mask = (1 << width) - 1
     half = 1 << (width - 1)
     return ((value + half) & mask) - half
+
+
+def signed_word(word, width=WORD_WIDTH):
+    """Return the signed value of a ``width``-bit two's-complement word given as any integer.
+
+    The bits above ``width`` are ignored, so a bus word read as unsigned (``0 .. 2**width - 1``)
+    and a negative Python integer both give the value in ``[-2**(width-1), 2**(width-1))``.
+    Scalar Python integers only (for arrays use :func:`wrap`).
+    """
+    word &= (1 << width) - 1
+    return word - (1 << width) if word >> (width - 1) else word
 
 
 def ceil_log2(x):

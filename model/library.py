@@ -22,7 +22,7 @@ import numpy as np
 from .robot import RobotDescriptionError
 from .robotfile import read_robot_dict, robot_from_dict, robot_source as _source_text, save_robot
 
-__all__ = ["BUILTIN_ROBOTS", "load_robot", "save_robot", "robot_source", "truncate"]
+__all__ = ["BUILTIN_ROBOTS", "ROBOT_FORMATS", "load_robot", "save_robot", "robot_source", "truncate"]
 
 #: Names of the built-in robots, accepted by :func:`load_robot`.
 BUILTIN_ROBOTS = ("ur5", "ur10", "puma560")
@@ -72,6 +72,24 @@ def truncate(robot, tip):
     return replace(robot, links=robot.links[:end], tool=np.eye(4))
 
 
+def _load_robot_file(path, tip):
+    return robot_from_dict(read_robot_dict(path), origin=os.fspath(path)), False
+
+
+def _load_urdf_file(path, tip):
+    from .urdf import load_urdf
+    return load_urdf(path, tip=tip), True
+
+
+#: Robot file formats by suffix: ``loader(path, tip) -> (robot, cut)``, ``cut`` telling whether
+#: the loader already ended the chain at ``tip`` (else :func:`load_robot` truncates it). A new
+#: format is one loader here.
+ROBOT_FORMATS = {
+    ".json": _load_robot_file,
+    ".urdf": _load_urdf_file,
+}
+
+
 def load_robot(name_or_path, *, tip=None):
     """Load a robot by built-in name, from a robot file or from a URDF file.
 
@@ -107,17 +125,17 @@ def load_robot(name_or_path, *, tip=None):
         robot = robot_from_dict(data, origin=origin)
     else:
         path = Path(name_or_path)
-        suffix = path.suffix.lower()
-        if suffix not in (".json", ".urdf"):
+        loader = ROBOT_FORMATS.get(path.suffix.lower())
+        if loader is None:
             raise RobotDescriptionError(
                 f"unknown robot {os.fspath(name_or_path)!r}: not a built-in robot "
-                f"({', '.join(BUILTIN_ROBOTS)}) nor a .json robot file or .urdf file")
+                f"({', '.join(BUILTIN_ROBOTS)}) nor a "
+                f"{' or '.join(ROBOT_FORMATS)} file")
         if not path.is_file():
             raise FileNotFoundError(f"robot file {os.fspath(path)!r} does not exist")
-        if suffix == ".urdf":
-            from .urdf import load_urdf
-            return load_urdf(path, tip=tip)
-        robot = robot_from_dict(read_robot_dict(path), origin=os.fspath(path))
+        robot, cut = loader(path, tip)
+        if cut:
+            return robot
     if tip is not None:
         robot = truncate(robot, tip)
     return robot

@@ -2,7 +2,7 @@
 
 Shared by the protocol engine's tests on the Amaranth simulator
 (``tests/gateware/test_protocol_engine.py``, the engine on a FakeChain) and the cocotb testbench of the
-whole board at its UART pins (:mod:`linkdyn.sim.board_uart_tb`), which runs in the simulator's
+whole board at its UART pins (:mod:`linkdyn.sim.board_uart_cocotb`), which runs in the simulator's
 process and therefore imports them from here.
 
 A *script* is a list of events: ``bytes`` (sent back to back) and :data:`IDLE` (the line stays

@@ -23,9 +23,8 @@ import shutil
 import sysconfig
 from pathlib import Path
 
-from amaranth.back import verilog
 
-__all__ = ["simulator", "export_verilog", "run_cocotb", "SimulatorMissing", "ICARUS_ARGS",
+__all__ = ["simulator", "run_cocotb", "SimulatorMissing", "ICARUS_ARGS",
            "VERILATOR_ARGS", "VERILATOR_MAKEFLAGS"]
 
 TIMESCALE = ("1ns", "1ps")
@@ -133,29 +132,6 @@ def _runner(sim, runtime_cache=None):
             return commands
 
     return _Verilator()
-
-
-def export_verilog(component, name, path):
-    """Write a component as Verilog.
-
-    Parameters
-    ----------
-    component : amaranth.lib.wiring.Component
-        The design; its signature's ports become the module ports.
-    name : str
-        Verilog module name.
-    path : path-like
-        Output file; parent folders are created.
-
-    Returns
-    -------
-    pathlib.Path
-        The file written.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(verilog.convert(component, name=name, emit_src=False))
-    return path
 
 
 def run_cocotb(toplevel, verilog_sources, test_module, build_dir, extra_env=None,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["write_csv", "read_csv", "write_summary", "read_summary", "summary_path",
+__all__ = ["write_csv", "read_csv", "write_summary", "summary_path",
            "TrajectoryFileError", "csv_header"]
 
 
@@ -159,11 +159,3 @@ def write_summary(csv_path, summary):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(_jsonable(summary), indent=2) + "\n")
     return path
-
-
-def read_summary(csv_path):
-    """Return the JSON summary beside a trajectory CSV (a dict), or ``None`` if there is none."""
-    path = summary_path(csv_path)
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text())

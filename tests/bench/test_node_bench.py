@@ -1,6 +1,7 @@
 """The node benchmark: simulated cycles equal the schedule; the docs section is replaced alone."""
 
-from linkdyn.gateware.bench import report, segment_cycles, write_section
+from linkdyn.bench.node import report, segment_cycles
+from linkdyn.bench.report import replace_section
 from linkdyn.model.golden import microprogram
 
 
@@ -15,13 +16,13 @@ def test_simulated_cycles_per_segment_equal_the_microprogram():
     assert measured["backward"] == program.segments["distal"].cycles
 
 
-def test_write_section_replaces_only_the_node_gateware_section(tmp_path):
+def test_replace_section_replaces_only_the_node_gateware_section(tmp_path):
     path = tmp_path / "performance.md"
     path.write_text("# Performance\n\n## Float model\n\nfloat figures\n\n"
                     "## Node gateware\n\nold figures\n\n## Chain\n\nchain figures\n")
     measured = {"segments": {"joint": 29}, "forward": 160, "backward": 34,
                 "forward_done_after": 84, "matches_golden": True}
-    write_section(path, report(measured, {}))
+    replace_section(path, report(measured, {}))
     text = path.read_text()
     assert "float figures" in text and "chain figures" in text
     assert "old figures" not in text
@@ -30,7 +31,7 @@ def test_write_section_replaces_only_the_node_gateware_section(tmp_path):
     # A file without the section gets it appended.
     other = tmp_path / "other.md"
     other.write_text("# Performance\n\n## Float model\n\nfloat figures\n")
-    write_section(other, report(measured, {}))
+    replace_section(other, report(measured, {}))
     assert other.read_text().index("## Float model") < other.read_text().index("## Node gateware")
 
 

@@ -529,3 +529,25 @@ def test_summary_table_lists_a_build_and_replaces_only_the_marked_text(stand_in_
     assert row.startswith("| SK-XC6SLX9 | xc6slx9-2tqg144 | 1 | FakeChain (stand-in) | 50 | - | "
                           "2,860 (50 %) | 1,144 (10 %) | 4 (25 %) | 8 (25 %) | yes | "
                           f"{cycles} / {cycles} (schedule) | synthesis-only |")
+
+
+def test_a_board_module_registers_its_top_by_name_and_id():
+    from linkdyn.boards.common import BOARD_TOPS, BoardTop
+
+    class ExampleTop(BoardTop):
+        name = "example_board"
+        board_id = 99
+
+    try:
+        assert BOARD_TOPS["example_board"] is ExampleTop
+    finally:
+        del BOARD_TOPS["example_board"]
+    with pytest.raises(ValueError, match="Board id 1 of 'other_board' is taken by 'ulx3s'"):
+        class OtherTop(BoardTop):
+            name = "other_board"
+            board_id = 1
+    with pytest.raises(TypeError, match="Board 'no_id' must set board_id to an integer >= 1"):
+        class NoIdTop(BoardTop):
+            name = "no_id"
+    assert "other_board" not in BOARD_TOPS and "no_id" not in BOARD_TOPS
+    assert list(BOARDS) == ["ulx3s", "atlys", "mimas", "sk_xc6slx9"]

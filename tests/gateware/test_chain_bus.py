@@ -1,7 +1,7 @@
 """The chain's register-bus target keeps the protocol engine's contract (docs/chain.md).
 
 Amaranth-simulator tests of :class:`linkdyn.gateware.chain.LinkDynChain` with 2 and 3 nodes,
-both policies, driven by :class:`linkdyn.gateware.chain_testbench.BusHost` as the protocol
+both policies, driven by :class:`linkdyn.sim.chain_testbench.BusHost` as the protocol
 engine drives it: every access answered within a bounded number of cycles (STATUS during an
 update too); CONTROL.start refused while an update runs (sequential) or while the next bank is
 in use (pipelined); STATUS busy/done around an update; node writes allowed to constants, inputs
@@ -22,7 +22,7 @@ from linkdyn.gateware.bus import CONTROL_NODE
 from linkdyn.gateware.chain import (
     POLICIES, RESULT_FOLLOW, RESULT_SELECT, LinkDynChain, main, parse_format,
 )
-from linkdyn.gateware.chain_testbench import BusHost, simulate
+from linkdyn.sim.chain_testbench import BusHost, simulate
 from linkdyn.model.golden import microprogram
 from linkdyn.model.protocol import (
     STATUS_BUSY, STATUS_DONE, STATUS_OVERFLOW, ProtocolSpec, control_register,

@@ -13,7 +13,8 @@ from amaranth import Elaboratable, Module
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.fake_chain import FakeChain, FakeChainModel
+from linkdyn.gateware.fake_chain import FakeChain
+from linkdyn.sim.fake_chain_model import FakeChainModel
 from linkdyn.gateware.hostlink import HostLink
 from linkdyn.model import protocol as P
 

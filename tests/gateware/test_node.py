@@ -24,7 +24,7 @@ from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
 from linkdyn.gateware import LinkDynNode
-from linkdyn.gateware.testbench import (NodeState, output_names, read_registers, run_request,
+from linkdyn.sim.node_testbench import (NodeState, output_names, read_registers, run_request,
                                         simulate_node, simulate_node_parallel,
                                         write_registers)
 from linkdyn.model import load_robot

@@ -19,7 +19,7 @@ from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
 from linkdyn.gateware.node import REQUESTS, LinkDynNode
-from linkdyn.gateware.testbench import output_names
+from linkdyn.sim.node_testbench import output_names
 from linkdyn.model import load_robot
 from linkdyn.model.golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
 

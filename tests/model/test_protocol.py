@@ -7,7 +7,7 @@ import pytest
 from amaranth.lib.crc import catalog
 
 from linkdyn.gateware import bus
-from linkdyn.gateware.fake_chain import FakeChainModel
+from linkdyn.sim.fake_chain_model import FakeChainModel
 from linkdyn.gateware.protocol import crc_parameters
 from linkdyn.model import protocol as P
 from linkdyn.model.fixedpoint import QFormat

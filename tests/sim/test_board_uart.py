@@ -1,4 +1,4 @@
-"""The whole board at its UART pins (issue 6): the cocotb testbench :mod:`linkdyn.sim.board_uart_tb`
+"""The whole board at its UART pins (issue 6): the cocotb testbench :mod:`linkdyn.sim.board_uart_cocotb`
 on the simulated board (BoardCore: UART, FIFOs, protocol engine, the real LinkDynChain).
 
 cocotbext-uart drives the board's ``rx`` pin and receives ``tx`` at 4 clock cycles per bit.
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -106,7 +105,7 @@ def run_board_uart(case):
     run_dir = Path(tempfile.mkdtemp(prefix="uart-", dir=build_dir))
     summary_path = run_dir / "summary.json"
     results = get_runner(board.simulator).test(
-        test_module="linkdyn.sim.board_uart_tb", hdl_toplevel=TOPLEVEL,
+        test_module="linkdyn.sim.board_uart_cocotb", hdl_toplevel=TOPLEVEL,
         hdl_toplevel_lang="verilog", build_dir=build_dir, test_dir=run_dir,
         extra_env={"LINKDYN_BOARD_UART_CASE": json.dumps(case),
                    "LINKDYN_BOARD_UART_SUMMARY": str(summary_path)},

@@ -3,7 +3,7 @@
 The UR5 (example-robot-data ``ur_description/urdf/ur5_robot.urdf``) and the Panda
 (``panda_description/urdf/panda.urdf`` up to ``panda_hand``) are loaded from their URDFs with
 gravity 9.81 m/s^2 (Pinocchio's) and run on the sequential 6- and 7-node chains (cocotb on the
-exported Verilog, :mod:`linkdyn.sim.chain_tb`); the ``tau`` words the chain returns, decoded, are
+exported Verilog, :mod:`linkdyn.sim.chain_cocotb`); the ``tau`` words the chain returns, decoded, are
 compared with ``pinocchio.rnea`` of the same URDF at the same states (Pinocchio's Panda also has
 the two finger joints; they stay at zero, which is the model's hand with the fingers merged).
 The bound is the golden model's measured torque error of ``docs/accuracy.md``

@@ -1,7 +1,7 @@
 """The chain's Verilog equals the fixed-point golden model, word for word, under both policies.
 
 Each test exports ``LinkDynChain(n, policy=...)`` (``python -m linkdyn.gateware.chain``), builds
-it once per node count and policy, and runs the cocotb testbench :mod:`linkdyn.sim.chain_tb`:
+it once per node count and policy, and runs the cocotb testbench :mod:`linkdyn.sim.chain_cocotb`:
 the driver loads each robot's constants over the register bus and feeds joint states as the
 host does (one update at a time, or a pipelined stream with up to four updates in flight); the
 monitor reads every update's ``tau`` words, OVERFLOW, OVERFLOW_STICKY and (every tenth update)

@@ -1,5 +1,5 @@
 """Shared by the chain tests: export the chain's Verilog once per parameter set, run the cocotb
-testbench :mod:`linkdyn.sim.chain_tb` on it, and read back its summary and results.
+testbench :mod:`linkdyn.sim.chain_cocotb` on it, and read back its summary and results.
 
 Build folders: ``$LINKDYN_BUILD_DIR/sim/chain`` (default ``build/sim/chain`` of the checkout),
 one per simulator, node count and policy. The Verilog is exported on every run but only written
@@ -57,7 +57,7 @@ def chain_verilog(n, policy, folder):
 
 
 def run_chain(n, policy, cases, *, sim=None, window=4, tag="golden"):
-    """Run :mod:`linkdyn.sim.chain_tb` on a chain of ``n`` nodes with ``cases``.
+    """Run :mod:`linkdyn.sim.chain_cocotb` on a chain of ``n`` nodes with ``cases``.
 
     Parameters
     ----------
@@ -91,7 +91,7 @@ def run_chain(n, policy, cases, *, sim=None, window=4, tag="golden"):
     previous = os.environ.get("SIM")
     os.environ["SIM"] = sim
     try:
-        run_cocotb(TOPLEVEL, [source], "linkdyn.sim.chain_tb", folder, extra_env={
+        run_cocotb(TOPLEVEL, [source], "linkdyn.sim.chain_cocotb", folder, extra_env={
             "LINKDYN_CHAIN_CASES": encode_cases(cases),
             "LINKDYN_CHAIN_POLICY": policy,
             "LINKDYN_CHAIN_BANKS": str(BANKS if policy == "pipelined" else 1),

@@ -18,10 +18,10 @@ import tty
 
 import numpy as np
 
-from linkdyn.gateware.fake_chain import FakeChainModel
+from linkdyn.sim.fake_chain_model import FakeChainModel
 from linkdyn.model import load_robot, rnea_fixed
 from linkdyn.model import protocol as P
-from linkdyn.model.fixedpoint import Q15_16
+from linkdyn.model.fixedpoint import Q15_16, signed_word
 from linkdyn.sim.runner import SimulatorMissing
 
 #: The chain of the simulated board: "fake" (FakeChain) or "linkdyn" (LinkDynChain).
@@ -172,17 +172,13 @@ def fake_chain_tau_words(spec, robot_words, base_words, q, qd, qdd, wrench=None)
     total = q + qd + qdd
     if wrench is not None:
         total = total + np.asarray(wrench, dtype=np.int64).sum(axis=-1)
-    mass = np.array([_signed(node["m"]) for node in robot_words], dtype=np.int64)
+    mass = np.array([signed_word(node["m"]) for node in robot_words], dtype=np.int64)
     p_ddot = np.zeros(spec.n_nodes, dtype=np.int64)
-    p_ddot[0] = _signed(base_words["p_ddot_in_z"])
+    p_ddot[0] = signed_word(base_words["p_ddot_in_z"])
     total = total + mass + p_ddot
     overflow = (total > (1 << 31) - 1) | (total < -(1 << 31))
     return np.clip(total, -(1 << 31), (1 << 31) - 1), overflow
 
-
-def _signed(word):
-    word &= 0xFFFFFFFF
-    return word - (1 << 32) if word & 0x80000000 else word
 
 
 def words(values, fmt=Q15_16):

@@ -11,7 +11,7 @@ A *script* is a list of events run in one simulation, in order:
 
 :func:`expected_replies` runs the same script through
 :class:`~linkdyn.model.protocol.ReferenceEngine` on a
-:class:`~linkdyn.gateware.fake_chain.FakeChainModel`.
+:class:`~linkdyn.sim.fake_chain_model.FakeChainModel`.
 """
 
 from dataclasses import dataclass
@@ -22,11 +22,11 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.fake_chain import FakeChain, FakeChainModel, NODE_STRIDE
+from linkdyn.gateware.fake_chain import NODE_STRIDE, FakeChain
 from linkdyn.gateware.protocol import ProtocolEngine
 from linkdyn.model import protocol as P
-
-IDLE = "idle"
+from linkdyn.sim.fake_chain_model import FakeChainModel
+from linkdyn.sim.protocol_fuzz import IDLE
 
 
 @dataclass(frozen=True)

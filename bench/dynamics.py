@@ -1,4 +1,4 @@
-"""Speed of the float model against Pinocchio: ``python -m linkdyn.model.bench``.
+"""Speed of the float model against Pinocchio: ``python -m linkdyn.bench.dynamics``.
 
 Times, per joint state, the batched :func:`~linkdyn.model.rnea` and
 :func:`~linkdyn.model.regressor` (one call on all states) next to Pinocchio's ``pinocchio.rnea``
@@ -30,8 +30,8 @@ import time
 
 import numpy as np
 
-from .reference import example_robot_data_dir
-from .rnea import regressor, rnea
+from linkdyn.model.reference import example_robot_data_dir
+from linkdyn.model.rnea import regressor, rnea
 
 __all__ = ["benchmark", "main"]
 
@@ -48,15 +48,6 @@ ROBOTS = {
 
 #: Clocks of ``--clock``.
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
-
-
-def _best(function, repeat, clock=time.perf_counter):
-    best = float("inf")
-    for _ in range(repeat):
-        start = clock()
-        function()
-        best = min(best, clock() - start)
-    return best
 
 
 def _best_alternating(functions, repeat, clock=time.perf_counter):
@@ -124,7 +115,7 @@ def benchmark(count=10_000, repeat=3, seed=0, clock="wall"):
         raise ValueError(f"clock must be one of {sorted(CLOCKS)}, not {clock!r}")
     timer = CLOCKS[clock]
 
-    from .urdf import load_urdf
+    from linkdyn.model.urdf import load_urdf
 
     robots_dir = example_robot_data_dir()
     rng = np.random.default_rng(seed)
@@ -201,7 +192,7 @@ def format_table(rows, count, markdown=False, clock="wall"):
 def main(argv=None):
     """Run the benchmark and print the table; return the exit status."""
     parser = argparse.ArgumentParser(
-        prog="python -m linkdyn.model.bench",
+        prog="python -m linkdyn.bench.dynamics",
         description="Time linkdyn's batched rnea/regressor against Pinocchio in a loop.")
     parser.add_argument("--states", type=int, default=10_000, help="random states per robot")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best kept)")
@@ -215,7 +206,7 @@ def main(argv=None):
     try:
         rows = benchmark(args.states, args.repeat, args.seed, args.clock)
     except (ImportError, FileNotFoundError) as error:
-        print(f"python -m linkdyn.model.bench: error: {error}", file=sys.stderr)
+        print(f"python -m linkdyn.bench.dynamics: error: {error}", file=sys.stderr)
         return 2
     print(environment())
     print(format_table(rows, args.states, markdown=args.markdown, clock=args.clock))

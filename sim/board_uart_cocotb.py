@@ -69,6 +69,7 @@ from cocotbext.uart import UartSink, UartSource
 
 from linkdyn.model import load_robot
 from linkdyn.model import protocol as P
+from linkdyn.model.fixedpoint import signed_word
 from linkdyn.model.golden import encode_base_motion, encode_robot, rnea_fixed, run_segment
 from linkdyn.sim.protocol_fuzz import IDLE, REQUEST_WEIGHTS, fuzz_script, malformed_script
 
@@ -87,10 +88,6 @@ KEPT_DISCREPANCIES = 20
 CHAIN_WORDS = [reg.name for reg in P.CONTROL_REGISTERS
                if reg.owner == "chain" and reg.access == "r"]
 
-
-def _signed(word):
-    word &= _MASK
-    return word - (1 << 32) if word & 0x80000000 else word
 
 
 class BoardHang(AssertionError):
@@ -177,7 +174,7 @@ class ChainModel(P.RegisterTarget):
         return True
 
     def _registers(self, node):
-        return {name: np.array(_signed(self.memory[node][addr]), dtype=np.int64)
+        return {name: np.array(signed_word(self.memory[node][addr]), dtype=np.int64)
                 for name, addr in self._names}
 
     def _update(self):

@@ -1,0 +1,16 @@
+"""Benchmarks: the figures of ``docs/performance.md``, printed and optionally written there.
+
+=======================  ==================================================================
+module                   what it measures
+=======================  ==================================================================
+:mod:`.dynamics`         the float model (``rnea``, ``regressor``) against Pinocchio, us/state
+:mod:`.node`             one node's cycles per segment (Amaranth simulator) and its Yosys
+                         utilisation on ECP5 and Spartan-6
+:mod:`.chain`            chain latency and update interval per node count and policy
+:mod:`.hostlink`         the serial link: round trip per control cycle, line budget, host CPU
+=======================  ==================================================================
+
+Each runs as ``python -m linkdyn.bench.<module> [--write-docs docs/performance.md]``;
+``python -m linkdyn.bench`` runs them all (``make bench``). Benchmarks print figures; no test
+asserts a time. :func:`.report.replace_section` is the one way a benchmark rewrites its section.
+"""
