@@ -421,12 +421,10 @@ def microprogram_float(robot, q, qd, qdd, f_ext=None, sources=(), fmt=Q15_16):
                     values[name] = words[i][name] * 2.0 ** -bits
         constants.append(values)
     base_words = encode_base_motion(robot, fmt)
-    base = {}
-    for k, quantity in enumerate(("omega", "omega_dot", "p_ddot")):
-        vector = (np.zeros(3), np.zeros(3), -robot.gravity_base)[k]
-        for c, value in zip("xyz", vector):
-            name = f"{quantity}_in_{c}"
-            base[name] = (fmt.decode(base_words[name]) if "gravity" in sources else value)
+    # The base motion, in the forward message's word order: omega, omega_dot, p_ddot = -g.
+    exact_base = np.concatenate([np.zeros(3), np.zeros(3), -robot.gravity_base])
+    base = {receiver: (fmt.decode(base_words[receiver]) if "gravity" in sources else value)
+            for (_, receiver), value in zip(rmap.forward_message, exact_base)}
 
     rounding = "rounding" in sources
 
@@ -457,18 +455,16 @@ def microprogram_float(robot, q, qd, qdd, f_ext=None, sources=(), fmt=Q15_16):
             regs[name] = inputs[name][..., i]
         for k, reg in enumerate(rmap.of_kind("input")[3:]):
             regs[reg.name] = 0.0 if f_ext is None else f_ext[..., i, k]
-        for reg in rmap.of_kind("forward_in"):
-            regs[reg.name] = previous[reg.name] if i == 0 else \
-                previous[reg.name.replace("_in_", "_")]
+        for source, receiver in rmap.forward_message:
+            regs[receiver] = previous[receiver] if i == 0 else previous[source]
         for segment in ("joint", "forward", "local"):
             run(regs, segment)
         nodes.append(regs)
         previous = regs
     for i in reversed(range(n)):
         regs = nodes[i]
-        for reg in rmap.of_kind("backward_in"):
-            regs[reg.name] = 0.0 if i == n - 1 else \
-                nodes[i + 1][reg.name.replace("_in_", "_out_")]
+        for source, receiver in rmap.backward_message:
+            regs[receiver] = 0.0 if i == n - 1 else nodes[i + 1][source]
         run(regs, "distal")
     return np.stack([np.broadcast_to(nodes[i]["tau"], batch) for i in range(n)], axis=-1)
 
