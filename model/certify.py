@@ -519,7 +519,7 @@ def _encode_error(value, fraction_bits, what):
 
 
 def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_max=None,
-            fmt=Q15_16, formats=None, domain="affine"):
+            fmt=Q15_16, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True):
     """Certify the fixed-point torque error of a robot's node chain over a box of states.
 
     Parameters
@@ -544,6 +544,11 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
         default the register map's formats, which the golden model and gateware implement.
     domain : {"affine", "interval"}
         Exact values as affine forms over the state (default) or as intervals.
+    table : SineTable
+        What-if: the sine table whose proven worst case enters (default the node's).
+    vector_norms : bool
+        Keep the Euclidean-norm bounds of the vector groups (:data:`_GROUPS`, default); off,
+        the analysis is componentwise only (to measure what the norms bring).
 
     Returns
     -------
@@ -575,7 +580,8 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
             raise ValueError(f"wrench_max must be finite and >= 0, not {wrench_max!r}")
     bits = _formats(fmt, formats)
     analysis = _Analysis(robot, fmt, bits, domain, (q_min, q_max, qd_lim, qdd_lim),
-                         None if wrench_max is None else (force_max, moment_max))
+                         None if wrench_max is None else (force_max, moment_max), table,
+                         vector_norms)
     return analysis.run()
 
 
@@ -614,6 +620,10 @@ _GROUPS = {
     "f_out": (_vec("f_out"), {"f": "one"}),
     "mu_out": (_vec("mu_out"), {"mu": "one"}),
 }
+#: Registers holding the entries of the joint rotation ``R = Rz(theta) Rx(alpha)``.
+_ROTATION_ENTRIES = ("cos_theta", "sin_theta", "ct_ca", "st_ca", "ct_sa", "st_sa", "sin_alpha",
+                     "cos_alpha")
+
 #: Components of every group that is read (the groups above and the mailbox inputs).
 _GROUPS_IN = {name: comps for name, (comps, _) in _GROUPS.items()}
 _GROUPS_IN.update({name: _vec(name) for name in ("omega_in", "omega_dot_in", "p_ddot_in",
@@ -625,7 +635,9 @@ _GROUP_OF = {c: name for name, (comps, _) in _GROUPS.items() for c in comps
 class _Analysis:
     """One run of the abstract interpreter over the chain (see the module docstring)."""
 
-    def __init__(self, robot, fmt, bits, domain, box, wrench):
+    def __init__(self, robot, fmt, bits, domain, box, wrench, table=SINE_TABLE,
+                 vector_norms=True):
+        self.vector_norms = vector_norms
         self.robot, self.fmt, self.bits, self.wrench = robot, fmt, bits, wrench
         self.q_min, self.q_max, self.qd_max, self.qdd_max = box
         self.program = microprogram(fmt)
@@ -640,7 +652,8 @@ class _Analysis:
         self.records = []
         self.pending = {}
         self.norms = [dict() for _ in range(n)]
-        self.table_bound = sine_error_bound()
+        self.rotation_error = []
+        self.table_bound = sine_error_bound(table)
         self.cordic_bound = cordic_error_bound()
 
     # -- helpers ---------------------------------------------------------------------------
@@ -699,8 +712,13 @@ class _Analysis:
             a_part, b_part = _Errors.scale(ea, vb), _Errors.scale(eb, va)
             rest = self.errors.zero()
             rest.r = ea.magnitude() * eb.magnitude()
-            for group, part in ((ga, a_part), (gb, b_part)):
-                if group is None:
+            for group, part, name, partner in ((ga, a_part, term.a, gb),
+                                               (gb, b_part, term.b, ga)):
+                if group is None and partner is not None and name in _ROTATION_ENTRIES:
+                    # (R~ - R) v: the rotation's own error seen through the group's value.
+                    key = ("rotation", partner)
+                    parts[key] = _Errors.add(parts[key], part) if key in parts else part
+                elif group is None:
                     rest = _Errors.add(rest, part)
                 else:
                     parts[group] = _Errors.add(parts[group], part) if group in parts else part
@@ -717,12 +735,14 @@ class _Analysis:
         error = rest
         for part in parts.values():
             error = _Errors.add(error, part)
+        rot = {k: v for k, v in parts.items() if isinstance(k, tuple)}
         if term.negate:
             value = self.values.neg(value)
             error = _neg(error)
             rest = _neg(rest)
             rest_value = None if rest_value is None else self.values.neg(rest_value)
-        return value, error, rest, rest_value
+            rot = {k: _neg(v) for k, v in rot.items()}
+        return value, error, rest, rest_value, rot
 
     def term_bits(self, term):
         fa, fb = self.fbits(term.a), self.fbits(term.b)
@@ -731,14 +751,17 @@ class _Analysis:
     def dot(self, node, regs, op):
         if op.dst in ("sin_theta", "cos_theta"):
             return self.trig(node, regs, op)
-        group = _GROUP_OF.get(op.dst)
+        group = _GROUP_OF.get(op.dst) if self.vector_norms else None
         sources = _GROUPS[group][1] if group else None
         value = error = rest_error = rest_value = None
+        rot_error = {}
         for term in op.terms:
-            v, e, rest, rv = self.term(regs, term, sources)
+            v, e, rest, rv, rot = self.term(regs, term, sources)
             value = v if value is None else self.values.add(value, v)
             error = e if error is None else _Errors.add(error, e)
             rest_error = rest if rest_error is None else _Errors.add(rest_error, rest)
+            for key, part in rot.items():
+                rot_error[key] = _Errors.add(rot_error[key], part) if key in rot_error else part
             if rv is not None:
                 rest_value = rv if rest_value is None else self.values.add(rest_value, rv)
         acc_bits = max(self.term_bits(t) for t in op.terms)
@@ -754,10 +777,10 @@ class _Analysis:
         if group is None:
             self.check(node, op.dst, value, error)
             return
-        self.pending.setdefault(group, {})[op.dst] = (rest_value, rest_error)
+        self.pending.setdefault(group, {})[op.dst] = (rest_value, rest_error, rot_error)
         comps = _GROUPS[group][0]
         if group == "v":
-            self.pending["v"]["omega_dot_in_z"] = (None, self.errors.zero())
+            self.pending["v"]["omega_dot_in_z"] = (None, self.errors.zero(), {})
         if all(c in self.pending[group] for c in comps):
             self.close_group(node, regs, group)
 
@@ -797,11 +820,21 @@ class _Analysis:
         rest_values = []
         rest_errors = []
         rest_rems = []
+        rotations = {}
         for c in comps:
-            rv, re = pending[c]
+            rv, re, rot = pending[c]
             rest_values.append(0.0 if rv is None else max(abs(b) for b in rv.bounds()))
             rest_errors.append(re.per_symbol())
             rest_rems.append(re.r)
+            for key, part in rot.items():
+                rotations.setdefault(key, []).append(part)
+        for (_, source), parts in rotations.items():
+            # (R~ - R) v for the exact v of a source group: per symbol at most
+            # ||R~ - R||_s N(v) (rotation_error), or what its components say.
+            own = np.sqrt(sum(p.per_symbol() ** 2 for p in parts))
+            error_norm = error_norm + np.minimum(own, self.rotation_error[node]
+                                                 * norms[source][0])
+            remainder += math.sqrt(sum(p.r ** 2 for p in parts))
         value_norm = (value_norm + math.sqrt(sum(v * v for v in rest_values))) * (1 + 1e-12)
         error_norm = (error_norm + np.sqrt(sum(e * e for e in rest_errors))) * (1 + 1e-12)
         remainder = (remainder + math.sqrt(sum(r * r for r in rest_rems))) * (1 + 1e-12)
@@ -822,6 +855,22 @@ class _Analysis:
                            min(error.r, remainder))
             regs[c] = (value, error)
             self.check(node, c, value, error)
+
+    def rotation_norms(self, regs):
+        """Per error symbol, a bound on the spectral norm of its coefficient in ``R~ - R``.
+
+        Symbols of the phase (``q``'s encoding, ``rate``, ``theta_offset``, the phase
+        rounding) move ``theta`` only: their coefficient is ``dR/dtheta 2 pi c``, and
+        ``||dR/dtheta|| = 1``. Every other symbol: the Frobenius norm of its coefficients in
+        the rotation entries.
+        """
+        entries = [regs[name][1].per_symbol() for name in _ROTATION_ENTRIES]
+        frobenius = np.sqrt(sum(e * e for e in entries)) * (1 + 1e-12)
+        phase = regs["phase"][1].per_symbol()
+        moved = phase > 0
+        frobenius[moved] = np.minimum(frobenius[moved], 2 * math.pi * phase[moved]
+                                      * (1 + 1e-9))
+        return frobenius
 
     def component_norms(self, regs, comps):
         """Norm bounds of a vector from its components' bounds alone."""
@@ -949,10 +998,14 @@ class _Analysis:
                     regs[target] = previous[source]
             for name, sender in (("omega_in", "omega"), ("omega_dot_in", "omega_dot"),
                                  ("p_ddot_in", "p_ddot")):
+                if not self.vector_norms:
+                    break
                 self.norms[i][name] = (self.component_norms(regs, _vec(name)) if i == 0
                                        else self.norms[i - 1][sender])
             for segment in ("joint", "forward", "local"):
                 self.run_segment(i, regs, segment)
+                if segment == "joint":
+                    self.rotation_error.append(self.rotation_norms(regs))
             nodes.append(regs)
             previous = regs
         for i in reversed(range(n)):
@@ -961,6 +1014,8 @@ class _Analysis:
                 regs[target] = ((self.values.const(0.0), self.errors.zero()) if i == n - 1
                                 else nodes[i + 1][source])
             for name, sender in (("f_in", "f_out"), ("mu_in", "mu_out")):
+                if not self.vector_norms:
+                    break
                 self.norms[i][name] = (self.component_norms(regs, _vec(name)) if i == n - 1
                                        else self.norms[i + 1][sender])
             self.run_segment(i, regs, "distal")
