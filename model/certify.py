@@ -20,6 +20,16 @@ register carries two abstract quantities:
   constant, per table and CORDIC evaluation) whose coefficients ``c_s`` are intervals (they
   depend on the state), plus an independent remainder for second-order terms.
 
+Intervals of a rotated vector grow by up to sqrt 2 per joint (the wrapping effect), which over
+six or seven joints makes both ranges and errors useless (the Panda's base force would reach
+5e4 N). So the analysis also keeps, for every 3-vector the program computes (:data:`_GROUPS`:
+omega, omega_dot, p_ddot, f, mu, ...), a Euclidean-norm bound of its exact value, of every
+error symbol's coefficient vector and of its remainder, derived from the exact linear maps the
+program applies (a rotation keeps norms; ``r x``, ``m c x``, ``I`` and ``m`` scale them by
+their norms; cross products of two groups by the product of norms); a symbol of the phase turns
+the frame only (``||dR/dtheta|| = 1``). Each component's range and coefficients are then
+intersected with those norm bounds (a reduced product of the two domains).
+
 The error sources, each with a proven bound:
 
 * the encoding of ``q``, ``qd``, ``qdd`` (and ``f_ext``) to their words, half up: at most half an
@@ -72,12 +82,12 @@ import numpy as np
 
 from .fixedpoint import Q15_16, QFormat, WORD_WIDTH
 from .golden import microprogram
-from .microprogram import Atan, Dot, Lookup, SEGMENTS
+from .microprogram import Atan, Dot, Lookup
 from .rnea import link_offset_vector
 from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
 
-__all__ = ["Certificate", "certify", "default_box", "QUANTITIES", "quantity_of",
+__all__ = ["Certificate", "certify", "default_box", "range_formats", "QUANTITIES", "quantity_of",
            "cordic_error_bound", "sine_error_bound", "DEFAULT_QDD_MAX", "main"]
 
 #: Default acceleration bound of the box, rad/s^2 (issue 17: ``|qdd| <= 10``).
@@ -481,6 +491,35 @@ def default_box(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX):
         if np.any(array < 0):
             raise ValueError(f"{what} must be >= 0, not {array.tolist()!r}")
     return q_min, q_max, qd_max, qdd_max
+
+
+def range_formats(certificate, headroom_bits=1):
+    """Return the most fractional bits per quantity that the certified ranges allow.
+
+    For each quantity of :data:`QUANTITIES`, the largest ``|x| + |e|`` of its registers in the
+    certificate (over every node) sets the integer bits ``k = ceil(log2(max))`` plus
+    ``headroom_bits``; the 32-bit word leaves ``31 - k`` fractional bits (at most 31, and
+    never fewer than the certificate's own). A what-if: certify again with them to see the
+    bound (ranges do not grow when errors shrink, but the new certificate is the proof).
+
+    Returns
+    -------
+    dict of str to int
+    """
+    largest = {}
+    for record in certificate.registers:
+        quantity = quantity_of(record["register"])
+        if quantity is None:
+            continue
+        value = max(abs(v) for v in record["range"]) + record["error"]
+        largest[quantity] = max(largest.get(quantity, 0.0), value)
+    formats = {}
+    for quantity in QUANTITIES:
+        value = largest.get(quantity, 0.0)
+        integer = max(0, math.ceil(math.log2(value))) if value > 1 else 0
+        formats[quantity] = max(certificate.formats[quantity],
+                                min(31, 31 - integer - headroom_bits))
+    return formats
 
 
 def _formats(fmt, formats):
@@ -970,6 +1009,11 @@ class _Analysis:
             else:
                 bound = self.wrench[0] if k < 3 else self.wrench[1]
                 regs[reg.name] = self.input(i, reg.name, 3 + k, -bound, bound)
+        for name, (value, error) in regs.items():
+            if name in _FIXED_KINDS:
+                continue
+            self.records.append({"node": i + 1, "register": name, "range": list(value.bounds()),
+                                 "error": error.magnitude(), "limit": list(self.limit(name))})
         return regs
 
     def run_segment(self, node, regs, segment):
@@ -1186,7 +1230,8 @@ def report_markdown(certificate, sampled, states, plot_name=None):
     n = len(c.bound_nm)
     out = [f"# Fixed-point torque error certificate: {c.robot}", ""]
     box = c.box
-    out.append(f"Box: q within [{', '.join(f'{a:.4g}..{b:.4g}' for a, b in zip(box['q_min'], box['q_max']))}] rad; "
+    q_range = ", ".join(f"{a:.4g}..{b:.4g}" for a, b in zip(box["q_min"], box["q_max"]))
+    out.append(f"Box: q within [{q_range}] rad; "
                f"|qd| <= [{', '.join(f'{v:.4g}' for v in box['qd_max'])}] rad/s; "
                f"|qdd| <= [{', '.join(f'{v:.4g}' for v in box['qdd_max'])}] rad/s²; "
                + ("no external wrench." if box["wrench_max"] is None else

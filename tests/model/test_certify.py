@@ -15,10 +15,10 @@ import pytest
 
 from linkdyn.model.accuracy import TYPICAL_FRICTION, cordic_worst_case
 from linkdyn.model.certify import (Certificate, box_states, certify, cordic_error_bound, main,
-                                   sampled_error, sine_error_bound)
-from linkdyn.model.golden import rnea_fixed
+                                   range_formats, sampled_error, sine_error_bound)
+from linkdyn.model.golden import microprogram, rnea_fixed
 from linkdyn.model.reference import load_reference_robot
-from linkdyn.model.tables import SINE_TABLE
+from linkdyn.model.tables import SINE_TABLE, SineTable
 
 LONG = bool(os.environ.get("LINKDYN_LONG"))
 STATES = 100_000 if LONG else 10_000
@@ -93,9 +93,7 @@ def test_saturation_is_named_and_the_golden_model_saturates_there(ur5):
     certificate = certify(ur5, qd_max=300.0)
     assert not certificate.saturation_free
     first = certificate.saturations[0]
-    assert first["register"] in {r.name for r in
-                                 __import__("linkdyn.model.golden", fromlist=["x"])
-                                 .microprogram().registers}
+    assert first["register"] in {r.name for r in microprogram().registers}
     nodes = {s["node"] for s in certificate.saturations}
     _, overflow = sampled_error(ur5, certificate, 2000)
     # The golden model's sticky overflow flag is set on a node the certificate names, and on
@@ -183,3 +181,17 @@ def test_command_line_reports_errors(tmp_path, capsys):
     assert ">= 0" in capsys.readouterr().err
     assert main(["--robot", "ur5", "--qd-max", "300", "--states", "0",
                  "--out", str(tmp_path / "y")]) == 1  # saturation possible: status 1
+
+
+def test_range_formats_are_proven_saturation_free_and_shrink_the_bound(ur5):
+    base = certify(ur5)
+    formats = range_formats(base)
+    # q spans +-2 pi: 3 integer bits + 1 of headroom leave 27 fractional bits.
+    assert formats["q"] == 27
+    assert all(formats[k] >= base.formats[k] for k in formats)
+    finer = certify(ur5, formats=formats)
+    assert finer.saturation_free
+    assert finer.max_bound_nm < base.max_bound_nm / 5
+    # The sine table then dominates: a finer table lowers the bound further.
+    table = SineTable(index_bits=12, fraction_bits=18, entry_bits=36)
+    assert certify(ur5, formats=formats, table=table).max_bound_nm < finer.max_bound_nm / 10
