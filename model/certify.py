@@ -391,7 +391,8 @@ class Certificate:
     saturations : tuple of dict
         Where a register may saturate: ``node`` (1-based), ``register``, ``range`` (the
         accumulator result's possible range), ``limit`` (the word's range) and ``state`` (a
-        corner of the box that drives the range outwards, ``q``, ``qd``, ``qdd``).
+        corner of the box that drives the range outwards by the signs of the affine form,
+        ``q``, ``qd``, ``qdd``; with ``domain="interval"`` simply the upper corner).
     box : dict
         ``q_min``, ``q_max`` (rad), ``qd_max`` (rad/s), ``qdd_max`` (rad/s^2) per joint and
         ``wrench_max`` (``(F, M)`` N, N·m, or ``None``).
@@ -403,8 +404,9 @@ class Certificate:
         The registers closest to saturation: ``node``, ``register``, ``range`` (exact value),
         ``error``, ``limit``, ``use`` (largest ``|x| + |e|`` over the word's limit).
     registers : tuple of dict
-        Every node's every written register: ``node``, ``register``, ``range`` (exact value),
-        ``error`` (bound on ``|e|``), ``limit``.
+        Every node's constants, inputs and results (not the phase and the latches):
+        ``node``, ``register``, ``range`` (exact value), ``error`` (bound on ``|e|``),
+        ``limit`` (the word's range in the analysed format).
     sources : dict
         Per error-source kind, the part of each joint's bound (N·m, tuple per joint), and
         ``"second order"`` for the products of errors.

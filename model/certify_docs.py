@@ -210,9 +210,10 @@ def main(argv=None):
         w("")
     w("Affine forms over the state keep the dependence of a register on `q`, `qd`, `qdd` "
       "where intervals lose it; here they gain nothing: `q` spans whole turns, so `sin`/`cos` "
-      "are [-1, 1] and every product's linear part vanishes into the remainder. In narrow boxes they do "
-      "help: on the UR5 with `q` boxes 0.01 rad wide the affine bound was 0.52 to 0.99 "
-      "times the interval one (0.2 rad: 0.75 to 0.94; 1 rad: 0.90 to 1.00). What helps is the *vector-norm groups*: the "
+      "are [-1, 1] and every product's linear part vanishes into the remainder. In narrow "
+      "boxes they do help: on the UR5 with `q` boxes 0.01 rad wide the affine bound was "
+      "0.52 to 0.99 times the interval one (0.2 rad: 0.75 to 0.94; 1 rad: 0.90 to 1.00). "
+      "What helps in the default box is the *vector-norm groups*: the "
       "analysis keeps a Euclidean-norm bound for every 3-vector the program computes (omega, "
       "omega_dot, p_ddot, f, mu, ...; `_GROUPS` in `linkdyn.model.certify`) and for each "
       "error symbol's coefficient vector; a rotation preserves it, while intervals of a "
