@@ -1,0 +1,1363 @@
+"""Certified worst-case torque error of the fixed-point node microprogram, by static analysis.
+
+``python -m linkdyn.model.certify --robot R [--tip LINK] [--qd-max ...] [--qdd-max 10]
+[--wrench-max F,M] --out DIR``
+
+For a robot and a *box* of joint states (``q`` in ``[q_min, q_max]``, ``|qd| <= qd_max``,
+``|qdd| <= qdd_max``, optionally ``|f_ext| <= F``, ``|mu_ext| <= M`` per component on every
+link), :func:`certify` runs an abstract interpretation of the node microprogram
+(:mod:`linkdyn.model.microprogram`) over the chain: node 1 to node n through the ``joint``,
+``forward`` and ``local`` segments, then node n back to node 1 through ``distal``, every
+operation in program order, exactly as :func:`linkdyn.model.golden.rnea_fixed` runs it. Every
+register carries two abstract quantities:
+
+* the **exact value** ``x`` (the real number the register stands for, computed by the real
+  recursion from the exact state and the exact robot constants) as an affine form over the box's
+  state symbols ``q_i = m_i + rho_i eps_i`` ... with an independent remainder (affine arithmetic;
+  ``domain="interval"`` keeps intervals only);
+* the **fixed-point error** ``e = x_fixed - x`` as a sum ``sum_s c_s eta_s`` over *error
+  symbols* ``eta_s in [-1, 1]`` (one per rounding of a Dot, per input encoding, per robot
+  constant, per table and CORDIC evaluation) whose coefficients ``c_s`` are intervals (they
+  depend on the state), plus an independent remainder for second-order terms.
+
+Intervals of a rotated vector grow by up to sqrt 2 per joint (the wrapping effect), which over
+six or seven joints makes both ranges and errors useless (the Panda's base force would reach
+5e4 N). So the analysis also keeps, for every 3-vector the program computes (:data:`_GROUPS`:
+omega, omega_dot, p_ddot, f, mu, ...), a Euclidean-norm bound of its exact value, of every
+error symbol's coefficient vector and of its remainder, derived from the exact linear maps the
+program applies (a rotation keeps norms; ``r x``, ``m c x``, ``I`` and ``m`` scale them by
+their norms; cross products of two groups by the product of norms); a symbol of the phase turns
+the frame only (``||dR/dtheta|| = 1``). Each component's range and coefficients are then
+intersected with those norm bounds (a reduced product of the two domains).
+
+The error sources, each with a proven bound:
+
+* the encoding of ``q``, ``qd``, ``qdd`` (and ``f_ext``) to their words, half up: at most half an
+  LSB of the word;
+* the encoding of every robot constant and of ``-g``: the exact difference word - value, known;
+* each Dot: its accumulation is exact (:mod:`linkdyn.model.fixedpoint`), its one rounding half up
+  moves the result by at most ``2**-(f+1)`` (``f`` fractional bits of the destination; nothing
+  when the accumulator has no more fractional bits than the destination); a product term
+  ``a b`` contributes ``a e_b + b e_a + e_a e_b``;
+* saturation: the range ``x + e`` of the accumulator result must lie in the destination word's
+  range; where it may not, the register, node and a corner state of the box are named
+  (:attr:`Certificate.saturations`) and the clamp's largest move is added to the error;
+* the phase word: it wraps by whole turns, which sine and cosine do not see; its error (in turns)
+  enters sine and cosine as ``cos(theta) 2 pi e`` resp. ``-sin(theta) 2 pi e`` plus
+  ``(2 pi e)**2 / 2``;
+* the sine table: ``|S(w) - sin(2 pi w / 2**32)|`` over all 2**32 phase words, proven by
+  :func:`linkdyn.model.accuracy.sine_table_worst_case` (convexity on every interpolation
+  segment), then the Q1.30 rounding;
+* the CORDIC: :func:`cordic_error_bound`, a proof valid for every input word (residual angle,
+  rounded angle constants, truncated shifts), at least the exhaustive maximum of
+  :func:`linkdyn.model.accuracy.cordic_worst_case`; ``atan`` is 1-Lipschitz, so the error of its
+  argument enters with a coefficient in ``[1/(1+x_max**2), 1]``.
+
+The result is a guaranteed bound on ``|tau_fixed - tau_exact|`` per joint, where ``tau_exact``
+is the real-valued inverse dynamics (eq. 7, 9, 12, 20) that :func:`linkdyn.model.rnea` computes
+in float64; a margin of ``1e-9`` N·m plus ``1e-9`` relative covers the float64 rounding of
+``rnea`` and of this analysis itself. The bound treats every rounding as an adversary
+(independent), so it is an upper bound, not an estimate.
+
+The register formats are a parameter (``formats``: fractional bits per quantity,
+:data:`QUANTITIES`), so the analysis answers "what if ``q`` had 28 fractional bits?" as a real
+computation on the same microprogram; the golden model and gateware only exist for the formats
+of :class:`~linkdyn.model.microprogram.RegisterMap`.
+
+Approach as in static error analysis of fixed-point programs (affine arithmetic for ranges and
+errors, e.g. Darulova and Kuncak's Daisy; RoboPrec, RA-L 2025, applies it to RNEA); see
+``docs/certificate.md`` for the comparison and the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from .golden import microprogram
+from .microprogram import Atan, Dot, Lookup
+from .rnea import link_offset_vector
+from .robot import Robot
+from .tables import CORDIC, SINE_TABLE
+
+__all__ = ["Certificate", "certify", "default_box", "range_formats", "QUANTITIES", "quantity_of",
+           "cordic_error_bound", "sine_error_bound", "DEFAULT_QDD_MAX", "main"]
+
+#: Default acceleration bound of the box, rad/s^2 (issue 17: ``|qdd| <= 10``).
+DEFAULT_QDD_MAX = 10.0
+
+#: Velocity bound for joints that publish no velocity limit, rad/s.
+DEFAULT_QD_MAX = math.pi
+
+#: Float64 safety margin of the bound: absolute (N·m) and relative.
+MARGIN_ABS = 1e-9
+MARGIN_REL = 1e-9
+
+#: Register quantities whose fractional bits ``formats`` may set, with their registers (by
+#: name prefix, see :func:`quantity_of`).
+QUANTITIES = {
+    "q": "joint angle q (rad)",
+    "qd": "joint velocity qd (rad/s)",
+    "qdd": "joint acceleration qdd (rad/s^2)",
+    "wrench_ext": "external wrench f_ext, mu_ext (N, N·m)",
+    "trig": "sin/cos of theta and alpha, rotation entries (Q1.30 now)",
+    "r": "link offset r = (a, d sin alpha, d cos alpha) (m, Q1.30 now)",
+    "mass": "link mass m (kg)",
+    "first_moment": "first moments m c (kg·m)",
+    "inertia": "inertias I about origin i (kg·m^2)",
+    "friction": "friction constants F_c, F_v, F_o, k",
+    "omega": "angular velocity omega, omega_in, omega x r (u), omega x m c (w_mc), I omega (h)",
+    "omega_dot": "angular acceleration omega_dot, omega_dot_in, v",
+    "p_ddot": "linear acceleration p_ddot, p_ddot_in (incl. -g)",
+    "force": "forces f, f_local, f_in, f_out (N)",
+    "moment": "moments mu, mu_local, mu_in, mu_out (N·m)",
+    "torque": "torques tau, tau_coulomb, tau_friction and k qd",
+}
+
+_FIXED_KINDS = ("zero", "rate", "theta_offset", "phase")
+
+
+def quantity_of(name):
+    """Return the quantity of :data:`QUANTITIES` a register belongs to, or ``None`` for the
+    registers whose format is fixed by the hardware (phase, rate, table and CORDIC latches)."""
+    if name in _FIXED_KINDS or name.startswith(("sin_base", "sin_delta", "sin_fraction",
+                                                 "cos_base", "cos_delta", "cos_fraction")) \
+            or name == "atan":
+        return None
+    if name in ("q", "qd", "qdd"):
+        return name
+    if name.startswith(("f_ext", "mu_ext")):
+        return "wrench_ext"
+    if name in ("sin_theta", "cos_theta", "sin_alpha", "cos_alpha", "ct_ca", "st_ca", "ct_sa",
+                "st_sa"):
+        return "trig"
+    if name.startswith("r_"):
+        return "r"
+    if name == "m":
+        return "mass"
+    if name.startswith("mc_"):
+        return "first_moment"
+    if name.startswith("I_"):
+        return "inertia"
+    if name in ("F_c", "F_v", "F_o", "k_friction"):
+        return "friction"
+    if name.startswith("omega_dot") or name.startswith("v_"):
+        return "omega_dot"
+    if name.startswith(("omega", "u_", "w_mc_", "h_")):
+        return "omega"
+    if name.startswith("p_ddot"):
+        return "p_ddot"
+    if name.startswith("f_"):
+        return "force"
+    if name.startswith("mu_"):
+        return "moment"
+    if name in ("tau", "tau_coulomb", "tau_friction", "k_qd"):
+        return "torque"
+    raise ValueError(f"register {name!r} has no quantity")
+
+
+# ----------------------------------------------------------------------------------------------
+# Proven worst cases of the sine table and the CORDIC
+# ----------------------------------------------------------------------------------------------
+
+_SINE_CACHE = {}
+
+
+def sine_error_bound(table=SINE_TABLE):
+    """Return a proven bound on ``|S(w) - sin(2 pi w / 2**32)|`` over all phase words.
+
+    :func:`linkdyn.model.accuracy.sine_table_worst_case` evaluates every interpolation segment
+    at its ends and around the interior extremum of the convex error (exact over all 2**32
+    words); ``1e-15`` covers the float64 evaluation of ``sin``.
+    """
+    if table not in _SINE_CACHE:
+        from .accuracy import sine_table_worst_case  # same layer (model)
+        _SINE_CACHE[table] = sine_table_worst_case(table) + 1e-15
+    return _SINE_CACHE[table]
+
+
+def cordic_error_bound(cordic=CORDIC):
+    """Return a proven bound on ``|CORDIC(x) - atan(x)|`` (rad) valid for every input word.
+
+    Vectoring mode on ``(X, Y) = (2**30, x 2**30)``; let ``phi_i`` be the angle of the vector
+    before step ``i`` and ``alpha_i = atan(2**-i)``. Then ``atan(x) = sum_{j<n} s_j alpha_j +
+    phi_n - sum_j p_j``, where ``p_j`` is the angle by which the truncated shifts ``X >> j``,
+    ``Y >> j`` (each off by less than one LSB) turn the vector; since the vector's norm never
+    falls below ``2**30 - n sqrt 2``, ``|p_j| <= asin(sqrt 2 / (2**30 - n sqrt 2))``. From
+    ``alpha_(i-1) <= 2 alpha_i``, by induction ``|phi_i| <= alpha_(i-1) + sum_(j<i) |p_j|``.
+    With the rounded angle constants ``A_j`` (``|A_j 2**-30 - alpha_j| <= 2**-31``)::
+
+        |Z 2**-30 - atan(x)| <= n 2**-31 + alpha_(n-1) + 2 n asin(sqrt 2 / (2**30 - n sqrt 2))
+
+    The X and Y registers cannot overflow: ``|Y| < 2**45`` at the input and the CORDIC gain
+    1.65 keeps the norm below ``2**46`` (48-bit state).
+
+    Returns
+    -------
+    float
+        The bound, rad (1.94e-7 for the default 24 iterations).
+    """
+    n = cordic.iterations
+    rounding = sum(abs(a * 2.0 ** -30 - math.atan(2.0 ** -i)) for i, a in enumerate(cordic.angles))
+    perturbation = math.asin(math.sqrt(2) / (2.0 ** 30 - n * math.sqrt(2)))
+    return (rounding + math.atan(2.0 ** -(n - 1)) + 2 * n * perturbation) * (1 + 1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# Abstract domains
+# ----------------------------------------------------------------------------------------------
+
+_EPS = 2.0 ** -50  # relative slack per operation for the analysis's own float64 rounding
+
+
+class _Value:
+    """Exact value: ``c + a . eps + [-r, r]`` over the state symbols ``eps`` (affine form)."""
+
+    __slots__ = ("c", "a", "r")
+
+    def __init__(self, c, a, r):
+        self.c, self.a, self.r = float(c), a, float(r)
+
+    def spread(self):
+        return float(np.sum(np.abs(self.a))) + self.r
+
+    def bounds(self):
+        s = self.spread()
+        return self.c - s, self.c + s
+
+    def slack(self):
+        self.r += _EPS * (abs(self.c) + self.spread())
+        return self
+
+
+class _Domain:
+    """Arithmetic on :class:`_Value` (affine, or intervals when ``affine`` is false)."""
+
+    def __init__(self, size, affine):
+        self.size, self.affine = size, affine
+
+    def const(self, value):
+        return _Value(value, np.zeros(self.size), 0.0)
+
+    def symbol(self, index, low, high):
+        mid, rad = 0.5 * (low + high), 0.5 * (high - low)
+        a = np.zeros(self.size)
+        if self.affine:
+            a[index] = rad
+            return _Value(mid, a, 0.0)
+        return _Value(mid, a, rad)
+
+    def interval(self, low, high):
+        return _Value(0.5 * (low + high), np.zeros(self.size), 0.5 * (high - low)).slack()
+
+    def _finish(self, v):
+        if not self.affine and np.any(v.a):
+            v = _Value(v.c, np.zeros(self.size), v.spread())
+        return v.slack()
+
+    def add(self, x, y, sign=1.0):
+        return self._finish(_Value(x.c + sign * y.c, x.a + sign * y.a, x.r + y.r))
+
+    def mul(self, x, y):
+        sx, sy = x.spread(), y.spread()
+        if not self.affine:
+            lo = min(p for p in _corners(x.bounds(), y.bounds()))
+            hi = max(p for p in _corners(x.bounds(), y.bounds()))
+            return self.interval(lo, hi)
+        # (cx + dx)(cy + dy) = cx cy + cx dy + cy dx + dx dy with |dx dy| <= sx sy.
+        r = abs(x.c) * y.r + abs(y.c) * x.r + sx * sy
+        return _Value(x.c * y.c, x.c * y.a + y.c * x.a, r).slack()
+
+    def neg(self, x):
+        return _Value(-x.c, -x.a, x.r)
+
+    def sin_cos(self, turns, offset_quarter):
+        """sin(2 pi t) (``offset_quarter=0``) or cos (``1``) of an exact phase in turns."""
+        lo, hi = turns.bounds()
+        shift = 0.25 * offset_quarter
+        ilo, ihi = _sin_interval(2 * math.pi * (lo + shift), 2 * math.pi * (hi + shift))
+        box = self.interval(ilo, ihi)
+        if not self.affine:
+            return box
+        c = 2 * math.pi * (turns.c + shift)
+        rho = 2 * math.pi * turns.spread()
+        f, d = math.sin(c), math.cos(c)
+        lin = _Value(f, 2 * math.pi * d * turns.a, 2 * math.pi * abs(d) * turns.r
+                     + 0.5 * rho * rho).slack()
+        return lin if lin.spread() < box.spread() else box
+
+
+def _corners(x, y):
+    return (x[0] * y[0], x[0] * y[1], x[1] * y[0], x[1] * y[1])
+
+
+def _sin_interval(lo, hi):
+    """Exact range of sin over [lo, hi] (rad), widened by 1e-15."""
+    if hi - lo >= 2 * math.pi:
+        return -1.0, 1.0
+    values = [math.sin(lo), math.sin(hi)]
+    k = math.ceil((lo - math.pi / 2) / math.pi)
+    x = math.pi / 2 + k * math.pi
+    while x <= hi:
+        values.append(math.sin(x))
+        x += math.pi
+    return max(-1.0, min(values) - 1e-15), min(1.0, max(values) + 1e-15)
+
+
+class _Error:
+    """Error ``sum_s [lo_s, hi_s] eta_s + [-r, r]`` with ``eta_s in [-1, 1]``."""
+
+    __slots__ = ("lo", "hi", "r")
+
+    def __init__(self, lo, hi, r=0.0):
+        self.lo, self.hi, self.r = lo, hi, float(r)
+
+    def magnitude(self):
+        return float(np.sum(np.maximum(np.abs(self.lo), np.abs(self.hi)))) + self.r
+
+    def per_symbol(self):
+        return np.maximum(np.abs(self.lo), np.abs(self.hi))
+
+
+class _Errors:
+    """Allocates error symbols and does arithmetic on :class:`_Error`."""
+
+    def __init__(self, size):
+        self.size = size
+        self.used = 0
+        self.labels = []
+
+    def zero(self):
+        return _Error(np.zeros(self.size), np.zeros(self.size))
+
+    def new(self, magnitude, label):
+        """A fresh symbol ``magnitude * eta`` (``eta in [-1, 1]``: any error within
+        ``±magnitude``); ``label`` is ``(kind, register, node)``."""
+        if self.used >= self.size:
+            raise RuntimeError("error symbol table full")  # sized from the program; a bug
+        e = self.zero()
+        e.lo[self.used] = e.hi[self.used] = magnitude
+        self.labels.append(label)
+        self.used += 1
+        return e
+
+    @staticmethod
+    def add(x, y, sign=1.0):
+        if sign > 0:
+            return _Error(x.lo + y.lo, x.hi + y.hi, x.r + y.r)
+        return _Error(x.lo - y.hi, x.hi - y.lo, x.r + y.r)
+
+    @staticmethod
+    def scale(e, value):
+        """``v e`` for an exact value ``v`` in an interval (coefficient-wise)."""
+        vlo, vhi = value.bounds()
+        p = (e.lo * vlo, e.lo * vhi, e.hi * vlo, e.hi * vhi)
+        lo = np.minimum(np.minimum(p[0], p[1]), np.minimum(p[2], p[3]))
+        hi = np.maximum(np.maximum(p[0], p[1]), np.maximum(p[2], p[3]))
+        return _Error(lo, hi, e.r * max(abs(vlo), abs(vhi)))
+
+    @staticmethod
+    def scale_interval(e, vlo, vhi):
+        p = (e.lo * vlo, e.lo * vhi, e.hi * vlo, e.hi * vhi)
+        lo = np.minimum(np.minimum(p[0], p[1]), np.minimum(p[2], p[3]))
+        hi = np.maximum(np.maximum(p[0], p[1]), np.maximum(p[2], p[3]))
+        return _Error(lo, hi, e.r * max(abs(vlo), abs(vhi)))
+
+
+# ----------------------------------------------------------------------------------------------
+# The certificate
+# ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Certificate:
+    """Result of :func:`certify`: a guaranteed torque error bound for a robot and a box.
+
+    Attributes
+    ----------
+    robot : str
+        Robot name.
+    bound_nm : tuple of float
+        Per joint, a guaranteed bound on ``|tau_fixed - tau_exact|``, N·m (``tau_fixed``:
+        :func:`linkdyn.model.golden.rnea_fixed` for the default formats).
+    saturation_free : bool
+        Whether no register can saturate anywhere in the box (proven).
+    saturations : tuple of dict
+        Where a register may saturate: ``node`` (1-based), ``register``, ``range`` (the
+        accumulator result's possible range), ``limit`` (the word's range) and ``state`` (a
+        corner of the box that drives the range outwards by the signs of the affine form,
+        ``q``, ``qd``, ``qdd``; with ``domain="interval"`` simply the upper corner).
+    box : dict
+        ``q_min``, ``q_max`` (rad), ``qd_max`` (rad/s), ``qdd_max`` (rad/s^2) per joint and
+        ``wrench_max`` (``(F, M)`` N, N·m, or ``None``).
+    formats : dict
+        Fractional bits per quantity of :data:`QUANTITIES` (and the word format's name).
+    domain : str
+        ``"affine"`` or ``"interval"``.
+    hot_registers : tuple of dict
+        The registers closest to saturation: ``node``, ``register``, ``range`` (exact value),
+        ``error``, ``limit``, ``use`` (largest ``|x| + |e|`` over the word's limit).
+    registers : tuple of dict
+        Every node's constants, inputs and results (not the phase and the latches):
+        ``node``, ``register``, ``range`` (exact value), ``error`` (bound on ``|e|``),
+        ``limit`` (the word's range in the analysed format).
+    sources : dict
+        Per error-source kind, the part of each joint's bound (N·m, tuple per joint), and
+        ``"second order"`` for the products of errors.
+    """
+
+    robot: str
+    bound_nm: tuple
+    saturation_free: bool
+    saturations: tuple
+    box: dict
+    formats: dict
+    domain: str
+    hot_registers: tuple
+    registers: tuple = field(repr=False)
+    sources: dict = field(repr=False)
+
+    @property
+    def max_bound_nm(self):
+        """float: the largest per-joint bound, N·m."""
+        return max(self.bound_nm)
+
+    def to_dict(self):
+        """Return the certificate as JSON-ready data (lists and floats)."""
+        return {
+            "robot": self.robot,
+            "bound_nm": list(self.bound_nm),
+            "saturation_free": self.saturation_free,
+            "saturations": [dict(s) for s in self.saturations],
+            "box": {k: (list(v) if isinstance(v, (tuple, list)) else v)
+                    for k, v in self.box.items()},
+            "formats": dict(self.formats),
+            "domain": self.domain,
+            "hot_registers": [dict(h) for h in self.hot_registers],
+            "sources": {k: list(v) for k, v in self.sources.items()},
+            "registers": [dict(r) for r in self.registers],
+        }
+
+    def to_json(self, indent=1):
+        """Return the certificate as a JSON string."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+
+def default_box(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX):
+    """Return the checked box ``(q_min, q_max, qd_max, qdd_max)``, arrays of shape (n,).
+
+    Defaults: ``q`` within the joint limits (``±pi`` where none), ``|qd|`` within the velocity
+    limits (:data:`DEFAULT_QD_MAX` where none), ``|qdd| <= qdd_max``.
+
+    Raises
+    ------
+    ValueError
+        If a bound is not finite, negative, of the wrong shape, or ``q_min > q_max``.
+    """
+    n = robot.n
+
+    def vector(value, what):
+        array = np.asarray(value, dtype=float)
+        if array.ndim == 0:
+            array = np.full(n, float(array))
+        if array.shape != (n,):
+            raise ValueError(f"{what} must be a number or have shape ({n},), not {array.shape}")
+        if not np.all(np.isfinite(array)):
+            raise ValueError(f"{what} must be finite, not {array.tolist()!r}")
+        return array
+
+    if q_box is None:
+        q_min, q_max = robot.q_limits()
+    else:
+        try:
+            q_min, q_max = q_box
+        except (TypeError, ValueError):
+            raise ValueError(f"q_box must be a pair (q_min, q_max), not {q_box!r}") from None
+    q_min, q_max = vector(q_min, "q_box[0] (q_min)"), vector(q_max, "q_box[1] (q_max)")
+    if np.any(q_min > q_max):
+        i = int(np.argmax(q_min > q_max))
+        raise ValueError(f"the q box is empty: joint {i + 1} has q_min {q_min[i]!r} > q_max "
+                         f"{q_max[i]!r}")
+    if qd_max is None:
+        qd_max = [DEFAULT_QD_MAX if link.limits.qd_max is None else link.limits.qd_max
+                  for link in robot.links]
+    qd_max = vector(qd_max, "qd_max")
+    qdd_max = vector(qdd_max, "qdd_max")
+    for what, array in (("qd_max", qd_max), ("qdd_max", qdd_max)):
+        if np.any(array < 0):
+            raise ValueError(f"{what} must be >= 0, not {array.tolist()!r}")
+    return q_min, q_max, qd_max, qdd_max
+
+
+def range_formats(certificate, headroom_bits=1):
+    """Return the most fractional bits per quantity that the certified ranges allow.
+
+    For each quantity of :data:`QUANTITIES`, the largest ``|x| + |e|`` of its registers in the
+    certificate (over every node) sets the integer bits ``k = ceil(log2(max))`` plus
+    ``headroom_bits``; the 32-bit word leaves ``31 - k`` fractional bits (at most 31, and
+    never fewer than the certificate's own). A what-if: certify again with them to see the
+    bound (ranges do not grow when errors shrink, but the new certificate is the proof).
+
+    Returns
+    -------
+    dict of str to int
+    """
+    largest = {}
+    for record in certificate.registers:
+        quantity = quantity_of(record["register"])
+        if quantity is None:
+            continue
+        value = max(abs(v) for v in record["range"]) + record["error"]
+        largest[quantity] = max(largest.get(quantity, 0.0), value)
+    formats = {}
+    for quantity in QUANTITIES:
+        value = largest.get(quantity, 0.0)
+        integer = max(0, math.ceil(math.log2(value))) if value > 1 else 0
+        formats[quantity] = max(certificate.formats[quantity],
+                                min(31, 31 - integer - headroom_bits))
+    return formats
+
+
+def _formats(fmt, formats):
+    """Fractional bits of every register quantity: the register map's, then the overrides."""
+    if not isinstance(fmt, QFormat):
+        raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
+    rmap = microprogram(fmt).registers
+    bits = {}
+    for reg in rmap:
+        quantity = quantity_of(reg.name)
+        if quantity is not None:
+            bits.setdefault(quantity, reg.format.fraction_bits)
+    if formats:
+        for quantity, value in formats.items():
+            if quantity not in QUANTITIES:
+                raise ValueError(f"unknown quantity {quantity!r}; known: {tuple(QUANTITIES)!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 31:
+                raise ValueError(f"fractional bits of {quantity!r} must be an integer in "
+                                 f"0..31, not {value!r}")
+            bits[quantity] = value
+    return bits
+
+
+def _fraction_bits(rmap, bits, name):
+    quantity = quantity_of(name)
+    return rmap[name].format.fraction_bits if quantity is None else bits[quantity]
+
+
+def _encode_error(value, fraction_bits, what):
+    """The encoding error word - value of a constant (half up), checked against the word."""
+    word = math.floor(value * 2.0 ** fraction_bits + 0.5)
+    if not -(1 << (WORD_WIDTH - 1)) <= word < (1 << (WORD_WIDTH - 1)):
+        raise ValueError(f"{what} = {value!r} does not fit a 32-bit word with {fraction_bits} "
+                         f"fractional bits")
+    return word * 2.0 ** -fraction_bits - value
+
+
+def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_max=None,
+            fmt=Q15_16, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True):
+    """Certify the fixed-point torque error of a robot's node chain over a box of states.
+
+    Parameters
+    ----------
+    robot : Robot
+        The robot (n revolute joints), with its friction if it has any.
+    q_box : (array_like, array_like), optional
+        ``(q_min, q_max)``, rad, shape (n,) each or scalars; default the joint limits
+        (``±pi`` where a joint has none).
+    qd_max : float or array_like, optional
+        ``|qd| <= qd_max``, rad/s; default the velocity limits (``pi`` where none).
+    qdd_max : float or array_like
+        ``|qdd| <= qdd_max``, rad/s^2 (default 10).
+    wrench_max : (float, float), optional
+        ``(F, M)``: every component of ``f_ext`` within ``±F`` N and of ``mu_ext`` within
+        ``±M`` N·m, on every link (frame i, about origin i, as for :func:`linkdyn.model.rnea`);
+        default no external wrench.
+    fmt : QFormat
+        The node's word format (default Q15.16).
+    formats : dict of str to int, optional
+        What-if: fractional bits per quantity of :data:`QUANTITIES` (the word stays 32 bits);
+        default the register map's formats, which the golden model and gateware implement.
+    domain : {"affine", "interval"}
+        Exact values as affine forms over the state (default) or as intervals.
+    table : SineTable
+        What-if: the sine table whose proven worst case enters (default the node's).
+    vector_norms : bool
+        Keep the Euclidean-norm bounds of the vector groups (:data:`_GROUPS`, default); off,
+        the analysis is componentwise only (to measure what the norms bring).
+
+    Returns
+    -------
+    Certificate
+
+    Raises
+    ------
+    TypeError
+        If ``robot`` is not a Robot or ``fmt`` not a QFormat.
+    ValueError
+        If the box is empty, not finite or negative, ``wrench_max`` is malformed, a quantity of
+        ``formats`` is unknown, a constant does not fit its word, or the box exceeds the range
+        of an input word (``q``, ``qd``, ``qdd``, ``f_ext``).
+    """
+    if not isinstance(robot, Robot):
+        raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
+    if domain not in ("affine", "interval"):
+        raise ValueError(f"domain must be 'affine' or 'interval', not {domain!r}")
+    q_min, q_max, qd_lim, qdd_lim = default_box(robot, q_box=q_box, qd_max=qd_max,
+                                                qdd_max=qdd_max)
+    if wrench_max is not None:
+        try:
+            force_max, moment_max = (float(v) for v in wrench_max)
+        except (TypeError, ValueError):
+            raise ValueError(f"wrench_max must be a pair (F, M) of numbers, not "
+                             f"{wrench_max!r}") from None
+        if not (math.isfinite(force_max) and math.isfinite(moment_max)) or force_max < 0 \
+                or moment_max < 0:
+            raise ValueError(f"wrench_max must be finite and >= 0, not {wrench_max!r}")
+    bits = _formats(fmt, formats)
+    analysis = _Analysis(robot, fmt, bits, domain, (q_min, q_max, qd_lim, qdd_lim),
+                         None if wrench_max is None else (force_max, moment_max), table,
+                         vector_norms)
+    return analysis.run()
+
+
+def _neg(error):
+    return _Error(-error.hi, -error.lo, error.r)
+
+
+def _vec(prefix):
+    return tuple(f"{prefix}_{c}" for c in "xyz")
+
+
+#: Vector groups of the microprogram (three Dots that compute one 3-vector) and the vector
+#: groups they read through an exact linear map, with a bound of that map's norm: ``"one"``
+#: (a rotation ``R`` or ``R^T``, or the identity), ``"qd"`` (``qd (omega x z)``), ``"r"``,
+#: ``"mc"`` (a cross product with the exact ``r`` or ``m c``), ``"m"``, ``"I"`` (the mass, the
+#: inertia's spectral norm) or another group's name (a cross product with that group:
+#: its value norm; the value of such a bilinear term counts once). The
+#: analysis keeps a Euclidean-norm bound of every group's value, of each error symbol's
+#: coefficient vector and of the remainder vector (a reduced product with a norm domain):
+#: rotations preserve norms, intervals do not (the wrapping effect).
+_GROUPS = {
+    "omega": (_vec("omega"), {"omega_in": "one"}),
+    "v": (("v_x", "v_y", "omega_dot_in_z"), {"omega_dot_in": "one", "omega_in": "qd"}),
+    "omega_dot": (_vec("omega_dot"), {"v": "one"}),
+    "u": (_vec("u"), {"omega": "r"}),
+    "p_ddot": (_vec("p_ddot"), {"p_ddot_in": "one", "omega_dot": "r", "omega": "u",
+                                "u": "omega"}),
+    "w_mc": (_vec("w_mc"), {"omega": "mc"}),
+    "f_local": (_vec("f_local"), {"p_ddot": "m", "omega_dot": "mc", "omega": "w_mc",
+                                  "w_mc": "omega"}),
+    "h": (_vec("h"), {"omega": "I"}),
+    "mu_local": (_vec("mu_local"), {"f_local": "r", "p_ddot": "mc", "omega_dot": "I",
+                                    "omega": "h", "h": "omega"}),
+    "f": (_vec("f"), {"f_local": "one", "f_in": "one"}),
+    "mu": (_vec("mu"), {"f_in": "r", "mu_local": "one", "mu_in": "one"}),
+    "f_out": (_vec("f_out"), {"f": "one"}),
+    "mu_out": (_vec("mu_out"), {"mu": "one"}),
+}
+#: Registers holding the entries of the joint rotation ``R = Rz(theta) Rx(alpha)``.
+_ROTATION_ENTRIES = ("cos_theta", "sin_theta", "ct_ca", "st_ca", "ct_sa", "st_sa", "sin_alpha",
+                     "cos_alpha")
+
+#: Components of every group that is read (the groups above and the mailbox inputs).
+_GROUPS_IN = {name: comps for name, (comps, _) in _GROUPS.items()}
+_GROUPS_IN.update({name: _vec(name) for name in ("omega_in", "omega_dot_in", "p_ddot_in",
+                                                 "f_in", "mu_in")})
+_GROUP_OF = {c: name for name, (comps, _) in _GROUPS.items() for c in comps
+             if c != "omega_dot_in_z"}
+
+
+class _Analysis:
+    """One run of the abstract interpreter over the chain (see the module docstring)."""
+
+    def __init__(self, robot, fmt, bits, domain, box, wrench, table=SINE_TABLE,
+                 vector_norms=True):
+        self.vector_norms = vector_norms
+        self.robot, self.fmt, self.bits, self.wrench = robot, fmt, bits, wrench
+        self.q_min, self.q_max, self.qd_max, self.qdd_max = box
+        self.program = microprogram(fmt)
+        self.rmap = self.program.registers
+        n = robot.n
+        per_node = 3 + (6 if wrench else 0)
+        self.values = _Domain(per_node * n, domain == "affine")
+        ops = sum(len(seg.ops) for seg in self.program.segments.values())
+        self.errors = _Errors(n * (ops + len(self.rmap.of_kind("constant")) + 20) + 10)
+        self.domain = domain
+        self.saturations = []
+        self.records = []
+        self.pending = {}
+        self.norms = [dict() for _ in range(n)]
+        self.rotation_error = []
+        self.table_bound = sine_error_bound(table)
+        self.cordic_bound = cordic_error_bound()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def fbits(self, name):
+        return _fraction_bits(self.rmap, self.bits, name)
+
+    def limit(self, name):
+        f = self.fbits(name)
+        return (-(2.0 ** 31) * 2.0 ** -f, (2.0 ** 31 - 1) * 2.0 ** -f)
+
+    def state_symbol(self, node, k):
+        return node * (3 + (6 if self.wrench else 0)) + k
+
+    def input(self, node, name, k, low, high):
+        """An input word: exact value over the box, error half an LSB of its word."""
+        lo_limit, hi_limit = self.limit(name)
+        f = self.fbits(name)
+        # The encoder rounds half up and refuses values whose word does not fit.
+        if high * 2.0 ** f + 0.5 >= 2.0 ** 31 or low * 2.0 ** f + 0.5 < -(2.0 ** 31):
+            raise ValueError(f"the box exceeds the word of node {node + 1} {name}: "
+                             f"[{low!r}, {high!r}] does not fit [{lo_limit!r}, {hi_limit!r}]")
+        value = self.values.symbol(self.state_symbol(node, k), low, high)
+        if low == high == 0.0:
+            return value, self.errors.zero()
+        return value, self.errors.new(2.0 ** -(f + 1), ("input", name, node))
+
+    def constant(self, node, name, exact, fraction_bits=None, wraps=False):
+        f = self.fbits(name) if fraction_bits is None else fraction_bits
+        what = f"node {node + 1} constant {name}"
+        if wraps:
+            word = math.floor(exact * 2.0 ** f + 0.5)
+            delta = word * 2.0 ** -f - exact
+            delta -= round(delta)  # whole turns do not matter
+        else:
+            delta = _encode_error(exact, f, what)
+        value = self.values.const(exact)
+        if delta == 0.0:
+            return value, self.errors.zero()
+        return value, self.errors.new(abs(delta), ("constant", name, node))
+
+    # -- operations -----------------------------------------------------------------------
+
+    def term(self, regs, term, group_sources=None):
+        """Value and error of one term; with ``group_sources`` also its split into the parts
+        that are a source group's error seen through the exact other operand (``parts``,
+        by source group) and the rest (``rest`` error, ``rest_value`` or ``None``)."""
+        (va, ea), (vb, eb) = regs[term.a], regs[term.b]
+        ga = gb = None
+        if group_sources:
+            ga = next((g for g in group_sources if term.a in _GROUPS_IN[g]), None)
+            gb = next((g for g in group_sources if term.b in _GROUPS_IN[g]), None)
+        parts = {}
+        if term.kind == "mul":
+            value = self.values.mul(va, vb)
+            a_part, b_part = _Errors.scale(ea, vb), _Errors.scale(eb, va)
+            rest = self.errors.zero()
+            rest.r = ea.magnitude() * eb.magnitude()
+            for group, part, name, partner in ((ga, a_part, term.a, gb),
+                                               (gb, b_part, term.b, ga)):
+                if group is None and partner is not None and name in _ROTATION_ENTRIES:
+                    # (R~ - R) v: the rotation's own error seen through the group's value.
+                    key = ("rotation", partner)
+                    parts[key] = _Errors.add(parts[key], part) if key in parts else part
+                elif group is None:
+                    rest = _Errors.add(rest, part)
+                else:
+                    parts[group] = _Errors.add(parts[group], part) if group in parts else part
+            rest_value = value if ga is None and gb is None else None
+        else:
+            value = self.values.add(va, vb)
+            rest, rest_value = self.errors.zero(), None
+            for group, part, v in ((ga, ea, va), (gb, eb, vb)):
+                if group is None:
+                    rest = _Errors.add(rest, part)
+                    rest_value = v if rest_value is None else self.values.add(rest_value, v)
+                else:
+                    parts[group] = _Errors.add(parts[group], part) if group in parts else part
+        error = rest
+        for part in parts.values():
+            error = _Errors.add(error, part)
+        rot = {k: v for k, v in parts.items() if isinstance(k, tuple)}
+        if term.negate:
+            value = self.values.neg(value)
+            error = _neg(error)
+            rest = _neg(rest)
+            rest_value = None if rest_value is None else self.values.neg(rest_value)
+            rot = {k: _neg(v) for k, v in rot.items()}
+        return value, error, rest, rest_value, rot
+
+    def term_bits(self, term):
+        fa, fb = self.fbits(term.a), self.fbits(term.b)
+        return fa + fb if term.kind == "mul" else max(fa, fb if term.b != "zero" else fa)
+
+    def dot(self, node, regs, op):
+        if op.dst in ("sin_theta", "cos_theta"):
+            return self.trig(node, regs, op)
+        group = _GROUP_OF.get(op.dst) if self.vector_norms else None
+        sources = _GROUPS[group][1] if group else None
+        value = error = rest_error = rest_value = None
+        rot_error = {}
+        for term in op.terms:
+            v, e, rest, rv, rot = self.term(regs, term, sources)
+            value = v if value is None else self.values.add(value, v)
+            error = e if error is None else _Errors.add(error, e)
+            rest_error = rest if rest_error is None else _Errors.add(rest_error, rest)
+            for key, part in rot.items():
+                rot_error[key] = _Errors.add(rot_error[key], part) if key in rot_error else part
+            if rv is not None:
+                rest_value = rv if rest_value is None else self.values.add(rest_value, rv)
+        acc_bits = max(self.term_bits(t) for t in op.terms)
+        f = self.fbits(op.dst)
+        if acc_bits > f:
+            rounding = self.errors.new(2.0 ** -(f + 1), ("rounding", op.dst, node))
+            error = _Errors.add(error, rounding)
+            rest_error = _Errors.add(rest_error, rounding)
+        if self.rmap[op.dst].format.wraps:
+            regs[op.dst] = (value, error)  # the phase: wraps by whole turns, see trig()
+            return
+        regs[op.dst] = (value, error)
+        if group is None:
+            self.check(node, op.dst, value, error)
+            return
+        self.pending.setdefault(group, {})[op.dst] = (rest_value, rest_error, rot_error)
+        comps = _GROUPS[group][0]
+        if group == "v":
+            self.pending["v"]["omega_dot_in_z"] = (None, self.errors.zero(), {})
+        if all(c in self.pending[group] for c in comps):
+            self.close_group(node, regs, group)
+
+    def factor(self, node, kind):
+        """The norm of an exact linear map of a group rule (see :data:`_GROUPS`)."""
+        link = self.robot.links[node]
+        slack = 1 + 1e-12
+        if kind == "one":
+            return 1.0
+        if kind == "qd":
+            return float(self.qd_max[node])
+        if kind == "r":
+            return float(np.linalg.norm(link_offset_vector(link))) * slack
+        if kind == "mc":
+            return float(np.linalg.norm(link.first_moment)) * slack
+        if kind == "m":
+            return abs(float(link.mass)) * slack
+        if kind == "I":
+            return float(np.linalg.norm(link.inertia_origin, 2)) * slack
+        return self.norms[node][kind][0]  # another group's value norm (a bilinear term)
+
+    def close_group(self, node, regs, group):
+        """Norm bounds of a completed vector group; clamp its components to them."""
+        comps, sources = _GROUPS[group]
+        pending = self.pending.pop(group)
+        norms = self.norms[node]
+        value_norm = 0.0
+        error_norm = np.zeros(self.errors.size)
+        remainder = 0.0
+        for name, kind in sources.items():
+            factor = self.factor(node, kind)
+            n_value, n_error, n_rem = norms[name]
+            if kind not in _GROUPS_IN or name < kind:  # a bilinear term's value counts once
+                value_norm += factor * n_value
+            error_norm = error_norm + factor * n_error
+            remainder += factor * n_rem
+        rest_values = []
+        rest_errors = []
+        rest_rems = []
+        rotations = {}
+        for c in comps:
+            rv, re, rot = pending[c]
+            rest_values.append(0.0 if rv is None else max(abs(b) for b in rv.bounds()))
+            rest_errors.append(re.per_symbol())
+            rest_rems.append(re.r)
+            for key, part in rot.items():
+                rotations.setdefault(key, []).append(part)
+        for (_, source), parts in rotations.items():
+            # (R~ - R) v for the exact v of a source group: per symbol at most
+            # ||R~ - R||_s N(v) (rotation_error), or what its components say.
+            own = np.sqrt(sum(p.per_symbol() ** 2 for p in parts))
+            error_norm = error_norm + np.minimum(own, self.rotation_error[node]
+                                                 * norms[source][0])
+            remainder += math.sqrt(sum(p.r ** 2 for p in parts))
+        value_norm = (value_norm + math.sqrt(sum(v * v for v in rest_values))) * (1 + 1e-12)
+        error_norm = (error_norm + np.sqrt(sum(e * e for e in rest_errors))) * (1 + 1e-12)
+        remainder = (remainder + math.sqrt(sum(r * r for r in rest_rems))) * (1 + 1e-12)
+        # The components' own bounds may be tighter: keep the smaller.
+        own = self.component_norms(regs, comps)
+        value_norm = min(value_norm, own[0])
+        error_norm = np.minimum(error_norm, own[1])
+        remainder = min(remainder, own[2])
+        norms[group] = (value_norm, error_norm, remainder)
+        for c in comps:
+            if group == "v" and c == "omega_dot_in_z":
+                continue
+            value, error = regs[c]
+            lo, hi = value.bounds()
+            if lo < -value_norm or hi > value_norm:
+                value = self.values.interval(max(lo, -value_norm), min(hi, value_norm))
+            error = _Error(np.maximum(error.lo, -error_norm), np.minimum(error.hi, error_norm),
+                           min(error.r, remainder))
+            regs[c] = (value, error)
+            self.check(node, c, value, error)
+
+    def rotation_norms(self, regs):
+        """Per error symbol, a bound on the spectral norm of its coefficient in ``R~ - R``.
+
+        Symbols of the phase (``q``'s encoding, ``rate``, ``theta_offset``, the phase
+        rounding) move ``theta`` only: their coefficient is ``dR/dtheta 2 pi c``, and
+        ``||dR/dtheta|| = 1``. Every other symbol: the Frobenius norm of its coefficients in
+        the rotation entries.
+        """
+        entries = [regs[name][1].per_symbol() for name in _ROTATION_ENTRIES]
+        frobenius = np.sqrt(sum(e * e for e in entries)) * (1 + 1e-12)
+        phase = regs["phase"][1].per_symbol()
+        moved = phase > 0
+        frobenius[moved] = np.minimum(frobenius[moved], 2 * math.pi * phase[moved]
+                                      * (1 + 1e-9))
+        return frobenius
+
+    def component_norms(self, regs, comps):
+        """Norm bounds of a vector from its components' bounds alone."""
+        values = [max(abs(b) for b in regs[c][0].bounds()) for c in comps]
+        errors = [regs[c][1].per_symbol() for c in comps]
+        rems = [regs[c][1].r for c in comps]
+        return (math.sqrt(sum(v * v for v in values)) * (1 + 1e-12),
+                np.sqrt(sum(e * e for e in errors)) * (1 + 1e-12),
+                math.sqrt(sum(r * r for r in rems)) * (1 + 1e-12))
+
+    def check(self, node, name, value, error):
+        """Prove the result fits its word, or record the saturation and its error."""
+        lo, hi = value.bounds()
+        magnitude = error.magnitude()
+        lo_limit, hi_limit = self.limit(name)
+        low, high = lo - magnitude, hi + magnitude
+        self.records.append({"node": node + 1, "register": name, "range": [lo, hi],
+                             "error": magnitude, "limit": [lo_limit, hi_limit]})
+        if low < lo_limit or high > hi_limit:
+            excess = max(high - hi_limit, lo_limit - low, 0.0)
+            self.saturations.append({"node": node + 1, "register": name, "range": [low, high],
+                                     "limit": [lo_limit, hi_limit],
+                                     "state": self.witness(value, high > hi_limit)})
+            error.r += excess
+
+    def witness(self, value, upper):
+        """A corner of the box that drives an affine value up (or down)."""
+        n = self.robot.n
+        stride = 3 + (6 if self.wrench else 0)
+        sign = np.sign(value.a) * (1 if upper else -1)
+        sign[sign == 0] = 1
+        state = {"q": [], "qd": [], "qdd": []}
+        for i in range(n):
+            s = sign[i * stride:(i + 1) * stride]
+            state["q"].append(float(self.q_max[i] if s[0] > 0 else self.q_min[i]))
+            state["qd"].append(float(s[1] * self.qd_max[i]))
+            state["qdd"].append(float(s[2] * self.qdd_max[i]))
+        return state
+
+    def trig(self, node, regs, op):
+        """sin_theta / cos_theta from the table latches: ``S(w)`` rounded to Q1.30."""
+        phase, phase_error = regs["phase"]
+        cosine = op.dst == "cos_theta"
+        value = self.values.sin_cos(phase, 1 if cosine else 0)
+        # d sin(2 pi t) / dt = 2 pi cos(2 pi t); d cos / dt = -2 pi sin.
+        derivative = self.values.sin_cos(phase, 0 if cosine else 1)
+        dlo, dhi = derivative.bounds()
+        dlo, dhi = (-dhi, -dlo) if cosine else (dlo, dhi)
+        error = _Errors.scale_interval(phase_error, 2 * math.pi * dlo, 2 * math.pi * dhi)
+        error.r += 0.5 * (2 * math.pi * phase_error.magnitude()) ** 2
+        error = _Errors.add(error, self.errors.new(self.table_bound, ("table", op.dst, node)))
+        f = self.fbits(op.dst)
+        error = _Errors.add(error, self.errors.new(2.0 ** -(f + 1), ("rounding", op.dst, node)))
+        self.check(node, op.dst, value, error)
+        regs[op.dst] = (value, error)
+
+    def atan(self, node, regs, op):
+        value, error = regs[op.src]
+        lo, hi = value.bounds()
+        magnitude = error.magnitude()
+        x_max = max(abs(lo), abs(hi)) + magnitude
+        result = self.values.interval(math.atan(lo) - 1e-15, math.atan(hi) + 1e-15)
+        # Mean value theorem: atan(x~) - atan(x) = e / (1 + xi^2), xi between x and x~.
+        scaled = _Errors.scale_interval(error, 1.0 / (1.0 + x_max * x_max), 1.0)
+        regs["atan"] = (result, _Errors.add(scaled, self.errors.new(self.cordic_bound,
+                                                                    ("cordic", "atan", node))))
+
+    # -- the chain ----------------------------------------------------------------------------
+
+    def node_registers(self, i):
+        robot, link = self.robot, self.robot.links[i]
+        regs = {}
+        r = link_offset_vector(link)
+        exact = {"sin_alpha": math.sin(link.alpha), "cos_alpha": math.cos(link.alpha),
+                 "r_x": r[0], "r_y": r[1], "r_z": r[2], "F_c": link.friction.coulomb,
+                 "F_v": link.friction.viscous, "F_o": link.friction.offset,
+                 "k_friction": link.friction.steepness}
+        exact.update(zip(("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_xz", "I_yy", "I_yz",
+                          "I_zz"), link.parameters()))
+        for reg in self.rmap.of_kind("constant"):
+            if reg.name == "zero":
+                regs["zero"] = (self.values.const(0.0), self.errors.zero())
+            elif reg.name == "rate":
+                regs["rate"] = self.constant(i, "rate", 1.0 / (2 * math.pi),
+                                             reg.format.fraction_bits)
+            elif reg.name == "theta_offset":
+                regs["theta_offset"] = self.constant(i, "theta_offset",
+                                                     link.offset / (2 * math.pi), 32, wraps=True)
+            else:
+                regs[reg.name] = self.constant(i, reg.name, exact[reg.name])
+        regs["q"] = self.input(i, "q", 0, self.q_min[i], self.q_max[i])
+        regs["qd"] = self.input(i, "qd", 1, -self.qd_max[i], self.qd_max[i])
+        regs["qdd"] = self.input(i, "qdd", 2, -self.qdd_max[i], self.qdd_max[i])
+        for k, reg in enumerate(self.rmap.of_kind("input")[3:]):
+            if self.wrench is None:
+                regs[reg.name] = (self.values.const(0.0), self.errors.zero())
+            else:
+                bound = self.wrench[0] if k < 3 else self.wrench[1]
+                regs[reg.name] = self.input(i, reg.name, 3 + k, -bound, bound)
+        for name, (value, error) in regs.items():
+            if name in _FIXED_KINDS:
+                continue
+            self.records.append({"node": i + 1, "register": name, "range": list(value.bounds()),
+                                 "error": error.magnitude(), "limit": list(self.limit(name))})
+        return regs
+
+    def run_segment(self, node, regs, segment):
+        for op in self.program.segments[segment].ops:
+            if isinstance(op, Dot):
+                self.dot(node, regs, op)
+            elif isinstance(op, Lookup):
+                pass  # its latches are read by the sin_theta / cos_theta Dots, see trig()
+            elif isinstance(op, Atan):
+                self.atan(node, regs, op)
+
+    def run(self):
+        robot, rmap = self.robot, self.rmap
+        n = robot.n
+        gravity = -robot.gravity_base
+        nodes = []
+        previous = None
+        for i in range(n):
+            regs = self.node_registers(i)
+            for source, target in rmap.forward_message:
+                if i == 0:
+                    quantity, c = target.rsplit("_in_", 1)
+                    exact = gravity["xyz".index(c)] if quantity == "p_ddot" else 0.0
+                    regs[target] = self.constant(i, target, exact)
+                else:
+                    regs[target] = previous[source]
+            for name, sender in (("omega_in", "omega"), ("omega_dot_in", "omega_dot"),
+                                 ("p_ddot_in", "p_ddot")):
+                if not self.vector_norms:
+                    break
+                self.norms[i][name] = (self.component_norms(regs, _vec(name)) if i == 0
+                                       else self.norms[i - 1][sender])
+            for segment in ("joint", "forward", "local"):
+                self.run_segment(i, regs, segment)
+                if segment == "joint":
+                    self.rotation_error.append(self.rotation_norms(regs))
+            nodes.append(regs)
+            previous = regs
+        for i in reversed(range(n)):
+            regs = nodes[i]
+            for source, target in rmap.backward_message:
+                regs[target] = ((self.values.const(0.0), self.errors.zero()) if i == n - 1
+                                else nodes[i + 1][source])
+            for name, sender in (("f_in", "f_out"), ("mu_in", "mu_out")):
+                if not self.vector_norms:
+                    break
+                self.norms[i][name] = (self.component_norms(regs, _vec(name)) if i == n - 1
+                                       else self.norms[i + 1][sender])
+            self.run_segment(i, regs, "distal")
+        return self.certificate(nodes)
+
+    def certificate(self, nodes):
+        robot = self.robot
+        n = robot.n
+        bounds, sources = [], {}
+        kinds = np.array([label[0] for label in self.errors.labels] or ["none"])
+        for i in range(n):
+            error = nodes[i]["tau"][1]
+            per = error.per_symbol()[:self.errors.used]
+            total = (float(np.sum(per)) + error.r) * (1 + MARGIN_REL) + MARGIN_ABS
+            bounds.append(total)
+            for kind in ("input", "constant", "rounding", "table", "cordic"):
+                part = float(np.sum(per[kinds[:len(per)] == kind])) if len(per) else 0.0
+                sources.setdefault(kind, []).append(part)
+            sources.setdefault("second order", []).append(error.r)
+        by_input = {}
+        for i in range(n):
+            per = nodes[i]["tau"][1].per_symbol()[:self.errors.used]
+            for (kind, name, node), value in zip(self.errors.labels, per):
+                if kind == "input":
+                    by_input.setdefault(f"input {name}", [0.0] * n)[i] += float(value)
+                if kind == "constant":
+                    group = quantity_of(name) or name
+                    if name.startswith("p_ddot_in"):
+                        group = "gravity"
+                    by_input.setdefault(f"constant {group}", [0.0] * n)[i] += float(value)
+        sources.update(by_input)
+        records = []
+        for rec in self.records:
+            lo, hi = rec["range"]
+            lo_limit, hi_limit = rec["limit"]
+            use = (max(abs(lo), abs(hi)) + rec["error"]) / hi_limit
+            records.append({**rec, "use": use})
+        hot = sorted(records, key=lambda r: -r["use"])[:10]
+        box = {"q_min": [float(v) for v in self.q_min], "q_max": [float(v) for v in self.q_max],
+               "qd_max": [float(v) for v in self.qd_max],
+               "qdd_max": [float(v) for v in self.qdd_max],
+               "wrench_max": None if self.wrench is None else list(self.wrench)}
+        formats = {"word": self.fmt.name, **{k: int(v) for k, v in self.bits.items()}}
+        return Certificate(robot.name, tuple(bounds), not self.saturations,
+                           tuple(self.saturations), box, formats, self.domain, tuple(hot),
+                           tuple(records), {k: tuple(v) for k, v in sources.items()})
+
+
+# ----------------------------------------------------------------------------------------------
+# Sampling the box (soundness checks and reports)
+# ----------------------------------------------------------------------------------------------
+
+#: Seed of the sampled states of reports and tests.
+SEED = 20261201
+
+
+def box_states(certificate, count, seed=SEED, corners=None):
+    """Return random and corner states of a certificate's box.
+
+    Parameters
+    ----------
+    certificate : Certificate
+        Its box is sampled.
+    count : int
+        Number of uniform random states.
+    seed : int
+        Random seed.
+    corners : int, optional
+        Number of random corners (every ``q_i``, ``qd_i``, ``qdd_i`` at one end of its range;
+        the first all lower, the second all upper); default ``count // 5``.
+
+    Returns
+    -------
+    q, qd, qdd : numpy.ndarray, shape (count + corners, n)
+        rad, rad/s, rad/s^2.
+    f_ext : numpy.ndarray, shape (count + corners, n, 6) or None
+        External wrenches within the box's ``wrench_max``, uniform (random states) or at the
+        corners; ``None`` when the box has none.
+    """
+    if not isinstance(count, int) or count < 0:
+        raise ValueError(f"count must be a non-negative integer, not {count!r}")
+    corners = count // 5 if corners is None else corners
+    box = certificate.box
+    q_min, q_max = np.array(box["q_min"]), np.array(box["q_max"])
+    qd_max, qdd_max = np.array(box["qd_max"]), np.array(box["qdd_max"])
+    n = len(q_min)
+    rng = np.random.default_rng([int(seed), n])
+    u = rng.random((count, 3, n))
+    c = rng.random((corners, 3, n)) < 0.5
+    if corners > 0:
+        c[0] = False
+    if corners > 1:
+        c[1] = True
+    u = np.concatenate([u, c.astype(float)])
+    q = q_min + u[:, 0] * (q_max - q_min)
+    qd = (2 * u[:, 1] - 1) * qd_max
+    qdd = (2 * u[:, 2] - 1) * qdd_max
+    f_ext = None
+    if box["wrench_max"] is not None:
+        scale = np.array([box["wrench_max"][0]] * 3 + [box["wrench_max"][1]] * 3)
+        w = np.concatenate([rng.random((count, n, 6)),
+                            (rng.random((corners, n, 6)) < 0.5).astype(float)])
+        f_ext = (2 * w - 1) * scale
+    return q, qd, qdd, f_ext
+
+
+def sampled_error(robot, certificate, count=10_000, seed=SEED, chunk=5_000):
+    """Return the sampled maximum of ``|rnea_fixed - rnea|`` per joint over the box, N·m.
+
+    States from :func:`box_states` (``count`` random plus ``count // 5`` corners), in chunks.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        The maximum per joint, shape (n,), and per node whether the golden model saturated
+        (overflow flag) on any sampled state, shape (n,).
+    """
+    from .golden import rnea_fixed
+    from .rnea import rnea
+
+    q, qd, qdd, f_ext = box_states(certificate, count, seed)
+    worst = np.zeros(robot.n)
+    overflow = np.zeros(robot.n, dtype=bool)
+    for start in range(0, len(q), chunk):
+        part = slice(start, start + chunk)
+        wrench = None if f_ext is None else f_ext[part]
+        fixed = rnea_fixed(robot, q[part], qd[part], qdd[part], f_ext=wrench)
+        error = np.abs(fixed.tau - rnea(robot, q[part], qd[part], qdd[part], f_ext=wrench))
+        worst = np.maximum(worst, np.max(error, axis=0))
+        overflow |= np.any(fixed.overflow, axis=0)
+    return worst, overflow
+
+
+# ----------------------------------------------------------------------------------------------
+# Report and command line
+# ----------------------------------------------------------------------------------------------
+
+PROG = "python -m linkdyn.model.certify"
+
+
+def plot_bound(certificate, sampled, path, title=None):
+    """Plot the certified bound and the sampled maximum per joint (log scale) to a PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(certificate.bound_nm)
+    x = np.arange(1, n + 1)
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    ax.bar(x - 0.2, certificate.bound_nm, 0.4, label="certified bound", color="tab:red")
+    ax.bar(x + 0.2, sampled, 0.4, label="sampled maximum", color="tab:blue")
+    ax.axhline(1e-3, color="k", linestyle="--", linewidth=1, label="goal 1e-3 N·m")
+    ax.set_yscale("log")
+    ax.set_xticks(x)
+    ax.set_xlabel("joint")
+    ax.set_ylabel("|tau_fixed - tau| (N·m)")
+    ax.set_title(title or f"{certificate.robot}: certified vs sampled torque error")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report_markdown(certificate, sampled, states, plot_name=None):
+    """Return the readable report of a certificate (Markdown), with the sampled maxima."""
+    c = certificate
+    n = len(c.bound_nm)
+    out = [f"# Fixed-point torque error certificate: {c.robot}", ""]
+    box = c.box
+    q_range = ", ".join(f"{a:.4g}..{b:.4g}" for a, b in zip(box["q_min"], box["q_max"]))
+    out.append(f"Box: q within [{q_range}] rad; "
+               f"|qd| <= [{', '.join(f'{v:.4g}' for v in box['qd_max'])}] rad/s; "
+               f"|qdd| <= [{', '.join(f'{v:.4g}' for v in box['qdd_max'])}] rad/s²; "
+               + ("no external wrench." if box["wrench_max"] is None else
+                  f"|f_ext| <= {box['wrench_max'][0]:g} N, |mu_ext| <= {box['wrench_max'][1]:g} "
+                  f"N·m per component on every link."))
+    out.append("")
+    out.append(f"Formats (fractional bits): "
+               + ", ".join(f"{k} {v}" for k, v in c.formats.items()) + f". Domain: {c.domain}.")
+    out.append("")
+    out.append(f"**Saturation free: {'yes' if c.saturation_free else 'NO'}.**")
+    if not c.saturation_free:
+        out.append("")
+        out.append("| node | register | possible range | word range | corner state (qd) |")
+        out.append("|---:|---|---|---|---|")
+        for s in c.saturations[:20]:
+            out.append(f"| {s['node']} | {s['register']} | [{s['range'][0]:.4g}, "
+                       f"{s['range'][1]:.4g}] | [{s['limit'][0]:.4g}, {s['limit'][1]:.4g}] | "
+                       f"{', '.join(f'{v:.3g}' for v in s['state']['qd'])} |")
+        if len(c.saturations) > 20:
+            out.append(f"\n... and {len(c.saturations) - 20} more (certificate.json).")
+    out.append("")
+    out.append(f"Sampled: {states:,} random and {states // 5:,} corner states of the box "
+               f"(`rnea_fixed` against `rnea`, seed {SEED}).")
+    out.append("")
+    head = "| | " + " | ".join(f"joint {i + 1}" for i in range(n)) + " |"
+    out += [head, "|---|" + "---:|" * n]
+    out.append("| certified bound (N·m) | " + " | ".join(f"{v:.3e}" for v in c.bound_nm) + " |")
+    out.append("| sampled max (N·m) | " + " | ".join(f"{v:.3e}" for v in sampled) + " |")
+    out.append("| bound / sampled | " + " | ".join(
+        f"{b / s:.1f}" if s > 0 else "-" for b, s in zip(c.bound_nm, sampled)) + " |")
+    for kind, values in c.sources.items():
+        out.append(f"| of which {kind} | " + " | ".join(f"{v:.2e}" for v in values) + " |")
+    out.append("")
+    if plot_name:
+        out += [f"![certified bound and sampled maximum per joint]({plot_name})", ""]
+    out.append("Registers closest to saturation (largest |x| + |e| over the word's limit):")
+    out.append("")
+    out.append("| node | register | exact range | error bound | use |")
+    out.append("|---:|---|---|---:|---:|")
+    for h in c.hot_registers:
+        out.append(f"| {h['node']} | {h['register']} | [{h['range'][0]:.4g}, {h['range'][1]:.4g}]"
+                   f" | {h['error']:.2e} | {h['use']:.3f} |")
+    out.append("")
+    return "\n".join(out)
+
+
+class CommandError(Exception):
+    """A user error: printed on stderr without a traceback, exit status 2."""
+
+
+def _parse_pair(text):
+    try:
+        force, moment = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected F,M (two numbers), not {text!r}") from None
+    return force, moment
+
+
+def _parse_vector(text):
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or a comma list, not {text!r}") \
+            from None
+    return values[0] if len(values) == 1 else values
+
+
+def main(argv=None):
+    """Command line: certify a robot over a box and write ``DIR/certificate.json`` and a report."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    parser.add_argument("--robot", required=True,
+                        help="built-in robot name, robot file (.json) or URDF file")
+    parser.add_argument("--tip", help="last link of the chain")
+    parser.add_argument("--qd-max", type=_parse_vector,
+                        help="|qd| bound, rad/s: one number or one per joint "
+                             "(default: the velocity limits)")
+    parser.add_argument("--qdd-max", type=_parse_vector, default=DEFAULT_QDD_MAX,
+                        help="|qdd| bound, rad/s^2 (default 10)")
+    parser.add_argument("--wrench-max", type=_parse_pair,
+                        help="F,M: external force (N) and moment (N·m) bound per component")
+    parser.add_argument("--domain", choices=("affine", "interval"), default="affine")
+    parser.add_argument("--states", type=int, default=10_000,
+                        help="random states for the sampled comparison (default 10000; 0: none)")
+    parser.add_argument("--out", required=True, type=Path, help="output folder")
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except CommandError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _run(args):
+    from .library import load_robot
+    from .robot import RobotDescriptionError
+
+    try:
+        robot = load_robot(args.robot, tip=args.tip)
+    except (FileNotFoundError, RobotDescriptionError, NotImplementedError) as error:
+        raise CommandError(str(error)) from None
+    if args.states < 0:
+        raise CommandError(f"--states must be >= 0, not {args.states}")
+    if args.out.exists() and not args.out.is_dir():
+        raise CommandError(f"--out {str(args.out)!r} exists and is not a folder")
+    try:
+        certificate = certify(robot, qd_max=args.qd_max, qdd_max=args.qdd_max,
+                              wrench_max=args.wrench_max, domain=args.domain)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "certificate.json").write_text(certificate.to_json() + "\n", encoding="utf-8")
+    if args.states:
+        print(f"sampling {args.states:,} + {args.states // 5:,} states ...", file=sys.stderr)
+        sampled, _ = sampled_error(robot, certificate, args.states)
+    else:
+        sampled = np.zeros(robot.n)
+    plot_bound(certificate, sampled, args.out / "certificate.png")
+    (args.out / "certificate.md").write_text(
+        report_markdown(certificate, sampled, args.states, "certificate.png"), encoding="utf-8")
+    print(f"bound per joint (N·m): {' '.join(f'{v:.3e}' for v in certificate.bound_nm)}; "
+          f"saturation free: {'yes' if certificate.saturation_free else 'NO'}; "
+          f"wrote {args.out / 'certificate.json'}, certificate.md, certificate.png")
+    return 0 if certificate.saturation_free else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
