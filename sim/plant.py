@@ -1,0 +1,1318 @@
+"""The robot as a plant: a MuJoCo model of a URDF arm, stepped at the control rate.
+
+:class:`Plant` builds a MuJoCo model from the same URDF file that
+:func:`linkdyn.model.urdf.load_urdf` turns into the controller's :class:`~linkdyn.model.Robot`,
+so that model and plant are one robot: the same joints in the same order, the same sign and zero
+of ``q``, the same inertial parameters and the same gravity (``robot.gravity``, standard gravity
+9.80665 m/s^2, not MuJoCo's default 9.81). What the plant adds around the URDF:
+
+* a torque actuator (``motor``) per joint, ``ctrlrange`` the URDF ``<limit effort>``; the torque
+  given to :meth:`Plant.step` is clipped there and the clipping is reported;
+* joint damping and dry friction from the URDF ``<dynamics damping friction>`` (see below);
+* encoder quantisation (``encoder_counts`` per joint revolution) and optional Gaussian noise with
+  a fixed seed on what :meth:`Plant.measure` returns; :attr:`Plant.state` is the true state;
+* disturbance forces at a point of a body (``xfrc_applied``), :meth:`Plant.apply_disturbance`;
+* a massless tool body on the tip link (a stick out to the tool point, ``tool_offset``, with a
+  contact sphere there), a site at the tool point (:meth:`Plant.end_effector_position`) and a
+  force/torque sensor at the flange between the tip link and the tool (the wrist sensor,
+  :meth:`Plant.wrist_wrench`);
+* a rigid plate (a fixed box, :class:`Plate`) the tool can push against, :meth:`Plant.with_plate`;
+* a payload body on the tip link whose mass, centre of mass and inertia are set and removed at
+  run time, :meth:`Plant.set_payload`.
+
+What MuJoCo does with the URDF
+------------------------------
+MuJoCo's URDF reader (checked in its ``xml_urdf.cc``) maps ``<limit lower upper>`` to the joint
+``range`` (a soft constraint, active only beyond the range), ``<limit effort>`` to the joint's
+``actuatorfrcrange`` (the total actuator torque on the joint is clamped there), and
+``<dynamics damping friction>`` to the joint ``damping`` (a viscous torque ``-damping * qd``,
+N·m·s/rad, integrated implicitly) and ``frictionloss`` (dry friction: a soft constraint, solved
+with the contacts, that pulls the joint velocity to zero with a torque of at most ``friction``
+N·m). ``<limit velocity>`` has no MuJoCo counterpart and is ignored. Checked in the tests: on a
+moving joint the dry friction is exactly ``-friction * sign(qd)`` as long as the torque does not
+decelerate the joint faster than the constraint's own reference (about ``qd / 0.01 s``; beyond
+that MuJoCo's friction even pushes along the motion), and a joint at rest is held below the
+level up to a slow creep (UR5 joint 1 at 75 % of a 2 N·m level: 0.4 mrad in 1 s). Compared with
+the paper's friction model, eq. (20) (:class:`linkdyn.model.Friction`): ``F_v = damping``,
+and ``F_c * pi / 2 = friction`` for the asymptotic Coulomb level (MuJoCo's dry friction has no
+``atan`` shape). The plant keeps them as the file
+gives them (``friction=True``) or sets both to zero (``friction=False``, used where the plant is
+compared with rigid-body dynamics), or takes ``damping``/``frictionloss`` arrays that override
+the file. (The UR5 file of example-robot-data gives zeros, the Panda's ``damping=0.003``.)
+
+``<visual>`` meshes are discarded (MuJoCo cannot read the ``.dae`` files) and so are
+``<collision>`` meshes unless ``meshes=True``, which resolves their ``package://`` paths (not
+resolvable as example-robot-data writes them: they name the package, not a folder) and keeps
+them as visual geometry only. No robot geometry takes part in contacts: the only contacts are
+the tool sphere against the plate. Without meshes the links are drawn as thin capsules between
+joint origins (massless, no contacts). Every added geometry is massless: inertias come from the
+URDF ``<inertial>`` alone (``inertiafromgeom="false"``). Movable joints that are not on the
+root-to-tip chain (the Panda's fingers, joints beyond the tip) are locked at zero, as
+:func:`~linkdyn.model.urdf.load_urdf` merges those links. Static links are kept as separate
+bodies (``fusestatic="false"``) so that the tip link keeps its frame.
+
+Units SI (m, kg, s, rad, N, N·m); world frame = the URDF root frame = the frame of
+``robot.base``; the tool frame is the tip link frame moved by ``tool_offset`` (= the
+``linkdyn.model.kinematics.tool_pose`` of :attr:`Plant.robot`).
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import math
+import os
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+
+def _default_gl():
+    """Pick a headless OpenGL for MuJoCo's offscreen rendering unless one is chosen already.
+
+    ``MUJOCO_GL`` is read when :mod:`mujoco` is imported; without a display, and when mujoco is
+    not imported yet, OSMesa (Debian ``libosmesa6``) or else EGL is chosen when its library is
+    present. Nothing else depends on it.
+    """
+    if "MUJOCO_GL" in os.environ or os.environ.get("DISPLAY") or "mujoco" in sys.modules:
+        return
+    for backend, library in (("osmesa", "OSMesa"), ("egl", "EGL")):
+        if ctypes.util.find_library(library):
+            os.environ["MUJOCO_GL"] = backend
+            return
+
+
+_default_gl()
+
+import mujoco  # noqa: E402
+
+from ..model.reference import REFERENCE_URDFS, example_robot_urdf  # noqa: E402
+from ..model.robot import Robot  # noqa: E402
+from ..model.urdf import load_urdf  # noqa: E402
+
+__all__ = [
+    "Plant", "PlantError", "Plate", "Payload", "Disturbance", "PlantState",
+    "DEFAULT_ENCODER_COUNTS", "TOOL_BODY", "TOOL_SITE", "WRIST_SITE", "OFFSCREEN_SIZE",
+]
+
+#: Default encoder resolution, counts per joint revolution (a 17-bit absolute encoder).
+DEFAULT_ENCODER_COUNTS = 2 ** 17
+
+#: Name of the massless tool body (child of the tip link, carries the contact sphere).
+TOOL_BODY = "linkdyn_tool"
+
+#: Name of the site at the tool point (the tool frame origin: tip link frame + ``tool_offset``).
+TOOL_SITE = "linkdyn_tool_site"
+
+#: Name of the wrist force/torque sensor's site (the tip link frame origin, the flange).
+WRIST_SITE = "linkdyn_wrist_site"
+
+#: Largest picture :func:`linkdyn.sim.render.render` can make, (width, height) pixels.
+OFFSCREEN_SIZE = (1280, 960)
+
+_PAYLOAD_BODY = "linkdyn_payload"
+_PAYLOAD_GEOM = "linkdyn_payload_geom"
+_PLATE_GEOM = "linkdyn_plate"
+_FORCE_SENSOR = "linkdyn_wrist_force"
+_TORQUE_SENSOR = "linkdyn_wrist_torque"
+_MOVABLE = ("revolute", "continuous", "prismatic")
+_VELOCITY_MODES = ("difference", "exact")
+_INTEGRATORS = {
+    "euler": mujoco.mjtIntegrator.mjINT_EULER,
+    "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
+    "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+}
+# Contact bits: only the tool sphere and the plate collide.
+_TOOL_CONTYPE, _PLATE_CONAFFINITY = 2, 2
+
+
+class PlantError(ValueError):
+    """A plant cannot be built from the description given (the message says why)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Argument checks
+# --------------------------------------------------------------------------------------------
+
+def _vector(value, shape, what, *, finite=True):
+    """``value`` as a float array of ``shape``; TypeError/ValueError saying what came."""
+    try:
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be numeric, not {value!r}") from None
+    if array.shape != shape:
+        raise ValueError(f"{what} must have shape {shape}, not {array.shape}")
+    if finite and not np.all(np.isfinite(array)):
+        raise ValueError(f"{what} must be finite, not {array.tolist()!r}")
+    return array
+
+
+def _number(value, what, *, minimum=None, strictly=False):
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{what} must be a number, not {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{what} must be finite, not {value!r}")
+    if minimum is not None and (value <= minimum if strictly else value < minimum):
+        raise ValueError(f"{what} must be {'>' if strictly else '>='} {minimum}, not {value!r}")
+    return value
+
+
+def _per_joint(value, n, what):
+    """A scalar or (n,) array of non-negative finite numbers, as an (n,) array."""
+    array = np.array(value, dtype=float) if not isinstance(value, str) else None
+    if array is None or array.dtype == object:
+        raise TypeError(f"{what} must be a number or {n} numbers, not {value!r}")
+    if array.shape == ():
+        array = np.full(n, float(array))
+    if array.shape != (n,):
+        raise ValueError(f"{what} must be a number or have shape ({n},), not {array.shape}")
+    if not np.all(np.isfinite(array)) or np.any(array < 0):
+        raise ValueError(f"{what} must be finite and >= 0, not {array.tolist()!r}")
+    return array
+
+
+def _rotation(value, what):
+    """A rotation matrix from a (3, 3) matrix or a (w, x, y, z) unit quaternion."""
+    array = np.array(value, dtype=float)
+    if array.shape == (4,):
+        norm = float(np.linalg.norm(array))
+        if not math.isfinite(norm) or norm < 1e-9:
+            raise ValueError(f"{what} quaternion must be finite and non-zero, not "
+                             f"{array.tolist()!r}")
+        matrix = np.zeros(9)
+        mujoco.mju_quat2Mat(matrix, array / norm)
+        return matrix.reshape(3, 3)
+    array = _vector(value, (3, 3), f"{what} (a 3x3 rotation matrix or a (w, x, y, z) "
+                                   f"quaternion)")
+    if (not np.allclose(array @ array.T, np.eye(3), atol=1e-9)
+            or not np.isclose(np.linalg.det(array), 1.0, atol=1e-9)):
+        raise ValueError(f"{what} must be a rotation matrix, not {array.tolist()!r}")
+    return array
+
+
+def _quaternion(rotation):
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(rotation).reshape(9))
+    return quat
+
+
+# --------------------------------------------------------------------------------------------
+# Scene elements
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Plate:
+    """A rigid plate: a box fixed in the world that the tool can push against.
+
+    Parameters
+    ----------
+    position : array_like, shape (3,)
+        Centre of the box in the world frame, m.
+    size : array_like, shape (3,)
+        Half-extents of the box along its own axes, m, each > 0 (default a 0.4 x 0.4 m plate,
+        0.02 m thick).
+    rotation : array_like, shape (3, 3) or (4,)
+        Orientation of the box in the world frame: a rotation matrix (columns = box axes in
+        world coordinates) or a unit quaternion ``(w, x, y, z)``. Default: axis-aligned.
+    friction : float
+        Sliding friction coefficient of the tool on the plate (MuJoCo's default is 1).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a value is not numeric, has the wrong shape, is not finite, a half-extent is not
+        positive, the rotation is not a rotation or the friction is negative.
+    """
+
+    position: np.ndarray
+    size: np.ndarray = field(default_factory=lambda: np.array([0.2, 0.2, 0.01]))
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    friction: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "position", _vector(self.position, (3,), "plate position"))
+        size = _vector(self.size, (3,), "plate size")
+        if np.any(size <= 0):
+            raise ValueError(f"plate size (half-extents, m) must be > 0, not {size.tolist()!r}")
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "rotation", _rotation(self.rotation, "plate rotation"))
+        object.__setattr__(self, "friction", _number(self.friction, "plate friction",
+                                                     minimum=0))
+
+    def surface_point(self, normal_axis=2):
+        """Return the centre of the box face whose outward normal is ``+axis``, world frame, m."""
+        return self.position + self.rotation[:, normal_axis] * self.size[normal_axis]
+
+
+@dataclass(frozen=True)
+class Payload:
+    """A rigid payload held by the last link.
+
+    Parameters
+    ----------
+    mass : float
+        Mass, kg, ``>= 0`` (0 removes the payload).
+    com : array_like, shape (3,)
+        Centre of mass in the tip link frame, m.
+    inertia : array_like, shape (3, 3), optional
+        Rotational inertia about the centre of mass, tool-frame axes, kg·m^2. Default: zero
+        (a point mass).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If the mass is negative or not finite, a vector has the wrong shape or is not finite,
+        or the inertia is not symmetric positive semi-definite.
+    """
+
+    mass: float
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+
+    def __post_init__(self):
+        object.__setattr__(self, "mass", _number(self.mass, "payload mass", minimum=0))
+        object.__setattr__(self, "com", _vector(self.com, (3,), "payload centre of mass"))
+        inertia = _vector(self.inertia, (3, 3), "payload inertia")
+        if not np.allclose(inertia, inertia.T, atol=1e-12):
+            raise ValueError(f"payload inertia must be symmetric, not {inertia.tolist()!r}")
+        if np.linalg.eigvalsh(0.5 * (inertia + inertia.T))[0] < -1e-12:
+            raise ValueError(f"payload inertia must be positive semi-definite, not "
+                             f"{inertia.tolist()!r}")
+        object.__setattr__(self, "inertia", 0.5 * (inertia + inertia.T))
+
+
+@dataclass(frozen=True)
+class Disturbance:
+    """An external force (and moment) applied to a body of the plant by its environment.
+
+    Attributes
+    ----------
+    body : str
+        MuJoCo body name (a URDF link name, or :data:`TOOL_BODY`).
+    point : numpy.ndarray, shape (3,)
+        Point of application in the body's frame (the URDF link frame), m.
+    force : numpy.ndarray, shape (3,)
+        Force on the body, world axes, N.
+    torque : numpy.ndarray, shape (3,)
+        Pure moment on the body, world axes, N·m (besides the moment of ``force`` about the
+        body's centre of mass, which the plant adds).
+    start, until : float
+        Plant time (s) from which and until which it acts (``until`` may be ``inf``).
+    """
+
+    body: str
+    point: np.ndarray
+    force: np.ndarray
+    torque: np.ndarray
+    start: float
+    until: float
+
+    def active(self, time):
+        """bool: whether the disturbance acts at plant time ``time`` (s): start <= t < until."""
+        return self.start <= time < self.until
+
+
+@dataclass(frozen=True)
+class PlantState:
+    """A state of the plant.
+
+    Attributes
+    ----------
+    time : float
+        Plant time, s.
+    q, qd : numpy.ndarray, shape (n,)
+        Joint angles (rad) and velocities (rad/s), linkdyn's joint order, sign and zero.
+    """
+
+    time: float
+    q: np.ndarray
+    qd: np.ndarray
+
+
+# --------------------------------------------------------------------------------------------
+# URDF -> MuJoCo
+# --------------------------------------------------------------------------------------------
+
+def _resolve_package(filename, urdf_path, package_dirs):
+    """Resolve ``package://<package>/<rest>`` to a file, or raise FileNotFoundError."""
+    if not filename.startswith("package://"):
+        path = Path(filename)
+        path = path if path.is_absolute() else urdf_path.parent / path
+        if not path.is_file():
+            raise FileNotFoundError(f"URDF {str(urdf_path)!r}: mesh {filename!r} not found")
+        return path
+    package, _, rest = filename[len("package://"):].partition("/")
+    # Folders that may hold the package: the ones given, then every folder above the URDF (a
+    # URDF usually lies inside its package, as example-robot-data's do).
+    candidates = [Path(d) for d in package_dirs] + list(urdf_path.resolve().parents)
+    for folder in candidates:
+        path = folder / package / rest
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        f"URDF {str(urdf_path)!r}: mesh {filename!r} not found: no folder {package!r} holding "
+        f"{rest!r} in package_dirs {[str(d) for d in package_dirs]!r} or above the URDF")
+
+
+def _plant_urdf(urdf_path, chain_links, meshes, package_dirs):
+    """The URDF text MuJoCo is given: meshes resolved or removed, off-chain joints fixed."""
+    root = ET.parse(urdf_path).getroot()
+    for element in root.findall("mujoco"):
+        root.remove(element)
+    for link in root.findall("link"):
+        for visual in link.findall("visual"):
+            link.remove(visual)
+        for collision in link.findall("collision"):
+            mesh = collision.find("geometry/mesh")
+            if not meshes or (mesh is not None and not mesh.get("filename", "").lower()
+                              .endswith((".stl", ".obj", ".msh"))):
+                link.remove(collision)
+            elif mesh is not None:
+                mesh.set("filename", str(_resolve_package(mesh.get("filename", ""), urdf_path,
+                                                          package_dirs)))
+    for joint in root.findall("joint"):
+        child = joint.find("child")
+        if joint.get("type") in _MOVABLE and child is not None \
+                and child.get("link") not in chain_links:
+            joint.set("type", "fixed")
+    extension = ET.SubElement(root, "mujoco")
+    # discardvisual would also drop the plant's own visual-only geometry (the URDF <visual>
+    # elements are removed above).
+    ET.SubElement(extension, "compiler", fusestatic="false", discardvisual="false",
+                  strippath="false")
+    return ET.tostring(root, encoding="unicode")
+
+
+@dataclass(frozen=True)
+class _Config:
+    """Everything a plant is built from (so that ``with_plate`` can rebuild it)."""
+
+    urdf_path: Path
+    tip: str | None
+    robot: Robot
+    control_period: float
+    substeps: int
+    encoder_counts: int | None
+    noise: np.ndarray
+    velocity_noise: np.ndarray
+    velocity: str
+    seed: int | None
+    friction: bool
+    damping: np.ndarray | None
+    frictionloss: np.ndarray | None
+    integrator: str
+    meshes: bool
+    package_dirs: tuple
+    tool_radius: float
+    tool_offset: np.ndarray
+    plate: Plate | None
+    contact_timeconst: float
+
+
+def _build_model(config):
+    """Compile the MuJoCo model of a configuration; return (model, joint ids, names)."""
+    robot = config.robot
+    chain_links = [link.name for link in robot.links]
+    tip = config.tip or chain_links[-1]
+    text = _plant_urdf(config.urdf_path, set(chain_links), config.meshes, config.package_dirs)
+    try:
+        spec = mujoco.MjSpec.from_string(text)
+    except ValueError as error:
+        raise PlantError(f"MuJoCo cannot read URDF {str(config.urdf_path)!r}: {error}") from None
+    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
+    spec.option.gravity = robot.gravity
+    spec.option.timestep = config.control_period / config.substeps
+    spec.option.integrator = _INTEGRATORS[config.integrator]
+    spec.visual.global_.offwidth, spec.visual.global_.offheight = OFFSCREEN_SIZE
+
+    # The chain joints, in linkdyn's order: joint i moves link i (the URDF child link).
+    joints = []
+    for i, name in enumerate(chain_links):
+        body = spec.body(name)
+        body_joints = [] if body is None else list(body.joints)
+        if len(body_joints) != 1:
+            raise PlantError(f"URDF {str(config.urdf_path)!r}: link {name!r} (joint {i + 1}) "
+                             f"has {len(body_joints)} MuJoCo joints, expected 1")
+        joints.append(body_joints[0])
+    moving = [j for j in spec.joints if j.name not in {j.name for j in joints}]
+    if moving:
+        raise PlantError(f"URDF {str(config.urdf_path)!r}: joints "
+                         f"{[j.name for j in moving]!r} are not on the chain")
+    for i, joint in enumerate(joints):
+        if not config.friction:
+            joint.damping = np.zeros_like(joint.damping)
+            joint.frictionloss = 0.0
+        if config.damping is not None:
+            damping = np.zeros_like(joint.damping)
+            damping[0] = config.damping[i]
+            joint.damping = damping
+        if config.frictionloss is not None:
+            joint.frictionloss = float(config.frictionloss[i])
+        tau_max = robot.links[i].limits.tau_max
+        actuator = spec.add_actuator(name=f"linkdyn_motor_{i + 1}", target=joint.name,
+                                     trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        if tau_max is not None:
+            actuator.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            actuator.ctrlrange = [-tau_max, tau_max]
+            joint.actfrcrange = [-tau_max, tau_max]
+            joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        else:
+            actuator.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
+            joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE
+
+    # No robot geometry collides (a model of rigid-body dynamics, not of self-collision).
+    for geom in spec.geoms:
+        geom.contype = 0
+        geom.conaffinity = 0
+        geom.group = 1
+        geom.rgba = [0.70, 0.72, 0.75, 1.0]
+    if not config.meshes:
+        _add_skeleton(spec, config)
+
+    tip_body = spec.body(tip)
+    if tip_body is None:
+        raise PlantError(f"URDF {str(config.urdf_path)!r} has no link {tip!r}")
+    # The tool: a massless body at the tip link frame (the wrist flange), the wrist sensor's
+    # site at its origin, a stick out to the tool point with the contact sphere there.
+    offset = config.tool_offset
+    tool = tip_body.add_body(name=TOOL_BODY)
+    tool.add_site(name=WRIST_SITE, size=[0.004, 0, 0], rgba=[0.2, 0.2, 0.9, 1], group=2)
+    tool.add_site(name=TOOL_SITE, pos=offset, size=[0.004, 0, 0], rgba=[1, 0.2, 0.2, 1],
+                  group=2)
+    if np.linalg.norm(offset) > 1e-4:
+        tool.add_geom(name="linkdyn_tool_stick", type=mujoco.mjtGeom.mjGEOM_CAPSULE,
+                      fromto=[0, 0, 0, *offset], size=[0.5 * config.tool_radius, 0, 0],
+                      contype=0, conaffinity=0, mass=0, group=1, rgba=[0.25, 0.25, 0.28, 1])
+    tool.add_geom(name="linkdyn_tool_sphere", type=mujoco.mjtGeom.mjGEOM_SPHERE,
+                  pos=offset, size=[config.tool_radius, 0, 0], contype=_TOOL_CONTYPE,
+                  conaffinity=0, condim=3, rgba=[0.9, 0.3, 0.2, 1], mass=0, group=1)
+    spec.add_sensor(name=_FORCE_SENSOR, type=mujoco.mjtSensor.mjSENS_FORCE,
+                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname=WRIST_SITE)
+    spec.add_sensor(name=_TORQUE_SENSOR, type=mujoco.mjtSensor.mjSENS_TORQUE,
+                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname=WRIST_SITE)
+    # The payload body: compiled massless with an inertial frame apart from its body frame, so
+    # that MuJoCo's same-frame shortcut cannot skip a centre of mass set at run time.
+    payload = tip_body.add_body(name=_PAYLOAD_BODY, mass=0.0, ipos=[1e-3, 0, 0],
+                                iquat=[0.5, 0.5, 0.5, 0.5], inertia=[0, 0, 0])
+    payload.add_geom(name=_PAYLOAD_GEOM, type=mujoco.mjtGeom.mjGEOM_SPHERE,
+                     size=[0.04, 0, 0], pos=[1e-3, 0, 0], contype=0, conaffinity=0,
+                     rgba=[0.95, 0.75, 0.1, 0.0], mass=0, group=2)
+    # For pictures only: a floor at the base height (no contacts) and a light above.
+    spec.worldbody.add_geom(name="linkdyn_floor", type=mujoco.mjtGeom.mjGEOM_PLANE,
+                            size=[2.0, 2.0, 0.05], pos=robot.base[:3, 3] * [1, 1, 0],
+                            contype=0, conaffinity=0, group=0, rgba=[0.82, 0.83, 0.85, 1.0])
+    spec.worldbody.add_light(name="linkdyn_light", pos=[0.5, -0.5, 3.0], dir=[0, 0, -1],
+                             diffuse=[0.7, 0.7, 0.7], castshadow=True)
+    spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
+    spec.visual.headlight.diffuse = [0.5, 0.5, 0.5]
+    if config.plate is not None:
+        plate = config.plate
+        spec.worldbody.add_geom(name=_PLATE_GEOM, type=mujoco.mjtGeom.mjGEOM_BOX,
+                                size=plate.size, pos=plate.position,
+                                quat=_quaternion(plate.rotation), contype=0,
+                                conaffinity=_PLATE_CONAFFINITY, condim=3,
+                                friction=[plate.friction, 0.005, 0.0001],
+                                solref=[config.contact_timeconst, 1.0],
+                                rgba=[0.35, 0.55, 0.75, 1.0])
+    try:
+        model = spec.compile()
+    except ValueError as error:
+        raise PlantError(f"MuJoCo cannot compile the plant of {str(config.urdf_path)!r}: "
+                         f"{error}") from None
+    model.body_sameframe[model.body(_PAYLOAD_BODY).id] = 0
+    model.geom_sameframe[model.geom(_PAYLOAD_GEOM).id] = 0
+    ids = np.array([model.joint(j.name).id for j in joints])
+    if not np.array_equal(model.jnt_dofadr[ids], np.arange(robot.n)) \
+            or not np.array_equal(model.jnt_qposadr[ids], np.arange(robot.n)):
+        raise PlantError(f"URDF {str(config.urdf_path)!r}: MuJoCo orders the joints "
+                         f"{[model.joint(i).name for i in range(model.njnt)]!r} differently "
+                         f"from the chain")
+    return model, [j.name for j in joints], tip
+
+
+def _add_skeleton(spec, config):
+    """Massless capsules from each link origin to its children's origins (for pictures)."""
+    for body in spec.bodies:
+        if body.name == "world":
+            continue
+        for child in body.bodies:
+            end = np.array(child.pos, dtype=float)
+            if np.linalg.norm(end) < 1e-4:
+                continue
+            body.add_geom(type=mujoco.mjtGeom.mjGEOM_CAPSULE, fromto=[0, 0, 0, *end],
+                          size=[0.035, 0, 0], contype=0, conaffinity=0, mass=0, group=1,
+                          rgba=[0.70, 0.72, 0.75, 1.0])
+
+
+# --------------------------------------------------------------------------------------------
+# The plant
+# --------------------------------------------------------------------------------------------
+
+class Plant:
+    """A robot arm simulated by MuJoCo, stepped one control period at a time.
+
+    Build one with :meth:`from_urdf` or :meth:`from_reference`. The plant holds the linkdyn
+    :class:`~linkdyn.model.Robot` of the same file (:attr:`robot`) and a MuJoCo model and data
+    (:attr:`model`, :attr:`data`; reading them is fine, changing them is at the caller's risk).
+
+    Time advances only in :meth:`step`: the torque is held for one control period
+    (:attr:`control_period`, s) over :attr:`substeps` MuJoCo steps of :attr:`timestep`. After
+    :meth:`reset` and :meth:`step` the MuJoCo data is forwarded at the current state (positions,
+    contact forces and sensors belong to ``state.time``, under the last torque and the
+    disturbances active at that time).
+
+    Measurement: :meth:`measure` returns the sample taken at the last control instant:
+    ``q_meas = quantise(q + noise_q)``, with ``quantise(x) = s * round(x / s)``,
+    ``s = 2 pi / encoder_counts`` (rad), ``noise_q ~ N(0, noise^2)``; the velocity is the
+    backward difference of two consecutive samples over the control period
+    (``velocity="difference"``, what a drive computes from its encoder) or the true velocity
+    (``velocity="exact"``), plus ``N(0, velocity_noise^2)`` in both cases. The noise comes
+    from one ``numpy.random.Generator`` seeded with ``seed``; :meth:`reset` does not reseed it.
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, _Config):
+            raise TypeError("build a Plant with Plant.from_urdf(...) or Plant.from_reference(...)")
+        self._config = config
+        self.robot = config.robot
+        self.n = config.robot.n
+        self.model, self.joint_names, self.tip = _build_model(config)
+        self.data = mujoco.MjData(self.model)
+        self._scratch = mujoco.MjData(self.model)
+        self._rng = np.random.default_rng(config.seed)
+        self._tool_site = self.model.site(TOOL_SITE).id
+        self._wrist_site = self.model.site(WRIST_SITE).id
+        self._tool_body = self.model.body(TOOL_BODY).id
+        self._payload_body = self.model.body(_PAYLOAD_BODY).id
+        self._payload_geom = self.model.geom(_PAYLOAD_GEOM).id
+        self._force_adr = self.model.sensor_adr[self.model.sensor(_FORCE_SENSOR).id]
+        self._torque_adr = self.model.sensor_adr[self.model.sensor(_TORQUE_SENSOR).id]
+        limits = [link.limits.tau_max for link in self.robot.links]
+        self.tau_max = np.array([np.inf if t is None else t for t in limits])
+        self.tau_max.setflags(write=False)
+        self._payload = None
+        self._link_inertials = {}
+        self._disturbances = []
+        self._torque = np.zeros(self.n)
+        self.clip_count = np.zeros(self.n, dtype=int)
+        self.reset()
+
+    # ---- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def from_urdf(cls, path, tip=None, *, control_period=1e-3, substeps=2,
+                  encoder_counts=DEFAULT_ENCODER_COUNTS, noise=0.0, velocity_noise=0.0,
+                  velocity="difference", seed=0, friction=True, damping=None,
+                  frictionloss=None, gravity=None, integrator="implicitfast", meshes=False,
+                  package_dirs=(), tool_offset=(0.0, 0.0, 0.0), tool_radius=0.01, plate=None,
+                  contact_timeconst=0.005):
+        """Build the plant of a URDF arm.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The URDF file (the one the controller's model comes from).
+        tip : str, optional
+            Tip link of the chain, as in :func:`linkdyn.model.urdf.load_urdf` (required for
+            branched files such as the Panda's: ``"panda_hand"``).
+        control_period : float
+            Control period, s (default 1 ms, the paper's 1 kHz); :meth:`step` advances this much.
+        substeps : int
+            MuJoCo steps per control period, >= 1 (default 2: a 0.5 ms timestep).
+        encoder_counts : int or None
+            Encoder counts per joint revolution (default :data:`DEFAULT_ENCODER_COUNTS`);
+            ``None``: no quantisation.
+        noise : float or array_like, shape (n,)
+            Standard deviation of the position noise before quantisation, rad (default 0).
+        velocity_noise : float or array_like, shape (n,)
+            Standard deviation of the noise added to the measured velocity, rad/s (default 0).
+        velocity : {"difference", "exact"}
+            How :meth:`measure` obtains the velocity (see the class notes).
+        seed : int or None
+            Seed of the measurement noise (default 0).
+        friction : bool
+            Keep the URDF ``<dynamics damping friction>`` (default) or set both to zero.
+        damping, frictionloss : array_like, shape (n,), optional
+            Joint viscous damping (N·m·s/rad) and dry friction (N·m) replacing the file's.
+        gravity : array_like, shape (3,), optional
+            Gravity in the world frame, m/s^2, passed to ``load_urdf``; default the Robot
+            default ``(0, 0, -9.80665)``. The plant's gravity is always ``robot.gravity``.
+        integrator : {"implicitfast", "implicit", "euler"}
+            MuJoCo integrator (default ``"implicitfast"``).
+        meshes : bool
+            Keep the URDF's collision meshes (STL/OBJ) as visual geometry, resolving
+            ``package://`` paths (default False: links drawn as capsules).
+        package_dirs : sequence of path
+            Folders that hold ROS packages named by ``package://`` (searched before the folders
+            above the URDF).
+        tool_offset : array_like, shape (3,)
+            Tool point in the tip link frame, m (default the tip link origin): a massless stick
+            from the flange to it carries the contact sphere. :attr:`robot` gets the matching
+            ``tool`` transform (``robot.tool`` translated by it), so that its ``tool_pose`` is
+            the tool point; with the default it equals ``load_urdf(path, tip)``.
+        tool_radius : float
+            Radius of the contact sphere at the tool point, m (default 0.01).
+        plate : Plate, optional
+            A plate to push against (see also :meth:`with_plate`).
+        contact_timeconst : float
+            Time constant of the plate contact (MuJoCo ``solref``), s, >= 2 timesteps
+            (default 5 ms: a stiff plate).
+
+        Returns
+        -------
+        Plant
+            At rest at ``q = 0`` (or the middle of the joint range where 0 is outside it),
+            time 0.
+
+        Raises
+        ------
+        linkdyn.model.RobotDescriptionError
+            If linkdyn cannot load the URDF (see :func:`~linkdyn.model.urdf.load_urdf`).
+        PlantError
+            If MuJoCo cannot read or compile it, or its joints do not match the chain.
+        FileNotFoundError
+            If ``meshes=True`` and a mesh file cannot be found.
+        TypeError, ValueError
+            If an argument has the wrong type or value (the message says what came).
+        """
+        path = Path(path)
+        robot = load_urdf(path, tip=tip, gravity=gravity)
+        tool_offset = _vector(tool_offset, (3,), "tool_offset (m)")
+        if np.any(tool_offset):
+            translation = np.eye(4)
+            translation[:3, 3] = tool_offset
+            robot = replace(robot, tool=robot.tool @ translation)
+        n = robot.n
+        control_period = _number(control_period, "control_period (s)", minimum=0,
+                                 strictly=True)
+        if isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)):
+            raise TypeError(f"substeps must be an int, not {substeps!r}")
+        if substeps < 1:
+            raise ValueError(f"substeps must be >= 1, not {substeps!r}")
+        if encoder_counts is not None:
+            if isinstance(encoder_counts, bool) or not isinstance(encoder_counts,
+                                                                  (int, np.integer)):
+                raise TypeError(f"encoder_counts must be an int or None, not "
+                                f"{encoder_counts!r}")
+            if encoder_counts < 2:
+                raise ValueError(f"encoder_counts must be >= 2, not {encoder_counts!r}")
+        if velocity not in _VELOCITY_MODES:
+            raise ValueError(f"velocity must be one of {_VELOCITY_MODES}, not {velocity!r}")
+        if integrator not in _INTEGRATORS:
+            raise ValueError(f"integrator must be one of {tuple(_INTEGRATORS)}, not "
+                             f"{integrator!r}")
+        if plate is not None and not isinstance(plate, Plate):
+            raise TypeError(f"plate must be a Plate or None, not {plate!r}")
+        tool_radius = _number(tool_radius, "tool_radius (m)", minimum=0, strictly=True)
+        contact_timeconst = _number(contact_timeconst, "contact_timeconst (s)")
+        if contact_timeconst < 2 * control_period / substeps:
+            raise ValueError(f"contact_timeconst must be >= 2 timesteps "
+                             f"({2 * control_period / substeps:g} s), not {contact_timeconst!r}")
+        config = _Config(
+            urdf_path=path, tip=tip, robot=robot, control_period=control_period,
+            substeps=int(substeps),
+            encoder_counts=None if encoder_counts is None else int(encoder_counts),
+            noise=_per_joint(noise, n, "noise (rad)"),
+            velocity_noise=_per_joint(velocity_noise, n, "velocity_noise (rad/s)"),
+            velocity=velocity, seed=seed, friction=bool(friction),
+            damping=None if damping is None else _per_joint(damping, n, "damping"),
+            frictionloss=None if frictionloss is None else _per_joint(frictionloss, n,
+                                                                      "frictionloss"),
+            integrator=integrator, meshes=bool(meshes),
+            package_dirs=tuple(Path(d) for d in package_dirs), tool_radius=tool_radius,
+            tool_offset=tool_offset,
+            plate=plate, contact_timeconst=contact_timeconst)
+        return cls(config)
+
+    @classmethod
+    def from_reference(cls, name, **kwargs):
+        """Build the plant of a reference arm of example-robot-data (``"ur5"``, ``"panda"``, ...).
+
+        The URDF and tip link are those of :data:`linkdyn.model.reference.REFERENCE_URDFS`, so
+        :attr:`robot` equals :func:`linkdyn.model.reference.load_reference_robot`; keyword
+        arguments go to :meth:`from_urdf`.
+
+        Raises
+        ------
+        ValueError
+            If ``name`` is not a reference arm.
+        FileNotFoundError
+            If example-robot-data is not installed.
+        """
+        if name not in REFERENCE_URDFS:
+            raise ValueError(f"reference robot must be one of {tuple(REFERENCE_URDFS)}, not "
+                             f"{name!r}")
+        return cls.from_urdf(example_robot_urdf(name), REFERENCE_URDFS[name][1], **kwargs)
+
+    def with_plate(self, position, size=(0.2, 0.2, 0.01), rotation=None, *, friction=1.0):
+        """Return a new plant, the same but with a rigid plate (a fixed box) in the world.
+
+        Parameters
+        ----------
+        position, size, rotation, friction
+            As :class:`Plate` (world frame, m; half-extents; rotation matrix or quaternion).
+
+        Returns
+        -------
+        Plant
+            A new plant at this plant's current state, with its payload and link parameters
+            (time reset to 0, no disturbances); this plant is unchanged.
+        """
+        plate = Plate(position, size, np.eye(3) if rotation is None else rotation, friction)
+        payload = self._payload
+        return self._copy(replace(self._config, plate=plate),
+                          None if payload is None else (payload.mass, payload.com,
+                                                        payload.inertia))
+
+    def with_payload(self, mass, com=(0.0, 0.0, 0.0), inertia=None):
+        """Return a new plant, the same (plate included) with a payload; see :meth:`set_payload`.
+
+        This plant is unchanged; the new one is at its current state (time reset to 0).
+        """
+        return self._copy(self._config, (mass, com, inertia))
+
+    def _copy(self, config, payload):
+        """A new plant of ``config`` with this plant's state, link parameters and ``payload``."""
+        other = Plant(config)
+        for link, inertial in self._link_inertials.items():
+            other.set_link_inertial(link, inertial.mass, inertial.com, inertial.inertia)
+        if payload is not None:
+            other.set_payload(*payload)
+        other.reset(self.data.qpos, self.data.qvel)
+        return other
+
+    # ---- properties --------------------------------------------------------------------------
+
+    @property
+    def control_period(self):
+        """float: control period, s."""
+        return self._config.control_period
+
+    @property
+    def substeps(self):
+        """int: MuJoCo steps per control period."""
+        return self._config.substeps
+
+    @property
+    def timestep(self):
+        """float: MuJoCo timestep, s (``control_period / substeps``)."""
+        return float(self.model.opt.timestep)
+
+    @property
+    def gravity(self):
+        """numpy.ndarray, shape (3,): gravity in the world frame, m/s^2 (= ``robot.gravity``)."""
+        return self.model.opt.gravity.copy()
+
+    @property
+    def encoder_step(self):
+        """float or None: one encoder count, rad (``2 pi / encoder_counts``)."""
+        counts = self._config.encoder_counts
+        return None if counts is None else 2 * math.pi / counts
+
+    @property
+    def plate(self):
+        """Plate or None: the plate of this plant."""
+        return self._config.plate
+
+    @property
+    def payload(self):
+        """Payload or None: the payload now held by the last link."""
+        return self._payload
+
+    @property
+    def state(self):
+        """PlantState: the true state (time, q, qd), linkdyn's joint order."""
+        return PlantState(float(self.data.time), self.data.qpos.copy(), self.data.qvel.copy())
+
+    @property
+    def torque(self):
+        """numpy.ndarray, shape (n,): the torque applied in the last step (after clipping), N·m."""
+        return self._torque.copy()
+
+    @property
+    def disturbances(self):
+        """tuple of Disturbance: the disturbances registered (active or not yet/no longer)."""
+        return tuple(self._disturbances)
+
+    # ---- state ------------------------------------------------------------------------------
+
+    def _joint_vector(self, value, what):
+        return _vector(value, (self.n,), what)
+
+    def default_configuration(self):
+        """Return ``q = 0`` moved into each joint's range, shape (n,), rad."""
+        low, high = self.robot.q_limits(default=np.inf)
+        return np.clip(np.zeros(self.n), low, high)
+
+    def reset(self, q=None, qd=None):
+        """Put the plant at a state at time 0 and take a first measurement sample.
+
+        Parameters
+        ----------
+        q : array_like, shape (n,), optional
+            Joint angles, rad (default :meth:`default_configuration`).
+        qd : array_like, shape (n,), optional
+            Joint velocities, rad/s (default zero).
+
+        The torque is set to zero; disturbances, the payload and the clip counters stay
+        (call :meth:`clear_disturbances` to remove disturbances).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``q`` or ``qd`` is not numeric, not of shape (n,) or not finite.
+        """
+        q = self.default_configuration() if q is None else self._joint_vector(q, "q (rad)")
+        qd = np.zeros(self.n) if qd is None else self._joint_vector(qd, "qd (rad/s)")
+        mujoco.mj_resetData(self.model, self.data)
+        self.data.qpos[:] = q
+        self.data.qvel[:] = qd
+        self._torque = np.zeros(self.n)
+        self.data.ctrl[:] = 0.0
+        self._apply_disturbances()
+        mujoco.mj_forward(self.model, self.data)
+        previous = self._sample_position(q - qd * self.control_period)
+        self._sample(previous)
+
+    # ---- measurement ---------------------------------------------------------------------------
+
+    def _quantise(self, q):
+        step = self.encoder_step
+        return q if step is None else step * np.round(q / step)
+
+    def _sample_position(self, q):
+        config = self._config
+        if np.any(config.noise):
+            q = q + config.noise * self._rng.standard_normal(self.n)
+        return self._quantise(q)
+
+    def _sample(self, previous=None):
+        """Take the measurement sample of the current control instant."""
+        config = self._config
+        q = self._sample_position(self.data.qpos.copy())
+        if config.velocity == "difference":
+            before = self._q_measured if previous is None else previous
+            qd = (q - before) / self.control_period
+        else:
+            qd = self.data.qvel.copy()
+        if np.any(config.velocity_noise):
+            qd = qd + config.velocity_noise * self._rng.standard_normal(self.n)
+        self._q_measured, self._qd_measured = q, qd
+
+    def measure(self):
+        """Return the joint sensor sample of the current control instant.
+
+        Returns
+        -------
+        q : numpy.ndarray, shape (n,)
+            Measured joint angles, rad: quantised to :attr:`encoder_step`, with noise if set.
+        qd : numpy.ndarray, shape (n,)
+            Measured joint velocities, rad/s (see the class notes).
+
+        Calling it twice without a :meth:`step` returns the same sample.
+        """
+        return self._q_measured.copy(), self._qd_measured.copy()
+
+    # ---- stepping -----------------------------------------------------------------------------
+
+    def step(self, tau):
+        """Apply a joint torque for one control period.
+
+        Parameters
+        ----------
+        tau : array_like, shape (n,)
+            Commanded joint torques, N·m, linkdyn's joint order. Each is clipped to
+            ``[-tau_max, tau_max]`` (the URDF effort limit, :attr:`tau_max`) and held
+            constant (zero-order hold) over the period.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n,)
+            Which joints were clipped in this step (also counted in :attr:`clip_count`; the
+            applied torque is :attr:`torque`).
+
+        Raises
+        ------
+        TypeError
+            If ``tau`` is not numeric.
+        ValueError
+            If ``tau`` does not have shape (n,) or holds NaN or infinity (the plant is not
+            stepped).
+        """
+        tau = self._joint_vector(tau, "tau (N·m)")
+        applied = np.clip(tau, -self.tau_max, self.tau_max)
+        clipped = applied != tau
+        self.clip_count += clipped
+        self._torque = applied
+        model, data = self.model, self.data
+        data.ctrl[:] = applied
+        # The data is forwarded at the current state: the first substep integrates at once.
+        for k in range(self._config.substeps):
+            if k:
+                mujoco.mj_step1(model, data)
+            self._apply_disturbances()
+            mujoco.mj_step2(model, data)
+        self._apply_disturbances()
+        mujoco.mj_forward(model, data)
+        self._sample()
+        return clipped
+
+    def run(self, tau, periods):
+        """Apply the same torque for ``periods`` control periods; return the last clip mask."""
+        if isinstance(periods, bool) or not isinstance(periods, (int, np.integer)) \
+                or periods < 1:
+            raise ValueError(f"periods must be a positive int, not {periods!r}")
+        for _ in range(int(periods)):
+            clipped = self.step(tau)
+        return clipped
+
+    # ---- disturbances -------------------------------------------------------------------------
+
+    def body_names(self):
+        """Return the names of the bodies a disturbance can act on (URDF links and the tool)."""
+        return [self.model.body(i).name for i in range(1, self.model.nbody)
+                if self.model.body(i).name != _PAYLOAD_BODY]
+
+    def apply_disturbance(self, force, body=TOOL_BODY, point=None, *,
+                          torque=(0.0, 0.0, 0.0), start=None, until=math.inf, duration=None):
+        """Apply an external force at a point of a body (MuJoCo ``xfrc_applied``).
+
+        Parameters
+        ----------
+        force : array_like, shape (3,)
+            Force the environment applies to the body, world axes, N; constant over its
+            interval (the point moves with the body: the plant recomputes its moment every
+            MuJoCo step).
+        body : str
+            Body name: a URDF link name of the chain or a link welded to it, or
+            :data:`TOOL_BODY` (default), the tool beyond the wrist sensor (which then reads
+            the force).
+        point : array_like, shape (3,), optional
+            Point of application in the body's frame (URDF link frame; for the tool the tip
+            link frame, so the tool point is ``tool_offset``), m. Default: the tool point for
+            the tool, the link frame origin for a link.
+        torque : array_like, shape (3,)
+            Additional pure moment on the body, world axes, N·m (default zero).
+        start : float, optional
+            Plant time from which it acts, s (default now).
+        until : float
+            Plant time until which it acts, s (default forever). ``duration`` (s), if given,
+            sets ``until = start + duration``.
+
+        Returns
+        -------
+        Disturbance
+            The registered disturbance (its generalized force is ``J(point)^T force`` plus
+            ``J_omega^T torque``).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If a vector is not numeric, of shape (3,) or finite, the body is unknown (the
+            message lists the bodies), or the interval is empty.
+        """
+        force = _vector(force, (3,), "disturbance force (N)")
+        torque = _vector(torque, (3,), "disturbance torque (N·m)")
+        if point is None:
+            point = self._config.tool_offset if body == TOOL_BODY else np.zeros(3)
+        point = _vector(point, (3,), "disturbance point (m)")
+        names = self.body_names()
+        if not isinstance(body, str) or body not in names:
+            raise ValueError(f"disturbance body must be one of {names!r}, not {body!r}")
+        now = float(self.data.time)
+        start = now if start is None else _number(start, "disturbance start (s)")
+        if duration is not None:
+            until = start + _number(duration, "disturbance duration (s)", minimum=0,
+                                    strictly=True)
+        until = float(until)
+        if math.isnan(until) or until <= start:
+            raise ValueError(f"disturbance until must be after start {start!r}, not {until!r}")
+        disturbance = Disturbance(body, point, force, torque, start, until)
+        self._disturbances.append(disturbance)
+        self._apply_disturbances()
+        mujoco.mj_forward(self.model, self.data)
+        return disturbance
+
+    def clear_disturbances(self):
+        """Remove every disturbance."""
+        self._disturbances.clear()
+        self._apply_disturbances()
+        mujoco.mj_forward(self.model, self.data)
+
+    def disturbance_force(self):
+        """Return the sum of the disturbance forces active now, world axes, N, shape (3,)."""
+        total = np.zeros(3)
+        for disturbance in self._disturbances:
+            if disturbance.active(self.data.time):
+                total += disturbance.force
+        return total
+
+    def _apply_disturbances(self):
+        """Write the active disturbances into ``xfrc_applied`` at the current kinematics."""
+        data = self.data
+        data.xfrc_applied[:] = 0.0
+        time = data.time
+        for disturbance in self._disturbances:
+            if not disturbance.active(time):
+                continue
+            body = self.model.body(disturbance.body).id
+            point = data.xpos[body] + data.xmat[body].reshape(3, 3) @ disturbance.point
+            data.xfrc_applied[body, :3] += disturbance.force
+            data.xfrc_applied[body, 3:] += disturbance.torque + np.cross(
+                point - data.xipos[body], disturbance.force)
+
+    # ---- payload -------------------------------------------------------------------------------
+
+    def set_payload(self, mass, com=(0.0, 0.0, 0.0), inertia=None):
+        """Attach a payload to the last link (or replace the one there), keeping the state.
+
+        Parameters
+        ----------
+        mass : float
+            Mass, kg, ``>= 0`` (0 is the same as :meth:`remove_payload`).
+        com : array_like, shape (3,)
+            Centre of mass in the tip link frame, m.
+        inertia : array_like, shape (3, 3), optional
+            Inertia about the centre of mass, tip link axes, kg·m^2 (default zero: a point
+            mass).
+
+        Returns
+        -------
+        Payload
+            The payload now held.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If the mass is negative or a value is malformed (see :class:`Payload`).
+        """
+        payload = Payload(mass, com, np.zeros((3, 3)) if inertia is None else inertia)
+        model = self.model
+        geom = self._payload_geom
+        model.geom_pos[geom] = payload.com
+        # Drawn as a steel sphere of its mass (radius from 7850 kg/m^3, at least 1 cm).
+        model.geom_size[geom, 0] = max(0.01, (3 * payload.mass / (4 * math.pi * 7850)) ** (1 / 3))
+        model.geom_rgba[geom, 3] = 1.0 if payload.mass > 0 else 0.0
+        self._payload = payload if payload.mass > 0 else None
+        self._write_inertial(self._payload_body, payload)
+        return payload
+
+    def remove_payload(self):
+        """Remove the payload (mass 0), keeping the state."""
+        self.set_payload(0.0)
+
+    # ---- true parameters -----------------------------------------------------------------------
+
+    def _link_body(self, link):
+        names = [name for name in self.body_names() if name != TOOL_BODY]
+        if not isinstance(link, str) or link not in names:
+            raise ValueError(f"link must be one of {names!r}, not {link!r}")
+        return self.model.body(link).id
+
+    def link_inertial(self, link):
+        """Return the plant's (true) inertial parameters of one URDF link.
+
+        Parameters
+        ----------
+        link : str
+            URDF link name (a body of :meth:`body_names` other than the tool).
+
+        Returns
+        -------
+        mass : float
+            kg.
+        com : numpy.ndarray, shape (3,)
+            Centre of mass in the link frame, m.
+        inertia : numpy.ndarray, shape (3, 3)
+            Inertia about the centre of mass, link-frame axes, kg·m^2.
+
+        Raises
+        ------
+        ValueError
+            If there is no such link.
+        """
+        body = self._link_body(link)
+        model = self.model
+        axes = np.zeros(9)
+        mujoco.mju_quat2Mat(axes, model.body_iquat[body])
+        axes = axes.reshape(3, 3)
+        inertia = axes @ np.diag(model.body_inertia[body]) @ axes.T
+        return float(model.body_mass[body]), model.body_ipos[body].copy(), inertia
+
+    def set_link_inertial(self, link, mass=None, com=None, inertia=None):
+        """Change the plant's (true) inertial parameters of one URDF link, keeping the state.
+
+        For a plant whose parameters differ from the model's (identification experiments): the
+        controller's :attr:`robot` is not changed.
+
+        Parameters
+        ----------
+        link : str
+            URDF link name.
+        mass : float, optional
+            Mass, kg, > 0 for a link that moves (default: unchanged).
+        com : array_like, shape (3,), optional
+            Centre of mass in the URDF link frame, m (default: unchanged).
+        inertia : array_like, shape (3, 3), optional
+            Inertia about the centre of mass, link-frame axes, kg·m^2 (default: unchanged);
+            must be physically realisable (positive semi-definite, triangle inequality).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If the link is unknown or a value is malformed or not physical.
+        """
+        body = self._link_body(link)
+        old_mass, old_com, old_inertia = self.link_inertial(link)
+        mass = old_mass if mass is None else _number(mass, f"link {link!r} mass (kg)",
+                                                     minimum=0)
+        if mass == 0 and self.model.body_dofnum[body] > 0:
+            raise ValueError(f"link {link!r} moves: its mass must be > 0, not 0.0")
+        payload = Payload(mass, old_com if com is None else com,
+                          old_inertia if inertia is None else inertia)
+        moments = np.linalg.eigvalsh(payload.inertia)
+        scale = max(float(moments.max()), 1e-12)
+        if moments[0] + moments[1] < moments[2] - 1e-9 * scale:
+            raise ValueError(f"link {link!r} inertia violates the triangle inequality: "
+                             f"principal moments {moments.tolist()!r}")
+        self._write_inertial(body, payload)
+        self._link_inertials[link] = payload
+
+    def _write_inertial(self, body, inertial):
+        """Write mass, centre of mass and inertia into a body and refresh derived constants."""
+        model = self.model
+        moments, axes = np.linalg.eigh(inertial.inertia)
+        if np.linalg.det(axes) < 0:
+            axes[:, 0] = -axes[:, 0]
+        # MuJoCo skips the inertial frame of bodies compiled with it on the body frame.
+        model.body_sameframe[body] = 0
+        model.body_mass[body] = inertial.mass
+        model.body_ipos[body] = inertial.com
+        model.body_iquat[body] = _quaternion(axes)
+        model.body_inertia[body] = np.maximum(moments, 0.0)
+        # Constants derived from masses (subtree masses, the constraint solver's inverse
+        # weights) at qpos0, computed on scratch data so that the state is untouched.
+        mujoco.mj_setConst(model, self._scratch)
+        mujoco.mj_forward(model, self.data)
+
+    # ---- readings -----------------------------------------------------------------------------
+
+    def end_effector_position(self):
+        """Return the tool point (tool frame origin) in the world frame, m, shape (3,).
+
+        Equals ``linkdyn.model.kinematics.tool_pose(robot, q)[:3, 3]`` at the true ``q``.
+        """
+        return self.data.site_xpos[self._tool_site].copy()
+
+    def end_effector_pose(self):
+        """Return the tool frame pose in the world frame, shape (4, 4) (homogeneous, m)."""
+        pose = np.eye(4)
+        pose[:3, :3] = self.data.site_xmat[self._tool_site].reshape(3, 3)
+        pose[:3, 3] = self.data.site_xpos[self._tool_site]
+        return pose
+
+    def wrist_wrench(self, frame="world"):
+        """Return the wrist force/torque sensor reading: the wrench the tool exerts.
+
+        The sensor sits between the tip link and the massless tool body, so it reads what the
+        tool exerts on its environment (contact with the plate, the reaction to disturbances
+        applied to :data:`TOOL_BODY`), not the payload's weight (the payload hangs on the tip
+        link). Sign: pressing the tool down onto a plate reads ``f_z < 0`` in the world frame
+        -- the convention of linkdyn's ``f_ext`` ("the wrench a link exerts on its
+        environment", :func:`linkdyn.model.rnea`).
+
+        Parameters
+        ----------
+        frame : {"world", "tool"}
+            Axes of the result: world or tool (= tip link) frame.
+
+        Returns
+        -------
+        numpy.ndarray, shape (6,)
+            ``(f_x, f_y, f_z, mu_x, mu_y, mu_z)``: force (N) and moment about the wrist (the
+            tip link frame origin, :data:`WRIST_SITE`) (N·m) at the current state.
+
+        Raises
+        ------
+        ValueError
+            If ``frame`` is not ``"world"`` or ``"tool"``.
+        """
+        if frame not in ("world", "tool"):
+            raise ValueError(f"frame must be 'world' or 'tool', not {frame!r}")
+        sensordata = self.data.sensordata
+        # MuJoCo's force/torque sensors read, in the site frame, the interaction between the
+        # site's body (the tool) and its parent with the sign of the wrench the tool and its
+        # subtree pass on (checked: a tool pressed down onto the plate reads f_z < 0).
+        force = sensordata[self._force_adr:self._force_adr + 3].copy()
+        torque = sensordata[self._torque_adr:self._torque_adr + 3].copy()
+        wrench = np.concatenate([force, torque])
+        if frame == "world":
+            rotation = self.data.site_xmat[self._wrist_site].reshape(3, 3)
+            wrench = np.concatenate([rotation @ force, rotation @ torque])
+        return wrench
+
+    def contact_force(self):
+        """Return the total force the tool exerts on the plate, world axes, N, shape (3,)."""
+        total = np.zeros(3)
+        if self._config.plate is None:
+            return total
+        plate = self.model.geom(_PLATE_GEOM).id
+        wrench = np.zeros(6)
+        for i in range(self.data.ncon):
+            contact = self.data.contact[i]
+            if plate not in (contact.geom1, contact.geom2):
+                continue
+            mujoco.mj_contactForce(self.model, self.data, i, wrench)
+            # Contact frame rows are world axes; the force acts on geom2, from geom1.
+            force = contact.frame.reshape(3, 3).T @ wrench[:3]
+            total += force if contact.geom2 == plate else -force
+        return total
+
+    # ---- model functions (pure: the state is not touched) --------------------------------------
+
+    def _scratch_state(self, q, qd):
+        scratch = self._scratch
+        scratch.qpos[:] = self._joint_vector(q, "q (rad)")
+        scratch.qvel[:] = self._joint_vector(qd, "qd (rad/s)")
+        scratch.xfrc_applied[:] = 0.0
+        scratch.qfrc_applied[:] = 0.0
+        return scratch
+
+    def forward_dynamics(self, q, qd, tau):
+        """Return MuJoCo's joint accelerations at a state, rad/s^2, shape (n,).
+
+        ``tau`` (N·m, shape (n,)) is applied as actuator controls (clipped at :attr:`tau_max`);
+        friction, damping, the payload and contacts are included as the plant has them,
+        disturbances are not. The plant's state is not changed.
+        """
+        scratch = self._scratch_state(q, qd)
+        scratch.ctrl[:] = self._joint_vector(tau, "tau (N·m)")
+        mujoco.mj_forward(self.model, scratch)
+        return scratch.qacc.copy()
+
+    def inverse_dynamics(self, q, qd, qdd):
+        """Return MuJoCo's inverse dynamics (``mj_inverse``), N·m, shape (n,).
+
+        The joint torque that gives ``qdd`` (rad/s^2) at ``(q, qd)`` (rad, rad/s), with the
+        payload and without disturbances; passive forces (damping) are subtracted by MuJoCo,
+        so compare rigid-body dynamics with ``friction=False``. The state is not changed.
+        """
+        scratch = self._scratch_state(q, qd)
+        scratch.qacc[:] = self._joint_vector(qdd, "qdd (rad/s^2)")
+        mujoco.mj_inverse(self.model, scratch)
+        return scratch.qfrc_inverse.copy()
+
+    def mass_matrix(self, q):
+        """Return the joint-space inertia matrix ``M(q)``, kg·m^2, shape (n, n)."""
+        scratch = self._scratch_state(q, np.zeros(self.n))
+        mujoco.mj_forward(self.model, scratch)
+        matrix = np.zeros((self.n, self.n))
+        mujoco.mj_fullM(self.model, matrix, scratch.qM)
+        return matrix
+
+    def __repr__(self):
+        return (f"Plant({self.robot.name!r}, n={self.n}, control_period={self.control_period}, "
+                f"substeps={self.substeps}, time={self.data.time:.6f})")
