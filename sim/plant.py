@@ -162,9 +162,12 @@ def _number(value, what, *, minimum=None, strictly=False):
 
 def _per_joint(value, n, what):
     """A scalar or (n,) array of non-negative finite numbers, as an (n,) array."""
-    array = np.array(value, dtype=float) if not isinstance(value, str) else None
-    if array is None or array.dtype == object:
-        raise TypeError(f"{what} must be a number or {n} numbers, not {value!r}")
+    try:
+        if isinstance(value, (str, bytes)):
+            raise TypeError
+        array = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a number or {n} numbers, not {value!r}") from None
     if array.shape == ():
         array = np.full(n, float(array))
     if array.shape != (n,):
@@ -413,7 +416,7 @@ class _Config:
 
 
 def _build_model(config):
-    """Compile the MuJoCo model of a configuration; return (model, joint ids, names)."""
+    """Compile the MuJoCo model of a configuration; return (model, chain joint names, tip)."""
     robot = config.robot
     chain_links = [link.name for link in robot.links]
     tip = config.tip or chain_links[-1]
@@ -699,6 +702,9 @@ class Plant:
                                 f"{encoder_counts!r}")
             if encoder_counts < 2:
                 raise ValueError(f"encoder_counts must be >= 2, not {encoder_counts!r}")
+        if seed is not None and (isinstance(seed, bool)
+                                 or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise ValueError(f"seed must be a non-negative int or None, not {seed!r}")
         if velocity not in _VELOCITY_MODES:
             raise ValueError(f"velocity must be one of {_VELOCITY_MODES}, not {velocity!r}")
         if integrator not in _INTEGRATORS:
@@ -766,6 +772,52 @@ class Plant:
         return self._copy(replace(self._config, plate=plate),
                           None if payload is None else (payload.mass, payload.com,
                                                         payload.inertia))
+
+    def with_plate_at_tool(self, direction, size=(0.2, 0.2), thickness=0.02, *, gap=0.0,
+                           friction=1.0):
+        """Return a new plant with a plate whose face touches the tool sphere now.
+
+        Parameters
+        ----------
+        direction : array_like, shape (3,)
+            Direction from the tool point to the plate, world frame (normalised here); the
+            plate's face is normal to it, the box's z axis points along it.
+        size : array_like, shape (2,)
+            Half-extents of the face, m.
+        thickness : float
+            Plate thickness, m.
+        gap : float
+            Distance between the tool sphere and the face, m (default 0: touching, zero
+            contact force at rest).
+        friction : float
+            Sliding friction coefficient.
+
+        Returns
+        -------
+        Plant
+            As :meth:`with_plate`.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``direction`` is not a non-zero finite 3-vector or a size is not positive.
+        """
+        direction = _vector(direction, (3,), "plate direction")
+        norm = float(np.linalg.norm(direction))
+        if norm < 1e-9:
+            raise ValueError(f"plate direction must not be zero, not {direction.tolist()!r}")
+        z = direction / norm
+        size = _vector(size, (2,), "plate size (half-extents, m)")
+        thickness = _number(thickness, "plate thickness (m)", minimum=0, strictly=True)
+        gap = _number(gap, "plate gap (m)", minimum=0)
+        helper = np.eye(3)[int(np.argmin(np.abs(z)))]
+        x = np.cross(helper, z)
+        x /= np.linalg.norm(x)
+        rotation = np.column_stack([x, np.cross(z, x), z])
+        centre = (self.end_effector_position()
+                  + z * (self._config.tool_radius + gap + 0.5 * thickness))
+        return self.with_plate(centre, [size[0], size[1], 0.5 * thickness], rotation,
+                               friction=friction)
 
     def with_payload(self, mass, com=(0.0, 0.0, 0.0), inertia=None):
         """Return a new plant, the same (plate included) with a payload; see :meth:`set_payload`.
@@ -1103,6 +1155,38 @@ class Plant:
     def remove_payload(self):
         """Remove the payload (mass 0), keeping the state."""
         self.set_payload(0.0)
+
+    @property
+    def tip_in_dh(self):
+        """numpy.ndarray, shape (4, 4): pose of the tip link frame in DH frame ``n``.
+
+        The payload's centre of mass is given in the tip link frame; this maps it into the
+        frame of linkdyn's last link (``robot.tool`` without the ``tool_offset``).
+        """
+        translation = np.eye(4)
+        translation[:3, 3] = -self._config.tool_offset
+        return self.robot.tool @ translation
+
+    def payload_parameters(self):
+        """Return the payload's inertial parameters in DH frame ``n`` (paper eq. 11).
+
+        Returns
+        -------
+        numpy.ndarray, shape (10,)
+            ``(m, m c_x, m c_y, m c_z, I_xx, I_xy, I_xz, I_yy, I_yz, I_zz)`` with the inertia
+            about the origin of DH frame ``n`` (kg, kg·m, kg·m^2): what is added to the last
+            link's :meth:`linkdyn.model.Link.parameters` to model the payload exactly. Zeros
+            without a payload.
+        """
+        if self._payload is None:
+            return np.zeros(10)
+        mass, transform = self._payload.mass, self.tip_in_dh
+        rotation = transform[:3, :3]
+        com = rotation @ self._payload.com + transform[:3, 3]
+        inertia = (rotation @ self._payload.inertia @ rotation.T
+                   + mass * (float(com @ com) * np.eye(3) - np.outer(com, com)))
+        return np.array([mass, *(mass * com), inertia[0, 0], inertia[0, 1], inertia[0, 2],
+                         inertia[1, 1], inertia[1, 2], inertia[2, 2]])
 
     # ---- true parameters -----------------------------------------------------------------------
 

@@ -37,8 +37,7 @@ def _case(robot_name, substeps, case):
     plant.reset(q)
     force = np.zeros(3)
     if case == "contact":
-        tip = plant.end_effector_position()
-        plant = plant.with_plate(tip - [0, 0, 0.02], size=(0.2, 0.2, 0.01))
+        plant = plant.with_plate_at_tool([0.0, 0.0, -1.0])
         force = np.array([0.0, 0.0, -20.0])
     zero = np.zeros(plant.n)
     tau = rnea(plant.robot, q, zero, zero) + jacobian(plant.robot, q)[:3].T @ force

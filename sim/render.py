@@ -164,8 +164,7 @@ def scene(robot_name="ur5", *, meshes=True):
                                  tool_offset=SCENE_TOOL_OFFSET.get(robot_name, (0, 0, 0.1)))
     q = np.array(SCENE_POSE.get(robot_name, plant.default_configuration()), dtype=float)
     plant.reset(q)
-    tip = plant.end_effector_position()
-    plant = plant.with_plate(tip - [0.0, 0.0, 0.02], size=(0.25, 0.25, 0.01))
+    plant = plant.with_plate_at_tool([0.0, 0.0, -1.0], size=(0.25, 0.25), gap=0.01)
     plant.set_payload(*SCENE_PAYLOAD.get(robot_name, (0.8, (0.0, 0.0, 0.05))))
     return plant
 

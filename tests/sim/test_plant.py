@@ -289,14 +289,18 @@ def test_payload_changes_gravity_torque_by_its_weight(ur5):
     assert np.abs(expected).max() > 1.0
 
 
-def test_payload_inertia_enters_the_dynamics_as_link_parameters(ur5):
+def test_payload_inertia_enters_the_dynamics_as_link_parameters():
     """With motion, the payload (mass, com, rotated inertia) equals extra parameters of link n."""
+    offset = (0.0, 0.2, 0.0)             # the tool point is not the tip link frame's origin
+    ur5 = _plant("ur5", friction=False, encoder_counts=None, tool_offset=offset)
     mass, com = 1.3, np.array([0.03, 0.1, -0.02])
     rotation = np.linalg.qr(np.random.default_rng(9).normal(size=(3, 3)))[0]
     rotation *= np.linalg.det(rotation)
     inertia = rotation @ np.diag([0.004, 0.006, 0.009]) @ rotation.T
     robot = ur5.robot
-    r_n, p_n = robot.tool[:3, :3], robot.tool[:3, 3]
+    tip = load_reference_robot("ur5").tool          # tip link frame in DH frame n
+    r_n, p_n = tip[:3, :3], tip[:3, 3]
+    np.testing.assert_allclose(ur5.tip_in_dh, tip, rtol=0, atol=1e-15)
     c_n = r_n @ com + p_n
     inertia_n = r_n @ inertia @ r_n.T + mass * (c_n @ c_n * np.eye(3) - np.outer(c_n, c_n))
     parameters = robot.parameters()
@@ -306,10 +310,11 @@ def test_payload_inertia_enters_the_dynamics_as_link_parameters(ur5):
     loaded = robot.with_parameters(parameters)
     q, qd, qdd, _ = random_states(ur5, 50, seed=10)
     ur5.set_payload(mass, com, inertia)
-    try:
-        got = np.array([ur5.inverse_dynamics(*state) for state in zip(q, qd, qdd)])
-    finally:
-        ur5.remove_payload()
+    np.testing.assert_allclose(ur5.payload_parameters(), parameters[i:i + 10]
+                               - robot.parameters()[i:i + 10], rtol=0, atol=1e-15)
+    got = np.array([ur5.inverse_dynamics(*state) for state in zip(q, qd, qdd)])
+    ur5.remove_payload()
+    np.testing.assert_array_equal(ur5.payload_parameters(), np.zeros(10))
     expected = rnea(loaded, q, qd, qdd)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9 * np.abs(expected).max())
 
@@ -456,6 +461,26 @@ def test_tool_pressed_on_the_plate_exerts_the_commanded_force():
     np.testing.assert_allclose(plant.contact_force(), command, rtol=0, atol=0.02)
     np.testing.assert_allclose(plant.wrist_wrench()[:3], command, rtol=0, atol=0.02)
     assert np.linalg.norm(plant.state.q - q) < 1e-3  # it stays (the plate gives ~0.1 mm)
+
+
+def test_plate_at_tool_touches_the_tool_sphere():
+    offset = np.array([0.0, 0.2, 0.0])
+    plant = _plant("ur5", friction=False, encoder_counts=None, tool_offset=offset)
+    q = np.array([0.3, -1.9, 1.9, -1.5, -1.5, 0.0])
+    plant.reset(q)
+    tool = plant.end_effector_position()
+    direction = np.array([1.0, 0.3, 0.0]) / np.linalg.norm([1.0, 0.3, 0.0])
+    touching = plant.with_plate_at_tool(direction, thickness=0.02)
+    np.testing.assert_allclose(touching.plate.rotation[:, 2], direction, atol=1e-15)
+    np.testing.assert_allclose(touching.plate.surface_point(2) - 0.02 * direction,
+                               tool + 0.01 * direction, atol=1e-12)   # face at the sphere
+    touching.run(hold_torque(touching, q), 50)
+    np.testing.assert_allclose(touching.contact_force(), 0.0, atol=1e-6)  # zero initial force
+    pushing = hold_torque(touching, q, 30.0 * direction)
+    touching.run(pushing, 400)
+    np.testing.assert_allclose(touching.wrist_wrench()[:3], 30.0 * direction, atol=0.05)
+    with pytest.raises(ValueError, match="plate direction must not be zero"):
+        plant.with_plate_at_tool([0, 0, 0])
 
 
 # ----------------------------------------------------------------------------------------------
