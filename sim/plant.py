@@ -895,9 +895,10 @@ class Plant:
         return _vector(value, (self.n,), what)
 
     def default_configuration(self):
-        """Return ``q = 0`` moved into each joint's range, shape (n,), rad."""
-        low, high = self.robot.q_limits(default=np.inf)
-        return np.clip(np.zeros(self.n), low, high)
+        """Return ``q = 0``, or the middle of a joint's range where 0 is outside it; (n,), rad."""
+        low, high = self.robot.q_limits(default=math.pi)   # unlimited joints contain 0
+        inside = (low <= 0) & (0 <= high)
+        return np.where(inside, 0.0, 0.5 * (low + high))
 
     def reset(self, q=None, qd=None):
         """Put the plant at a state at time 0 and take a first measurement sample.

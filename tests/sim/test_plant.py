@@ -557,6 +557,23 @@ def test_unresolvable_mesh_is_a_clear_error(tmp_path):
         Plant.from_urdf(urdf, meshes=True)
     plant = Plant.from_urdf(urdf)                    # without meshes it builds
     assert plant.n == 1 and plant.tau_max[0] == 5.0
+    # A continuous joint without an effort limit: no range, no clipping.
+    urdf.write_text(urdf.read_text().replace('type="revolute"', 'type="continuous"')
+                    .replace(' effort="5"', ''))
+    plant = Plant.from_urdf(urdf, encoder_counts=None)
+    assert plant.tau_max[0] == math.inf
+    assert not plant.step([1e4])[0] and plant.torque[0] == 1e4
+    plant.run([10.0], 1000)
+    assert plant.state.q[0] > 2 * math.pi            # turns past a revolution
+
+
+def test_default_configuration_is_inside_the_joint_ranges():
+    plant = _plant("panda")
+    low, high = plant.robot.q_limits()
+    q = plant.default_configuration()
+    assert np.all((low < q) & (q < high))
+    np.testing.assert_array_equal(q[[0, 1, 2, 4, 5, 6]], 0.0)
+    np.testing.assert_array_equal(plant.state.q, q)
 
 
 # ----------------------------------------------------------------------------------------------
