@@ -51,6 +51,10 @@ root-to-tip chain (the Panda's fingers, joints beyond the tip) are locked at zer
 :func:`~linkdyn.model.urdf.load_urdf` merges those links. Static links are kept as separate
 bodies (``fusestatic="false"``) so that the tip link keeps its frame.
 
+The model is built by :mod:`linkdyn.sim.plant_model`; the plate, payload and disturbance records
+are in :mod:`linkdyn.sim.plant_scene`; pictures by :mod:`linkdyn.sim.render`; speed by
+:mod:`linkdyn.sim.plant_bench`. Documentation with figures: ``docs/plant.md``.
+
 Units SI (m, kg, s, rad, N, N·m); world frame = the URDF root frame = the frame of
 ``robot.base``; the tool frame is the tip link frame moved by ``tool_offset`` (= the
 ``linkdyn.model.kinematics.tool_pose`` of :attr:`Plant.robot`).
@@ -58,497 +62,26 @@ Units SI (m, kg, s, rad, N, N·m); world frame = the URDF root frame = the frame
 
 from __future__ import annotations
 
-import ctypes.util
 import math
-import os
-import sys
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-
-def _default_gl():
-    """Pick a headless OpenGL for MuJoCo's offscreen rendering unless one is chosen already.
-
-    ``MUJOCO_GL`` is read when :mod:`mujoco` is imported; without a display, and when mujoco is
-    not imported yet, OSMesa (Debian ``libosmesa6``) or else EGL is chosen when its library is
-    present. Nothing else depends on it.
-    """
-    if "MUJOCO_GL" in os.environ or os.environ.get("DISPLAY") or "mujoco" in sys.modules:
-        return
-    for backend, library in (("osmesa", "OSMesa"), ("egl", "EGL")):
-        if ctypes.util.find_library(library):
-            os.environ["MUJOCO_GL"] = backend
-            return
-
-
-_default_gl()
-
-import mujoco  # noqa: E402
-
-from ..model.reference import REFERENCE_URDFS, example_robot_urdf  # noqa: E402
-from ..model.robot import Robot  # noqa: E402
-from ..model.urdf import load_urdf  # noqa: E402
+from ..model.reference import REFERENCE_URDFS, example_robot_urdf
+from ..model.urdf import load_urdf
+from .mujoco_gl import mujoco
+from .plant_model import (DEFAULT_ENCODER_COUNTS, INTEGRATORS, OFFSCREEN_SIZE, TOOL_BODY,
+                          TOOL_SITE, VELOCITY_MODES, WRIST_SITE, PlantConfig, PlantError,
+                          FORCE_SENSOR, PAYLOAD_BODY, PAYLOAD_GEOM, PLATE_GEOM,
+                          TORQUE_SENSOR, build_model)
+from .plant_scene import (Disturbance, Payload, PlantState, Plate, check_number, check_per_joint,
+                          quaternion_of, check_vector)
 
 __all__ = [
     "Plant", "PlantError", "Plate", "Payload", "Disturbance", "PlantState",
     "DEFAULT_ENCODER_COUNTS", "TOOL_BODY", "TOOL_SITE", "WRIST_SITE", "OFFSCREEN_SIZE",
 ]
-
-#: Default encoder resolution, counts per joint revolution (a 17-bit absolute encoder).
-DEFAULT_ENCODER_COUNTS = 2 ** 17
-
-#: Name of the massless tool body (child of the tip link, carries the contact sphere).
-TOOL_BODY = "linkdyn_tool"
-
-#: Name of the site at the tool point (the tool frame origin: tip link frame + ``tool_offset``).
-TOOL_SITE = "linkdyn_tool_site"
-
-#: Name of the wrist force/torque sensor's site (the tip link frame origin, the flange).
-WRIST_SITE = "linkdyn_wrist_site"
-
-#: Largest picture :func:`linkdyn.sim.render.render` can make, (width, height) pixels.
-OFFSCREEN_SIZE = (1280, 960)
-
-_PAYLOAD_BODY = "linkdyn_payload"
-_PAYLOAD_GEOM = "linkdyn_payload_geom"
-_PLATE_GEOM = "linkdyn_plate"
-_FORCE_SENSOR = "linkdyn_wrist_force"
-_TORQUE_SENSOR = "linkdyn_wrist_torque"
-_MOVABLE = ("revolute", "continuous", "prismatic")
-_VELOCITY_MODES = ("difference", "exact")
-_INTEGRATORS = {
-    "euler": mujoco.mjtIntegrator.mjINT_EULER,
-    "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
-    "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
-}
-# Contact bits: only the tool sphere and the plate collide.
-_TOOL_CONTYPE, _PLATE_CONAFFINITY = 2, 2
-
-
-class PlantError(ValueError):
-    """A plant cannot be built from the description given (the message says why)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Argument checks
-# --------------------------------------------------------------------------------------------
-
-def _vector(value, shape, what, *, finite=True):
-    """``value`` as a float array of ``shape``; TypeError/ValueError saying what came."""
-    try:
-        array = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be numeric, not {value!r}") from None
-    if array.shape != shape:
-        raise ValueError(f"{what} must have shape {shape}, not {array.shape}")
-    if finite and not np.all(np.isfinite(array)):
-        raise ValueError(f"{what} must be finite, not {array.tolist()!r}")
-    return array
-
-
-def _number(value, what, *, minimum=None, strictly=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{what} must be a number, not {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f"{what} must be finite, not {value!r}")
-    if minimum is not None and (value <= minimum if strictly else value < minimum):
-        raise ValueError(f"{what} must be {'>' if strictly else '>='} {minimum}, not {value!r}")
-    return value
-
-
-def _per_joint(value, n, what):
-    """A scalar or (n,) array of non-negative finite numbers, as an (n,) array."""
-    try:
-        if isinstance(value, (str, bytes)):
-            raise TypeError
-        array = np.array(value, dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} must be a number or {n} numbers, not {value!r}") from None
-    if array.shape == ():
-        array = np.full(n, float(array))
-    if array.shape != (n,):
-        raise ValueError(f"{what} must be a number or have shape ({n},), not {array.shape}")
-    if not np.all(np.isfinite(array)) or np.any(array < 0):
-        raise ValueError(f"{what} must be finite and >= 0, not {array.tolist()!r}")
-    return array
-
-
-def _rotation(value, what):
-    """A rotation matrix from a (3, 3) matrix or a (w, x, y, z) unit quaternion."""
-    array = np.array(value, dtype=float)
-    if array.shape == (4,):
-        norm = float(np.linalg.norm(array))
-        if not math.isfinite(norm) or norm < 1e-9:
-            raise ValueError(f"{what} quaternion must be finite and non-zero, not "
-                             f"{array.tolist()!r}")
-        matrix = np.zeros(9)
-        mujoco.mju_quat2Mat(matrix, array / norm)
-        return matrix.reshape(3, 3)
-    array = _vector(value, (3, 3), f"{what} (a 3x3 rotation matrix or a (w, x, y, z) "
-                                   f"quaternion)")
-    if (not np.allclose(array @ array.T, np.eye(3), atol=1e-9)
-            or not np.isclose(np.linalg.det(array), 1.0, atol=1e-9)):
-        raise ValueError(f"{what} must be a rotation matrix, not {array.tolist()!r}")
-    return array
-
-
-def _quaternion(rotation):
-    quat = np.zeros(4)
-    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(rotation).reshape(9))
-    return quat
-
-
-# --------------------------------------------------------------------------------------------
-# Scene elements
-# --------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Plate:
-    """A rigid plate: a box fixed in the world that the tool can push against.
-
-    Parameters
-    ----------
-    position : array_like, shape (3,)
-        Centre of the box in the world frame, m.
-    size : array_like, shape (3,)
-        Half-extents of the box along its own axes, m, each > 0 (default a 0.4 x 0.4 m plate,
-        0.02 m thick).
-    rotation : array_like, shape (3, 3) or (4,)
-        Orientation of the box in the world frame: a rotation matrix (columns = box axes in
-        world coordinates) or a unit quaternion ``(w, x, y, z)``. Default: axis-aligned.
-    friction : float
-        Sliding friction coefficient of the tool on the plate (MuJoCo's default is 1).
-
-    Raises
-    ------
-    TypeError, ValueError
-        If a value is not numeric, has the wrong shape, is not finite, a half-extent is not
-        positive, the rotation is not a rotation or the friction is negative.
-    """
-
-    position: np.ndarray
-    size: np.ndarray = field(default_factory=lambda: np.array([0.2, 0.2, 0.01]))
-    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
-    friction: float = 1.0
-
-    def __post_init__(self):
-        object.__setattr__(self, "position", _vector(self.position, (3,), "plate position"))
-        size = _vector(self.size, (3,), "plate size")
-        if np.any(size <= 0):
-            raise ValueError(f"plate size (half-extents, m) must be > 0, not {size.tolist()!r}")
-        object.__setattr__(self, "size", size)
-        object.__setattr__(self, "rotation", _rotation(self.rotation, "plate rotation"))
-        object.__setattr__(self, "friction", _number(self.friction, "plate friction",
-                                                     minimum=0))
-
-    def surface_point(self, normal_axis=2):
-        """Return the centre of the box face whose outward normal is ``+axis``, world frame, m."""
-        return self.position + self.rotation[:, normal_axis] * self.size[normal_axis]
-
-
-@dataclass(frozen=True)
-class Payload:
-    """A rigid payload held by the last link.
-
-    Parameters
-    ----------
-    mass : float
-        Mass, kg, ``>= 0`` (0 removes the payload).
-    com : array_like, shape (3,)
-        Centre of mass in the tip link frame, m.
-    inertia : array_like, shape (3, 3), optional
-        Rotational inertia about the centre of mass, tool-frame axes, kg·m^2. Default: zero
-        (a point mass).
-
-    Raises
-    ------
-    TypeError, ValueError
-        If the mass is negative or not finite, a vector has the wrong shape or is not finite,
-        or the inertia is not symmetric positive semi-definite.
-    """
-
-    mass: float
-    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
-
-    def __post_init__(self):
-        object.__setattr__(self, "mass", _number(self.mass, "payload mass", minimum=0))
-        object.__setattr__(self, "com", _vector(self.com, (3,), "payload centre of mass"))
-        inertia = _vector(self.inertia, (3, 3), "payload inertia")
-        if not np.allclose(inertia, inertia.T, atol=1e-12):
-            raise ValueError(f"payload inertia must be symmetric, not {inertia.tolist()!r}")
-        if np.linalg.eigvalsh(0.5 * (inertia + inertia.T))[0] < -1e-12:
-            raise ValueError(f"payload inertia must be positive semi-definite, not "
-                             f"{inertia.tolist()!r}")
-        object.__setattr__(self, "inertia", 0.5 * (inertia + inertia.T))
-
-
-@dataclass(frozen=True)
-class Disturbance:
-    """An external force (and moment) applied to a body of the plant by its environment.
-
-    Attributes
-    ----------
-    body : str
-        MuJoCo body name (a URDF link name, or :data:`TOOL_BODY`).
-    point : numpy.ndarray, shape (3,)
-        Point of application in the body's frame (the URDF link frame), m.
-    force : numpy.ndarray, shape (3,)
-        Force on the body, world axes, N.
-    torque : numpy.ndarray, shape (3,)
-        Pure moment on the body, world axes, N·m (besides the moment of ``force`` about the
-        body's centre of mass, which the plant adds).
-    start, until : float
-        Plant time (s) from which and until which it acts (``until`` may be ``inf``).
-    """
-
-    body: str
-    point: np.ndarray
-    force: np.ndarray
-    torque: np.ndarray
-    start: float
-    until: float
-
-    def active(self, time):
-        """bool: whether the disturbance acts at plant time ``time`` (s): start <= t < until."""
-        return self.start <= time < self.until
-
-
-@dataclass(frozen=True)
-class PlantState:
-    """A state of the plant.
-
-    Attributes
-    ----------
-    time : float
-        Plant time, s.
-    q, qd : numpy.ndarray, shape (n,)
-        Joint angles (rad) and velocities (rad/s), linkdyn's joint order, sign and zero.
-    """
-
-    time: float
-    q: np.ndarray
-    qd: np.ndarray
-
-
-# --------------------------------------------------------------------------------------------
-# URDF -> MuJoCo
-# --------------------------------------------------------------------------------------------
-
-def _resolve_package(filename, urdf_path, package_dirs):
-    """Resolve ``package://<package>/<rest>`` to a file, or raise FileNotFoundError."""
-    if not filename.startswith("package://"):
-        path = Path(filename)
-        path = path if path.is_absolute() else urdf_path.parent / path
-        if not path.is_file():
-            raise FileNotFoundError(f"URDF {str(urdf_path)!r}: mesh {filename!r} not found")
-        return path
-    package, _, rest = filename[len("package://"):].partition("/")
-    # Folders that may hold the package: the ones given, then every folder above the URDF (a
-    # URDF usually lies inside its package, as example-robot-data's do).
-    candidates = [Path(d) for d in package_dirs] + list(urdf_path.resolve().parents)
-    for folder in candidates:
-        path = folder / package / rest
-        if path.is_file():
-            return path
-    raise FileNotFoundError(
-        f"URDF {str(urdf_path)!r}: mesh {filename!r} not found: no folder {package!r} holding "
-        f"{rest!r} in package_dirs {[str(d) for d in package_dirs]!r} or above the URDF")
-
-
-def _plant_urdf(urdf_path, chain_links, meshes, package_dirs):
-    """The URDF text MuJoCo is given: meshes resolved or removed, off-chain joints fixed."""
-    root = ET.parse(urdf_path).getroot()
-    for element in root.findall("mujoco"):
-        root.remove(element)
-    for link in root.findall("link"):
-        for visual in link.findall("visual"):
-            link.remove(visual)
-        for collision in link.findall("collision"):
-            mesh = collision.find("geometry/mesh")
-            if not meshes or (mesh is not None and not mesh.get("filename", "").lower()
-                              .endswith((".stl", ".obj", ".msh"))):
-                link.remove(collision)
-            elif mesh is not None:
-                mesh.set("filename", str(_resolve_package(mesh.get("filename", ""), urdf_path,
-                                                          package_dirs)))
-    for joint in root.findall("joint"):
-        child = joint.find("child")
-        if joint.get("type") in _MOVABLE and child is not None \
-                and child.get("link") not in chain_links:
-            joint.set("type", "fixed")
-    extension = ET.SubElement(root, "mujoco")
-    # discardvisual would also drop the plant's own visual-only geometry (the URDF <visual>
-    # elements are removed above).
-    ET.SubElement(extension, "compiler", fusestatic="false", discardvisual="false",
-                  strippath="false")
-    return ET.tostring(root, encoding="unicode")
-
-
-@dataclass(frozen=True)
-class _Config:
-    """Everything a plant is built from (so that ``with_plate`` can rebuild it)."""
-
-    urdf_path: Path
-    tip: str | None
-    robot: Robot
-    control_period: float
-    substeps: int
-    encoder_counts: int | None
-    noise: np.ndarray
-    velocity_noise: np.ndarray
-    velocity: str
-    seed: int | None
-    friction: bool
-    damping: np.ndarray | None
-    frictionloss: np.ndarray | None
-    integrator: str
-    meshes: bool
-    package_dirs: tuple
-    tool_radius: float
-    tool_offset: np.ndarray
-    plate: Plate | None
-    contact_timeconst: float
-
-
-def _build_model(config):
-    """Compile the MuJoCo model of a configuration; return (model, chain joint names, tip)."""
-    robot = config.robot
-    chain_links = [link.name for link in robot.links]
-    tip = config.tip or chain_links[-1]
-    text = _plant_urdf(config.urdf_path, set(chain_links), config.meshes, config.package_dirs)
-    try:
-        spec = mujoco.MjSpec.from_string(text)
-    except ValueError as error:
-        raise PlantError(f"MuJoCo cannot read URDF {str(config.urdf_path)!r}: {error}") from None
-    spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
-    spec.option.gravity = robot.gravity
-    spec.option.timestep = config.control_period / config.substeps
-    spec.option.integrator = _INTEGRATORS[config.integrator]
-    spec.visual.global_.offwidth, spec.visual.global_.offheight = OFFSCREEN_SIZE
-
-    # The chain joints, in linkdyn's order: joint i moves link i (the URDF child link).
-    joints = []
-    for i, name in enumerate(chain_links):
-        body = spec.body(name)
-        body_joints = [] if body is None else list(body.joints)
-        if len(body_joints) != 1:
-            raise PlantError(f"URDF {str(config.urdf_path)!r}: link {name!r} (joint {i + 1}) "
-                             f"has {len(body_joints)} MuJoCo joints, expected 1")
-        joints.append(body_joints[0])
-    moving = [j for j in spec.joints if j.name not in {j.name for j in joints}]
-    if moving:
-        raise PlantError(f"URDF {str(config.urdf_path)!r}: joints "
-                         f"{[j.name for j in moving]!r} are not on the chain")
-    for i, joint in enumerate(joints):
-        if not config.friction:
-            joint.damping = np.zeros_like(joint.damping)
-            joint.frictionloss = 0.0
-        if config.damping is not None:
-            damping = np.zeros_like(joint.damping)
-            damping[0] = config.damping[i]
-            joint.damping = damping
-        if config.frictionloss is not None:
-            joint.frictionloss = float(config.frictionloss[i])
-        tau_max = robot.links[i].limits.tau_max
-        actuator = spec.add_actuator(name=f"linkdyn_motor_{i + 1}", target=joint.name,
-                                     trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        if tau_max is not None:
-            actuator.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-            actuator.ctrlrange = [-tau_max, tau_max]
-            joint.actfrcrange = [-tau_max, tau_max]
-            joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_TRUE
-        else:
-            actuator.ctrllimited = mujoco.mjtLimited.mjLIMITED_FALSE
-            joint.actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE
-
-    # No robot geometry collides (a model of rigid-body dynamics, not of self-collision).
-    for geom in spec.geoms:
-        geom.contype = 0
-        geom.conaffinity = 0
-        geom.group = 1
-        geom.rgba = [0.70, 0.72, 0.75, 1.0]
-    if not config.meshes:
-        _add_skeleton(spec, config)
-
-    tip_body = spec.body(tip)
-    if tip_body is None:
-        raise PlantError(f"URDF {str(config.urdf_path)!r} has no link {tip!r}")
-    # The tool: a massless body at the tip link frame (the wrist flange), the wrist sensor's
-    # site at its origin, a stick out to the tool point with the contact sphere there.
-    offset = config.tool_offset
-    tool = tip_body.add_body(name=TOOL_BODY)
-    tool.add_site(name=WRIST_SITE, size=[0.004, 0, 0], rgba=[0.2, 0.2, 0.9, 1], group=2)
-    tool.add_site(name=TOOL_SITE, pos=offset, size=[0.004, 0, 0], rgba=[1, 0.2, 0.2, 1],
-                  group=2)
-    if np.linalg.norm(offset) > 1e-4:
-        tool.add_geom(name="linkdyn_tool_stick", type=mujoco.mjtGeom.mjGEOM_CAPSULE,
-                      fromto=[0, 0, 0, *offset], size=[0.5 * config.tool_radius, 0, 0],
-                      contype=0, conaffinity=0, mass=0, group=1, rgba=[0.25, 0.25, 0.28, 1])
-    tool.add_geom(name="linkdyn_tool_sphere", type=mujoco.mjtGeom.mjGEOM_SPHERE,
-                  pos=offset, size=[config.tool_radius, 0, 0], contype=_TOOL_CONTYPE,
-                  conaffinity=0, condim=3, rgba=[0.9, 0.3, 0.2, 1], mass=0, group=1)
-    spec.add_sensor(name=_FORCE_SENSOR, type=mujoco.mjtSensor.mjSENS_FORCE,
-                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname=WRIST_SITE)
-    spec.add_sensor(name=_TORQUE_SENSOR, type=mujoco.mjtSensor.mjSENS_TORQUE,
-                    objtype=mujoco.mjtObj.mjOBJ_SITE, objname=WRIST_SITE)
-    # The payload body: compiled massless with an inertial frame apart from its body frame, so
-    # that MuJoCo's same-frame shortcut cannot skip a centre of mass set at run time.
-    payload = tip_body.add_body(name=_PAYLOAD_BODY, mass=0.0, ipos=[1e-3, 0, 0],
-                                iquat=[0.5, 0.5, 0.5, 0.5], inertia=[0, 0, 0])
-    payload.add_geom(name=_PAYLOAD_GEOM, type=mujoco.mjtGeom.mjGEOM_SPHERE,
-                     size=[0.04, 0, 0], pos=[1e-3, 0, 0], contype=0, conaffinity=0,
-                     rgba=[0.95, 0.75, 0.1, 0.0], mass=0, group=2)
-    # For pictures only: a floor at the base height (no contacts) and a light above.
-    spec.worldbody.add_geom(name="linkdyn_floor", type=mujoco.mjtGeom.mjGEOM_PLANE,
-                            size=[2.0, 2.0, 0.05], pos=robot.base[:3, 3] * [1, 1, 0],
-                            contype=0, conaffinity=0, group=0, rgba=[0.82, 0.83, 0.85, 1.0])
-    spec.worldbody.add_light(name="linkdyn_light", pos=[0.5, -0.5, 3.0], dir=[0, 0, -1],
-                             diffuse=[0.7, 0.7, 0.7], castshadow=True)
-    spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
-    spec.visual.headlight.diffuse = [0.5, 0.5, 0.5]
-    if config.plate is not None:
-        plate = config.plate
-        spec.worldbody.add_geom(name=_PLATE_GEOM, type=mujoco.mjtGeom.mjGEOM_BOX,
-                                size=plate.size, pos=plate.position,
-                                quat=_quaternion(plate.rotation), contype=0,
-                                conaffinity=_PLATE_CONAFFINITY, condim=3,
-                                friction=[plate.friction, 0.005, 0.0001],
-                                solref=[config.contact_timeconst, 1.0],
-                                rgba=[0.35, 0.55, 0.75, 1.0])
-    try:
-        model = spec.compile()
-    except ValueError as error:
-        raise PlantError(f"MuJoCo cannot compile the plant of {str(config.urdf_path)!r}: "
-                         f"{error}") from None
-    model.body_sameframe[model.body(_PAYLOAD_BODY).id] = 0
-    model.geom_sameframe[model.geom(_PAYLOAD_GEOM).id] = 0
-    ids = np.array([model.joint(j.name).id for j in joints])
-    if not np.array_equal(model.jnt_dofadr[ids], np.arange(robot.n)) \
-            or not np.array_equal(model.jnt_qposadr[ids], np.arange(robot.n)):
-        raise PlantError(f"URDF {str(config.urdf_path)!r}: MuJoCo orders the joints "
-                         f"{[model.joint(i).name for i in range(model.njnt)]!r} differently "
-                         f"from the chain")
-    return model, [j.name for j in joints], tip
-
-
-def _add_skeleton(spec, config):
-    """Massless capsules from each link origin to its children's origins (for pictures)."""
-    for body in spec.bodies:
-        if body.name == "world":
-            continue
-        for child in body.bodies:
-            end = np.array(child.pos, dtype=float)
-            if np.linalg.norm(end) < 1e-4:
-                continue
-            body.add_geom(type=mujoco.mjtGeom.mjGEOM_CAPSULE, fromto=[0, 0, 0, *end],
-                          size=[0.035, 0, 0], contype=0, conaffinity=0, mass=0, group=1,
-                          rgba=[0.70, 0.72, 0.75, 1.0])
-
 
 # --------------------------------------------------------------------------------------------
 # The plant
@@ -577,22 +110,22 @@ class Plant:
     """
 
     def __init__(self, config):
-        if not isinstance(config, _Config):
+        if not isinstance(config, PlantConfig):
             raise TypeError("build a Plant with Plant.from_urdf(...) or Plant.from_reference(...)")
         self._config = config
         self.robot = config.robot
         self.n = config.robot.n
-        self.model, self.joint_names, self.tip = _build_model(config)
+        self.model, self.joint_names, self.tip = build_model(config)
         self.data = mujoco.MjData(self.model)
         self._scratch = mujoco.MjData(self.model)
         self._rng = np.random.default_rng(config.seed)
         self._tool_site = self.model.site(TOOL_SITE).id
         self._wrist_site = self.model.site(WRIST_SITE).id
         self._tool_body = self.model.body(TOOL_BODY).id
-        self._payload_body = self.model.body(_PAYLOAD_BODY).id
-        self._payload_geom = self.model.geom(_PAYLOAD_GEOM).id
-        self._force_adr = self.model.sensor_adr[self.model.sensor(_FORCE_SENSOR).id]
-        self._torque_adr = self.model.sensor_adr[self.model.sensor(_TORQUE_SENSOR).id]
+        self._payload_body = self.model.body(PAYLOAD_BODY).id
+        self._payload_geom = self.model.geom(PAYLOAD_GEOM).id
+        self._force_adr = self.model.sensor_adr[self.model.sensor(FORCE_SENSOR).id]
+        self._torque_adr = self.model.sensor_adr[self.model.sensor(TORQUE_SENSOR).id]
         limits = [link.limits.tau_max for link in self.robot.links]
         self.tau_max = np.array([np.inf if t is None else t for t in limits])
         self.tau_max.setflags(write=False)
@@ -683,13 +216,13 @@ class Plant:
         """
         path = Path(path)
         robot = load_urdf(path, tip=tip, gravity=gravity)
-        tool_offset = _vector(tool_offset, (3,), "tool_offset (m)")
+        tool_offset = check_vector(tool_offset, (3,), "tool_offset (m)")
         if np.any(tool_offset):
             translation = np.eye(4)
             translation[:3, 3] = tool_offset
             robot = replace(robot, tool=robot.tool @ translation)
         n = robot.n
-        control_period = _number(control_period, "control_period (s)", minimum=0,
+        control_period = check_number(control_period, "control_period (s)", minimum=0,
                                  strictly=True)
         if isinstance(substeps, bool) or not isinstance(substeps, (int, np.integer)):
             raise TypeError(f"substeps must be an int, not {substeps!r}")
@@ -705,27 +238,27 @@ class Plant:
         if seed is not None and (isinstance(seed, bool)
                                  or not isinstance(seed, (int, np.integer)) or seed < 0):
             raise ValueError(f"seed must be a non-negative int or None, not {seed!r}")
-        if velocity not in _VELOCITY_MODES:
-            raise ValueError(f"velocity must be one of {_VELOCITY_MODES}, not {velocity!r}")
-        if integrator not in _INTEGRATORS:
-            raise ValueError(f"integrator must be one of {tuple(_INTEGRATORS)}, not "
+        if velocity not in VELOCITY_MODES:
+            raise ValueError(f"velocity must be one of {VELOCITY_MODES}, not {velocity!r}")
+        if integrator not in INTEGRATORS:
+            raise ValueError(f"integrator must be one of {tuple(INTEGRATORS)}, not "
                              f"{integrator!r}")
         if plate is not None and not isinstance(plate, Plate):
             raise TypeError(f"plate must be a Plate or None, not {plate!r}")
-        tool_radius = _number(tool_radius, "tool_radius (m)", minimum=0, strictly=True)
-        contact_timeconst = _number(contact_timeconst, "contact_timeconst (s)")
+        tool_radius = check_number(tool_radius, "tool_radius (m)", minimum=0, strictly=True)
+        contact_timeconst = check_number(contact_timeconst, "contact_timeconst (s)")
         if contact_timeconst < 2 * control_period / substeps:
             raise ValueError(f"contact_timeconst must be >= 2 timesteps "
                              f"({2 * control_period / substeps:g} s), not {contact_timeconst!r}")
-        config = _Config(
+        config = PlantConfig(
             urdf_path=path, tip=tip, robot=robot, control_period=control_period,
             substeps=int(substeps),
             encoder_counts=None if encoder_counts is None else int(encoder_counts),
-            noise=_per_joint(noise, n, "noise (rad)"),
-            velocity_noise=_per_joint(velocity_noise, n, "velocity_noise (rad/s)"),
+            noise=check_per_joint(noise, n, "noise (rad)"),
+            velocity_noise=check_per_joint(velocity_noise, n, "velocity_noise (rad/s)"),
             velocity=velocity, seed=seed, friction=bool(friction),
-            damping=None if damping is None else _per_joint(damping, n, "damping"),
-            frictionloss=None if frictionloss is None else _per_joint(frictionloss, n,
+            damping=None if damping is None else check_per_joint(damping, n, "damping"),
+            frictionloss=None if frictionloss is None else check_per_joint(frictionloss, n,
                                                                       "frictionloss"),
             integrator=integrator, meshes=bool(meshes),
             package_dirs=tuple(Path(d) for d in package_dirs), tool_radius=tool_radius,
@@ -802,14 +335,14 @@ class Plant:
         TypeError, ValueError
             If ``direction`` is not a non-zero finite 3-vector or a size is not positive.
         """
-        direction = _vector(direction, (3,), "plate direction")
+        direction = check_vector(direction, (3,), "plate direction")
         norm = float(np.linalg.norm(direction))
         if norm < 1e-9:
             raise ValueError(f"plate direction must not be zero, not {direction.tolist()!r}")
         z = direction / norm
-        size = _vector(size, (2,), "plate size (half-extents, m)")
-        thickness = _number(thickness, "plate thickness (m)", minimum=0, strictly=True)
-        gap = _number(gap, "plate gap (m)", minimum=0)
+        size = check_vector(size, (2,), "plate size (half-extents, m)")
+        thickness = check_number(thickness, "plate thickness (m)", minimum=0, strictly=True)
+        gap = check_number(gap, "plate gap (m)", minimum=0)
         helper = np.eye(3)[int(np.argmin(np.abs(z)))]
         x = np.cross(helper, z)
         x /= np.linalg.norm(x)
@@ -837,6 +370,11 @@ class Plant:
         return other
 
     # ---- properties --------------------------------------------------------------------------
+
+    @property
+    def urdf_path(self):
+        """pathlib.Path: the URDF file the plant (and :attr:`robot`) was built from."""
+        return self._config.urdf_path
 
     @property
     def control_period(self):
@@ -892,7 +430,7 @@ class Plant:
     # ---- state ------------------------------------------------------------------------------
 
     def _joint_vector(self, value, what):
-        return _vector(value, (self.n,), what)
+        return check_vector(value, (self.n,), what)
 
     def default_configuration(self):
         """Return ``q = 0``, or the middle of a joint's range where 0 is outside it; (n,), rad."""
@@ -1027,7 +565,7 @@ class Plant:
     def body_names(self):
         """Return the names of the bodies a disturbance can act on (URDF links and the tool)."""
         return [self.model.body(i).name for i in range(1, self.model.nbody)
-                if self.model.body(i).name != _PAYLOAD_BODY]
+                if self.model.body(i).name != PAYLOAD_BODY]
 
     def apply_disturbance(self, force, body=TOOL_BODY, point=None, *,
                           torque=(0.0, 0.0, 0.0), start=None, until=math.inf, duration=None):
@@ -1067,18 +605,18 @@ class Plant:
             If a vector is not numeric, of shape (3,) or finite, the body is unknown (the
             message lists the bodies), or the interval is empty.
         """
-        force = _vector(force, (3,), "disturbance force (N)")
-        torque = _vector(torque, (3,), "disturbance torque (N·m)")
+        force = check_vector(force, (3,), "disturbance force (N)")
+        torque = check_vector(torque, (3,), "disturbance torque (N·m)")
         if point is None:
             point = self._config.tool_offset if body == TOOL_BODY else np.zeros(3)
-        point = _vector(point, (3,), "disturbance point (m)")
+        point = check_vector(point, (3,), "disturbance point (m)")
         names = self.body_names()
         if not isinstance(body, str) or body not in names:
             raise ValueError(f"disturbance body must be one of {names!r}, not {body!r}")
         now = float(self.data.time)
-        start = now if start is None else _number(start, "disturbance start (s)")
+        start = now if start is None else check_number(start, "disturbance start (s)")
         if duration is not None:
-            until = start + _number(duration, "disturbance duration (s)", minimum=0,
+            until = start + check_number(duration, "disturbance duration (s)", minimum=0,
                                     strictly=True)
         until = float(until)
         if math.isnan(until) or until <= start:
@@ -1252,7 +790,7 @@ class Plant:
         """
         body = self._link_body(link)
         old_mass, old_com, old_inertia = self.link_inertial(link)
-        mass = old_mass if mass is None else _number(mass, f"link {link!r} mass (kg)",
+        mass = old_mass if mass is None else check_number(mass, f"link {link!r} mass (kg)",
                                                      minimum=0)
         if mass == 0 and self.model.body_dofnum[body] > 0:
             raise ValueError(f"link {link!r} moves: its mass must be > 0, not 0.0")
@@ -1276,7 +814,7 @@ class Plant:
         model.body_sameframe[body] = 0
         model.body_mass[body] = inertial.mass
         model.body_ipos[body] = inertial.com
-        model.body_iquat[body] = _quaternion(axes)
+        model.body_iquat[body] = quaternion_of(axes)
         model.body_inertia[body] = np.maximum(moments, 0.0)
         # Constants derived from masses (subtree masses, the constraint solver's inverse
         # weights) at qpos0, computed on scratch data so that the state is untouched.
@@ -1344,7 +882,7 @@ class Plant:
         total = np.zeros(3)
         if self._config.plate is None:
             return total
-        plate = self.model.geom(_PLATE_GEOM).id
+        plate = self.model.geom(PLATE_GEOM).id
         wrench = np.zeros(6)
         for i in range(self.data.ncon):
             contact = self.data.contact[i]

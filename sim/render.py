@@ -2,10 +2,10 @@
 
 On a machine without a display MuJoCo needs a software or headless OpenGL, chosen by the
 environment variable ``MUJOCO_GL`` *before* :mod:`mujoco` is imported: ``osmesa`` (Debian
-package ``libosmesa6``) or ``egl``. :mod:`linkdyn.sim.plant` sets it to one whose library is
-present when there is no display, it is not set already and mujoco is not imported yet (import
-this package before anything that imports mujoco, or set ``MUJOCO_GL``). :func:`render` raises
-:class:`RenderError` when no OpenGL context can be made.
+package ``libosmesa6``) or ``egl``. :mod:`linkdyn.sim.mujoco_gl` (imported by the plant) sets it to one whose
+library is present when there is no display, it is not set already and mujoco is not imported
+yet (import the plant before anything that imports mujoco, or set ``MUJOCO_GL``).
+:func:`render` raises :class:`RenderError` when no OpenGL context can be made.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .plant import Plant, mujoco
+from .mujoco_gl import mujoco
+from .plant import Plant
 
 __all__ = ["render", "render_image", "scene", "RenderError"]
 

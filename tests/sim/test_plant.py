@@ -78,7 +78,7 @@ def hold_torque(plant, q, force=np.zeros(3)):
 
 def test_plant_accelerations_match_pinocchio_aba(rigid):
     pin = pytest.importorskip("pinocchio")
-    model = pin.buildModelFromUrdf(str(rigid._config.urdf_path))
+    model = pin.buildModelFromUrdf(str(rigid.urdf_path))
     locked = [model.getJointId(name) for name in model.names[1:]
               if name not in rigid.joint_names]
     if locked:
@@ -114,7 +114,7 @@ def test_tool_site_matches_linkdyn_forward_kinematics(offset):
         plant = _plant(name, tool_offset=offset)
         if not any(offset):   # the default plant's robot is the reference robot itself
             np.testing.assert_array_equal(plant.robot.tool, load_reference_robot(name).tool)
-        unsnapped = load_urdf(plant._config.urdf_path, tip=REFERENCE_URDFS[name][1],
+        unsnapped = load_urdf(plant.urdf_path, tip=REFERENCE_URDFS[name][1],
                               snap_tolerance=0)
         translation = np.eye(4)
         translation[:3, 3] = offset
@@ -177,7 +177,7 @@ def test_urdf_friction_is_dry_friction_of_that_level_on_moving_joints():
 def test_plant_gravity_is_the_robot_gravity():
     plant = _plant("ur5")
     np.testing.assert_array_equal(plant.gravity, [0.0, 0.0, -9.80665])
-    tilted = Plant.from_urdf(plant._config.urdf_path, gravity=[0.5, 0.0, -9.7])
+    tilted = Plant.from_urdf(plant.urdf_path, gravity=[0.5, 0.0, -9.7])
     np.testing.assert_array_equal(tilted.gravity, tilted.robot.gravity)
     np.testing.assert_array_equal(tilted.gravity, [0.5, 0.0, -9.7])
 
@@ -342,7 +342,7 @@ def test_perturbed_link_parameters_equal_linkdyn_of_the_perturbed_urdf(tmp_path)
 
     plant = _plant("ur5", friction=False, encoder_counts=None)
     rng = np.random.default_rng(12)
-    tree = ET.parse(plant._config.urdf_path)
+    tree = ET.parse(plant.urdf_path)
     for link in tree.getroot().findall("link"):
         name = link.get("name")
         if name not in [l.name for l in plant.robot.links]:
@@ -439,7 +439,8 @@ def test_wrist_sensor_reads_a_held_disturbance():
     plant.run(hold_torque(plant, q, -push), 100)      # the tool exerts -push
     np.testing.assert_allclose(plant.state.q, q, rtol=0, atol=1e-9)
     wrench = plant.wrist_wrench()
-    lever = plant.end_effector_position() - plant.data.site_xpos[plant._wrist_site]
+    wrist = plant.data.site_xpos[plant.model.site(plant_module.WRIST_SITE).id]
+    lever = plant.end_effector_position() - wrist
     np.testing.assert_allclose(wrench[:3], -push, rtol=0, atol=1e-9)
     np.testing.assert_allclose(wrench[3:], np.cross(lever, -push), rtol=0, atol=1e-9)
     rotation = plant.end_effector_pose()[:3, :3]
