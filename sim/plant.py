@@ -79,13 +79,22 @@ from .plant_scene import (Disturbance, Payload, PlantState, Plate, check_number,
                           quaternion_of, check_vector)
 
 __all__ = [
-    "Plant", "PlantError", "Plate", "Payload", "Disturbance", "PlantState",
+    "Plant", "PlantError", "PlantInstabilityError", "MAX_TORQUE", "Plate", "Payload", "Disturbance", "PlantState",
     "DEFAULT_ENCODER_COUNTS", "TOOL_BODY", "TOOL_SITE", "WRIST_SITE", "OFFSCREEN_SIZE",
 ]
 
 # --------------------------------------------------------------------------------------------
 # The plant
 # --------------------------------------------------------------------------------------------
+
+#: Largest torque a joint without effort limit takes, N·m (MuJoCo's ``mjMAXVAL``: it zeroes
+#: larger controls).
+MAX_TORQUE = 1e10
+
+
+class PlantInstabilityError(RuntimeError):
+    """The simulation diverged (the message says when and under which torque)."""
+
 
 class Plant:
     """A robot arm simulated by MuJoCo, stepped one control period at a time.
@@ -530,26 +539,47 @@ class Plant:
         TypeError
             If ``tau`` is not numeric.
         ValueError
-            If ``tau`` does not have shape (n,) or holds NaN or infinity (the plant is not
-            stepped).
+            If ``tau`` does not have shape (n,), holds NaN or infinity, or exceeds
+            :data:`MAX_TORQUE` on a joint without effort limit (the plant is not stepped).
+        PlantInstabilityError
+            If the simulation diverged in this period (MuJoCo then resets its state; the
+            plant must be :meth:`reset` before it is stepped again).
         """
         tau = self._joint_vector(tau, "tau (N·m)")
         applied = np.clip(tau, -self.tau_max, self.tau_max)
+        if np.any(np.abs(applied) > MAX_TORQUE):
+            raise ValueError(f"tau (N·m) of a joint without effort limit must be within "
+                             f"+-{MAX_TORQUE:g} (MuJoCo ignores larger controls), not "
+                             f"{tau.tolist()!r}")
         clipped = applied != tau
         self.clip_count += clipped
         self._torque = applied
         model, data = self.model, self.data
         data.ctrl[:] = applied
+        warnings = self._instability_count()
+        time = float(data.time)
         # The data is forwarded at the current state: the first substep integrates at once.
         for k in range(self._config.substeps):
             if k:
                 mujoco.mj_step1(model, data)
             self._apply_disturbances()
             mujoco.mj_step2(model, data)
+        if self._instability_count() != warnings:
+            # MuJoCo has reset the data to the model's default state: say so, do not go on.
+            raise PlantInstabilityError(
+                f"the simulation became unstable in the control period from t = {time:.6f} s "
+                f"(MuJoCo found NaN or huge positions, velocities or accelerations and reset "
+                f"its state) with torque {applied.tolist()!r} N·m; reset() the plant")
         self._apply_disturbances()
         mujoco.mj_forward(model, data)
         self._sample()
         return clipped
+
+    def _instability_count(self):
+        warning = self.data.warning
+        return tuple(int(warning[int(kind)].number) for kind in (
+            mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL,
+            mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADCTRL))
 
     def run(self, tau, periods):
         """Apply the same torque for ``periods`` control periods; return the last clip mask."""

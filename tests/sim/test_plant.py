@@ -566,6 +566,10 @@ def test_unresolvable_mesh_is_a_clear_error(tmp_path):
     assert not plant.step([1e4])[0] and plant.torque[0] == 1e4
     plant.run([10.0], 1000)
     assert plant.state.q[0] > 2 * math.pi            # turns past a revolution
+    with pytest.raises(ValueError, match=r"must be within \+-1e\+10 \(MuJoCo ignores"):
+        plant.step([1e25])
+    with pytest.raises(plant_module.PlantInstabilityError, match="became unstable"):
+        plant.run([1e9], 10)                         # diverges: said, not hidden
 
 
 def test_default_configuration_is_inside_the_joint_ranges():
