@@ -116,6 +116,23 @@ class Plant:
     (``velocity="difference"``, what a drive computes from its encoder) or the true velocity
     (``velocity="exact"``), plus ``N(0, velocity_noise^2)`` in both cases. The noise comes
     from one ``numpy.random.Generator`` seeded with ``seed``; :meth:`reset` does not reseed it.
+
+    Attributes
+    ----------
+    robot : linkdyn.model.Robot
+        The controller's model of the same URDF (``tool`` moved by ``tool_offset``).
+    n : int
+        Number of joints.
+    joint_names : list of str
+        URDF names of the chain joints, in linkdyn's (and MuJoCo's) order.
+    tip : str
+        URDF name of the tip link (carries the tool and the payload).
+    tau_max : numpy.ndarray, shape (n,)
+        Effort limits, N·m (``inf`` where the URDF gives none).
+    clip_count : numpy.ndarray of int, shape (n,)
+        Control periods in which each joint's torque was clipped.
+    model, data : mujoco.MjModel, mujoco.MjData
+        The MuJoCo model and its state.
     """
 
     def __init__(self, config):
