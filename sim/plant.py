@@ -202,8 +202,12 @@ class Plant:
         gravity : array_like, shape (3,), optional
             Gravity in the world frame, m/s^2, passed to ``load_urdf``; default the Robot
             default ``(0, 0, -9.80665)``. The plant's gravity is always ``robot.gravity``.
-        integrator : {"implicitfast", "implicit", "euler"}
-            MuJoCo integrator (default ``"implicitfast"``).
+        integrator : {"implicitfast", "implicit", "euler", "rk4"}
+            MuJoCo integrator. Default ``"implicitfast"`` (first order, stable with contacts
+            and damping: a feed-forward torque along a trajectory drifts ~3 mrad in 0.5 s at
+            0.5 ms, half that at 0.25 ms); ``"rk4"`` (fourth order: within the torque's
+            zero-order hold, ~1.5e-5 rad, already with one 1 ms substep, at ~60 % of the
+            speed of the default).
         meshes : bool
             Keep the URDF's collision meshes (STL/OBJ) as visual geometry, resolving
             ``package://`` paths (default False: links drawn as capsules).
@@ -575,12 +579,21 @@ class Plant:
         data.ctrl[:] = applied
         warnings = self._instability_count()
         time = float(data.time)
-        # The data is forwarded at the current state: the first substep integrates at once.
-        for k in range(self._config.substeps):
-            if k:
-                mujoco.mj_step1(model, data)
-            self._apply_disturbances()
-            mujoco.mj_step2(model, data)
+        if self._config.integrator == "rk4":
+            # mj_step runs the whole Runge-Kutta step; the disturbances' moments are taken at
+            # the start of each substep (kinematics of the new state first).
+            for k in range(self._config.substeps):
+                if k:
+                    mujoco.mj_kinematics(model, data)
+                self._apply_disturbances()
+                mujoco.mj_step(model, data)
+        else:
+            # The data is forwarded at the current state: the first substep integrates at once.
+            for k in range(self._config.substeps):
+                if k:
+                    mujoco.mj_step1(model, data)
+                self._apply_disturbances()
+                mujoco.mj_step2(model, data)
         if self._instability_count() != warnings:
             # MuJoCo has reset the data to the model's default state: say so, do not go on.
             raise PlantInstabilityError(

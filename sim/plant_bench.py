@@ -31,8 +31,8 @@ _POSES = {"ur5": np.array([0.3, -1.9, 1.9, -1.5, -1.5, 0.0])}
 _TOOL_OFFSETS = {"ur5": (0.0, 0.2, 0.0)}
 
 
-def _case(robot_name, substeps, case):
-    plant = Plant.from_reference(robot_name, substeps=substeps,
+def _case(robot_name, substeps, case, integrator):
+    plant = Plant.from_reference(robot_name, substeps=substeps, integrator=integrator,
                                  tool_offset=_TOOL_OFFSETS.get(robot_name, (0.0, 0.0, 0.1)))
     q = _POSES.get(robot_name, plant.default_configuration())
     plant.reset(q)
@@ -51,7 +51,8 @@ CASES = ("hold", "swing", "contact")
 _CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
-def measure(robot_name="ur5", substeps=2, case="hold", periods=2000, repeat=3, clock="wall"):
+def measure(robot_name="ur5", substeps=2, case="hold", periods=2000, repeat=3, clock="wall",
+            integrator="implicitfast"):
     """Return the best control periods per second of ``periods`` steps, and the plant.
 
     ``clock`` is ``"wall"`` (``time.perf_counter``) or ``"cpu"`` (``time.process_time``).
@@ -61,7 +62,7 @@ def measure(robot_name="ur5", substeps=2, case="hold", periods=2000, repeat=3, c
     timer = _CLOCKS[clock]
     if case not in CASES:
         raise ValueError(f"case must be one of {CASES}, not {case!r}")
-    plant, tau = _case(robot_name, substeps, case)
+    plant, tau = _case(robot_name, substeps, case, integrator)
     start_q = plant.state.q
     best = 0.0
     for _ in range(repeat):
@@ -81,16 +82,19 @@ def main(argv=None):
     parser.add_argument("--periods", type=int, default=2000, help="control periods per run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best kept)")
     parser.add_argument("--clock", choices=tuple(_CLOCKS), default="wall")
+    parser.add_argument("--integrator", default="implicitfast",
+                        help="MuJoCo integrator (implicitfast, implicit, euler, rk4)")
     args = parser.parse_args(argv)
     import mujoco
 
-    print(f"plant speed: {args.robot}, control period 1 ms, {args.clock} clock, mujoco "
+    print(f"plant speed: {args.robot}, control period 1 ms, {args.integrator}, {args.clock} "
+          f"clock, mujoco "
           f"{mujoco.__version__}, python {platform.python_version()}, {platform.machine()}")
     print(f"{'case':<8} {'substeps':>8} {'timestep':>10} {'periods/s':>10} {'real time':>10}")
     for case in CASES:
         for substeps in args.substeps:
             rate, plant = measure(args.robot, substeps, case, args.periods, args.repeat,
-                                  args.clock)
+                                  args.clock, args.integrator)
             print(f"{case:<8} {substeps:>8} "
                   f"{plant.timestep * 1e3:>8.3f}ms {rate:>10,.0f} {rate / 1000:>9.1f}x")
 

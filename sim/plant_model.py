@@ -53,6 +53,7 @@ INTEGRATORS = {
     "euler": mujoco.mjtIntegrator.mjINT_EULER,
     "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
     "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+    "rk4": mujoco.mjtIntegrator.mjINT_RK4,
 }
 # Contact bits: only the tool sphere and the plate collide.
 _TOOL_CONTYPE, _PLATE_CONAFFINITY = 2, 2

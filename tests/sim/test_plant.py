@@ -190,6 +190,36 @@ def test_step_advances_one_control_period_with_substeps():
     assert plant.state.time == pytest.approx(4e-3)
 
 
+def feedforward_deviation(plant, seconds=0.5):
+    """Largest |q - q_ref| (rad) when linkdyn's rnea torque of a trajectory drives the plant."""
+    q0 = np.array([0.3, -1.2, 1.3, -0.6, 0.7, 0.2])
+    amplitude = np.array([0.4, 0.3, 0.5, 0.6, 0.5, 0.8])
+    omega = np.array([3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
+    period = plant.control_period
+    plant.reset(q0, amplitude * omega)
+    deviation = 0.0
+    for k in range(round(seconds / period)):
+        t = (k + 0.5) * period      # torque of the period's middle, held over the period
+        phase = np.sin(omega * t), np.cos(omega * t)
+        plant.step(rnea(plant.robot, q0 + amplitude * phase[0], amplitude * omega * phase[1],
+                        -amplitude * omega ** 2 * phase[0]))
+        reference = q0 + amplitude * np.sin(omega * (k + 1) * period)
+        deviation = max(deviation, float(np.abs(plant.state.q - reference).max()))
+    return deviation
+
+
+def test_plant_integrates_linkdyn_dynamics_along_a_trajectory():
+    """Open loop, linkdyn's torque of a trajectory reproduces it: first order for implicitfast
+    (the drift halves with the timestep), within the torque's zero-order hold for RK4."""
+    drift = [feedforward_deviation(_plant("ur5", friction=False, encoder_counts=None,
+                                          substeps=substeps)) for substeps in (2, 4)]
+    assert 1e-3 < drift[0] < 5e-3
+    assert drift[0] / drift[1] == pytest.approx(2.0, rel=0.05)
+    rk4 = feedforward_deviation(_plant("ur5", friction=False, encoder_counts=None,
+                                       integrator="rk4", substeps=1))
+    assert rk4 < 3e-5
+
+
 def test_static_hold_keeps_the_arm_still(ur5):
     q = np.array([0.3, -1.0, 1.2, -0.5, 0.8, 0.2])
     ur5.reset(q)
@@ -428,10 +458,12 @@ def test_disturbance_ends_at_until():
     assert not plant.data.xfrc_applied.any()
 
 
-def test_wrist_sensor_reads_a_held_disturbance():
+@pytest.mark.parametrize("integrator", ["implicitfast", "rk4"])
+def test_wrist_sensor_reads_a_held_disturbance(integrator):
     """Static: the arm holds still against a force on the tool; the sensor reads its reaction."""
     offset = np.array([0.0, 0.15, 0.0])
-    plant = _plant("ur5", friction=False, encoder_counts=None, tool_offset=offset)
+    plant = _plant("ur5", friction=False, encoder_counts=None, tool_offset=offset,
+                   integrator=integrator)
     q = np.array([0.3, -1.0, 1.2, -0.5, 0.8, 0.2])
     plant.reset(q)
     push = np.array([8.0, -5.0, 15.0])               # the environment on the tool, N
