@@ -9,6 +9,8 @@
 * a payload against ``rnea`` with the payload as an external wrench / as extra link parameters;
 * a disturbance force against ``J^T F`` (linkdyn's Jacobian and joint-space inertia);
 * the wrist force/torque sensor in static cases (a held disturbance, pressing on the plate);
+* URDF friction against ``-f sign(qd)``, perturbed link parameters against linkdyn of the
+  perturbed URDF, integration along a trajectory driven by linkdyn's torques;
 * clear errors for bad input, and a picture when an OpenGL is available.
 
 Fixed seeds; the whole file runs in a few seconds.
@@ -602,6 +604,18 @@ def test_unresolvable_mesh_is_a_clear_error(tmp_path):
         plant.step([1e25])
     with pytest.raises(plant_module.PlantInstabilityError, match="became unstable"):
         plant.run([1e9], 10)                         # diverges: said, not hidden
+
+
+def test_massless_moving_link_is_a_clear_error(tmp_path):
+    urdf = tmp_path / "massless.urdf"
+    urdf.write_text(
+        '<robot name="arm"><link name="base"/><link name="l1"/>'
+        '<joint name="j1" type="revolute"><parent link="base"/><child link="l1"/>'
+        '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="3" velocity="1"/></joint>'
+        '</robot>')
+    with pytest.raises(PlantError, match=r"MuJoCo cannot compile the plant of .*massless.urdf"
+                                         r".*mass and inertia of moving bodies"):
+        Plant.from_urdf(urdf)
 
 
 def test_default_configuration_is_inside_the_joint_ranges():
