@@ -996,6 +996,66 @@ class Plant:
         mujoco.mj_fullM(self.model, matrix, scratch.qM)
         return matrix
 
+    def tool_jacobian(self, q):
+        """Return MuJoCo's Jacobian of the tool point, world axes, shape (6, n).
+
+        Rows ``(v, omega)`` (m/rad, dimensionless) as :func:`linkdyn.model.kinematics.jacobian`
+        of :attr:`robot`. The state is not changed.
+        """
+        scratch = self._scratch_state(q, np.zeros(self.n))
+        mujoco.mj_kinematics(self.model, scratch)
+        mujoco.mj_comPos(self.model, scratch)
+        jac = np.zeros((6, self.model.nv))
+        mujoco.mj_jacSite(self.model, scratch, jac[:3], jac[3:], self._tool_site)
+        return jac
+
+    def static_force_limit(self, direction, q=None):
+        """Return the largest force the tool can exert along a direction, held still.
+
+        The torque limits bound ``g(q) + J(q)^T d f`` (the plant's gravity torque, payload
+        included, plus the force ``f d`` the tool exerts): ``|g_i + (J^T d)_i f| <= tau_max_i``
+        on every joint. This is the saturation of the contact experiment (paper Sect. 4.2: the
+        commanded 40 N saturate at about 30 N on the COMPI arm).
+
+        Parameters
+        ----------
+        direction : array_like, shape (3,)
+            Direction of the force the tool exerts, world frame (normalised here).
+        q : array_like, shape (n,), optional
+            Joint angles, rad (default the current true ones).
+
+        Returns
+        -------
+        force : float
+            The largest ``f >= 0``, N (``inf`` if no limited joint takes load).
+        joint : int or None
+            Index (0-based) of the joint that limits it.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``direction`` is not a non-zero finite 3-vector or ``q`` is malformed.
+        ValueError
+            If the arm cannot even hold itself at ``q`` (``|g_i| > tau_max_i``).
+        """
+        direction = check_vector(direction, (3,), "force direction")
+        norm = float(np.linalg.norm(direction))
+        if norm < 1e-9:
+            raise ValueError(f"force direction must not be zero, not {direction.tolist()!r}")
+        q = self.data.qpos.copy() if q is None else self._joint_vector(q, "q (rad)")
+        zero = np.zeros(self.n)
+        gravity = self.inverse_dynamics(q, zero, zero)
+        if np.any(np.abs(gravity) > self.tau_max):
+            raise ValueError(f"the arm cannot hold itself at q = {q.tolist()!r}: gravity "
+                             f"torques {gravity.tolist()!r} exceed the limits")
+        lever = self.tool_jacobian(q)[:3].T @ (direction / norm)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = np.where(lever > 0, (self.tau_max - gravity) / lever,
+                             np.where(lever < 0, (self.tau_max + gravity) / -lever, np.inf))
+        bound[~np.isfinite(self.tau_max)] = np.inf
+        joint = int(np.argmin(bound))
+        return (float(bound[joint]), joint) if np.isfinite(bound[joint]) else (math.inf, None)
+
     def __repr__(self):
         return (f"Plant({self.robot.name!r}, n={self.n}, control_period={self.control_period}, "
                 f"substeps={self.substeps}, time={self.data.time:.6f})")

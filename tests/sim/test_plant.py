@@ -518,6 +518,34 @@ def test_plate_at_tool_touches_the_tool_sphere():
         plant.with_plate_at_tool([0, 0, 0])
 
 
+def test_tool_jacobian_is_linkdyn_jacobian():
+    plant = _plant("panda", tool_offset=(0.0, 0.0, 0.15))
+    for q in random_states(plant, 20, seed=14)[0]:
+        np.testing.assert_allclose(plant.tool_jacobian(q), jacobian(plant.robot, q), rtol=0,
+                                   atol=1e-9)
+
+
+def test_static_force_limit_is_where_a_joint_reaches_its_effort_limit():
+    plant = _plant("ur5", tool_offset=(0.0, 0.2, 0.0))
+    q = np.array([0.3, -1.9, 1.9, -1.5, -1.5, 0.0])
+    plant.reset(q)
+    plant.set_payload(0.8, [0.0, 0.13, 0.0])
+    direction = np.array([1.0, 0.0, 0.0])
+    force, joint = plant.static_force_limit(direction)
+    assert 10.0 < force < 1000.0
+    # linkdyn's torques: gravity (with the payload as parameters of link n) + J^T f d.
+    parameters = plant.robot.parameters()
+    parameters[50:60] += plant.payload_parameters()
+    gravity = rnea(plant.robot.with_parameters(parameters), q, np.zeros(6), np.zeros(6))
+    lever = jacobian(plant.robot, q)[:3].T @ direction
+    below, above = gravity + lever * force * 0.999, gravity + lever * force * 1.001
+    assert np.all(np.abs(below) <= plant.tau_max)
+    assert np.abs(above[joint]) > plant.tau_max[joint]
+    np.testing.assert_allclose(abs(gravity[joint] + lever[joint] * force), plant.tau_max[joint])
+    with pytest.raises(ValueError, match="force direction must not be zero"):
+        plant.static_force_limit([0, 0, 0])
+
+
 # ----------------------------------------------------------------------------------------------
 # Bad input
 # ----------------------------------------------------------------------------------------------
