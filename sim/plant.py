@@ -612,12 +612,25 @@ class Plant:
             mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADCTRL))
 
     def run(self, tau, periods):
-        """Apply the same torque for ``periods`` control periods; return the last clip mask."""
-        if isinstance(periods, bool) or not isinstance(periods, (int, np.integer)) \
-                or periods < 1:
-            raise ValueError(f"periods must be a positive int, not {periods!r}")
+        """Apply the same torque for ``periods`` control periods (see :meth:`step`).
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n,)
+            Which joints were clipped in any of the periods.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``periods`` is not an int >= 1, or as :meth:`step`.
+        """
+        if isinstance(periods, bool) or not isinstance(periods, (int, np.integer)):
+            raise TypeError(f"periods must be an int, not {periods!r}")
+        if periods < 1:
+            raise ValueError(f"periods must be >= 1, not {periods!r}")
+        clipped = np.zeros(self.n, dtype=bool)
         for _ in range(int(periods)):
-            clipped = self.step(tau)
+            clipped |= self.step(tau)
         return clipped
 
     # ---- disturbances -------------------------------------------------------------------------

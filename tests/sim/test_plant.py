@@ -561,6 +561,10 @@ def test_bad_torque_is_refused_and_the_plant_not_stepped(ur5):
         ur5.step(np.zeros(5))
     with pytest.raises(TypeError, match="must be numeric"):
         ur5.step(["a"] * 6)
+    with pytest.raises(TypeError, match="periods must be an int, not 2.5"):
+        ur5.run(np.zeros(6), 2.5)
+    with pytest.raises(ValueError, match="periods must be >= 1, not 0"):
+        ur5.run(np.zeros(6), 0)
     after = ur5.state
     assert after.time == before.time
     np.testing.assert_array_equal(after.q, before.q)
