@@ -34,6 +34,10 @@ def check_vector(value, shape, what, *, finite=True):
 
 
 def check_number(value, what, *, minimum=None, strictly=False):
+    """``value`` as a finite float (``>= minimum``, or ``>`` with ``strictly``).
+
+    Raises TypeError if it is not a real number (bools are refused), ValueError otherwise.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{what} must be a number, not {value!r}")
     value = float(value)
@@ -45,7 +49,10 @@ def check_number(value, what, *, minimum=None, strictly=False):
 
 
 def check_per_joint(value, n, what):
-    """A scalar or (n,) array of non-negative finite numbers, as an (n,) array."""
+    """A scalar or (n,) array of non-negative finite numbers, as an (n,) array.
+
+    Raises TypeError if it is not numeric, ValueError for a wrong shape or a bad value.
+    """
     try:
         if isinstance(value, (str, bytes)):
             raise TypeError
@@ -62,7 +69,8 @@ def check_per_joint(value, n, what):
 
 
 def check_rotation(value, what):
-    """A rotation matrix from a (3, 3) matrix or a (w, x, y, z) unit quaternion."""
+    """A (3, 3) rotation matrix from a rotation matrix or a non-zero ``(w, x, y, z)`` quaternion
+    (normalised); ValueError if it is neither."""
     array = np.array(value, dtype=float)
     if array.shape == (4,):
         norm = float(np.linalg.norm(array))
@@ -81,6 +89,7 @@ def check_rotation(value, what):
 
 
 def quaternion_of(rotation):
+    """Unit quaternion ``(w, x, y, z)`` of a (3, 3) rotation matrix (MuJoCo's convention)."""
     quat = np.zeros(4)
     mujoco.mju_mat2Quat(quat, np.ascontiguousarray(rotation).reshape(9))
     return quat
