@@ -160,6 +160,15 @@ class Plant:
         self._disturbances = []
         self._torque = np.zeros(self.n)
         self.clip_count = np.zeros(self.n, dtype=int)
+        # Measurement and stepping constants, looked up once (the loop runs at 1 kHz or more).
+        self._encoder_step = self.encoder_step
+        self._position_noise = config.noise if np.any(config.noise) else None
+        self._velocity_noise = config.velocity_noise if np.any(config.velocity_noise) else None
+        self._difference_velocity = config.velocity == "difference"
+        self._rate = 1.0 / config.control_period
+        self._warnings = [self.data.warning[int(kind)] for kind in (
+            mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL,
+            mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADCTRL)]
         self.reset()
 
     # ---- construction ------------------------------------------------------------------------
@@ -500,27 +509,24 @@ class Plant:
 
     # ---- measurement ---------------------------------------------------------------------------
 
-    def _quantise(self, q):
-        step = self.encoder_step
-        return q if step is None else step * np.round(q / step)
-
     def _sample_position(self, q):
-        config = self._config
-        if np.any(config.noise):
-            q = q + config.noise * self._rng.standard_normal(self.n)
-        return self._quantise(q)
+        """Quantised, noisy reading of the joint angles ``q`` (a new array)."""
+        if self._position_noise is not None:
+            q = q + self._position_noise * self._rng.standard_normal(self.n)
+        if self._encoder_step is None:
+            return np.array(q, dtype=float)
+        return self._encoder_step * np.round(q / self._encoder_step)
 
     def _sample(self, previous=None):
         """Take the measurement sample of the current control instant."""
-        config = self._config
-        q = self._sample_position(self.data.qpos.copy())
-        if config.velocity == "difference":
+        q = self._sample_position(self.data.qpos)
+        if self._difference_velocity:
             before = self._q_measured if previous is None else previous
-            qd = (q - before) / self.control_period
+            qd = (q - before) * self._rate
         else:
             qd = self.data.qvel.copy()
-        if np.any(config.velocity_noise):
-            qd = qd + config.velocity_noise * self._rng.standard_normal(self.n)
+        if self._velocity_noise is not None:
+            qd += self._velocity_noise * self._rng.standard_normal(self.n)
         self._q_measured, self._qd_measured = q, qd
 
     def measure(self):
@@ -567,8 +573,8 @@ class Plant:
             plant must be :meth:`reset` before it is stepped again).
         """
         tau = self._joint_vector(tau, "tau (N·m)")
-        applied = np.clip(tau, -self.tau_max, self.tau_max)
-        if np.any(np.abs(applied) > MAX_TORQUE):
+        applied = np.minimum(np.maximum(tau, -self.tau_max), self.tau_max)
+        if (np.abs(applied) > MAX_TORQUE).any():
             raise ValueError(f"tau (N·m) of a joint without effort limit must be within "
                              f"+-{MAX_TORQUE:g} (MuJoCo ignores larger controls), not "
                              f"{tau.tolist()!r}")
@@ -606,10 +612,8 @@ class Plant:
         return clipped
 
     def _instability_count(self):
-        warning = self.data.warning
-        return tuple(int(warning[int(kind)].number) for kind in (
-            mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL,
-            mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADCTRL))
+        """Sum of MuJoCo's counts of bad accelerations, velocities, positions and controls."""
+        return sum(warning.number for warning in self._warnings)
 
     def run(self, tau, periods):
         """Apply the same torque for ``periods`` control periods (see :meth:`step`).

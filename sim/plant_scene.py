@@ -28,7 +28,7 @@ def check_vector(value, shape, what, *, finite=True):
         raise TypeError(f"{what} must be numeric, not {value!r}") from None
     if array.shape != shape:
         raise ValueError(f"{what} must have shape {shape}, not {array.shape}")
-    if finite and not np.all(np.isfinite(array)):
+    if finite and not np.isfinite(array).all():
         raise ValueError(f"{what} must be finite, not {array.tolist()!r}")
     return array
 
