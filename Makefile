@@ -24,6 +24,19 @@ define apt_install
 fi
 endef
 
+# $(call apt_install_library,soname,package,consequence): the same for a shared library.
+define apt_install_library
+@if ! ldconfig -p 2>/dev/null | grep -q '$(1)'; then \
+  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+    apt-get update -qq && apt-get install -y -qq $(2); \
+  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
+    sudo apt-get update -qq && sudo apt-get install -y -qq $(2); \
+  else \
+    echo "warning: $(1) not found and cannot be installed here; $(3)"; \
+  fi; \
+fi
+endef
+
 .PHONY: install test test-long bench demo verilog bitstream program clean
 
 install: $(VENV)/.installed
@@ -33,6 +46,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[reference,boards,sim,test]'
 	$(call apt_install,iverilog,iverilog,cocotb tests will be skipped)
+	$(call apt_install_library,libOSMesa.so,libosmesa6,MuJoCo scenes cannot be rendered)
 	touch $@
 
 test: install

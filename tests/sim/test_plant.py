@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 # Before anything imports mujoco: the plant module picks a headless OpenGL for the pictures.
-plant_module = pytest.importorskip("linkdyn.sim.plant")
+import linkdyn.sim.plant as plant_module  # noqa: E402  (mujoco is a dependency of the sim extra)
 
 from linkdyn.model import rnea  # noqa: E402
 from linkdyn.model.kinematics import (jacobian, joint_space_inertia, link_frames,  # noqa: E402
