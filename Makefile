@@ -10,29 +10,16 @@ BOARD  ?= ulx3s
 NODES  ?=
 POLICY ?= sequential
 
-# $(call apt_install,command,package,consequence): install a Debian package when its command is
-# missing (as root, or through sudo), else warn.
+# $(call apt_install,check,package,consequence): install a Debian package when the shell
+# command `check` fails (as root, or through sudo), else warn.
 define apt_install
-@if ! command -v $(1) >/dev/null 2>&1; then \
+@if ! $(1) >/dev/null 2>&1; then \
   if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
     apt-get update -qq && apt-get install -y -qq $(2); \
   elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
     sudo apt-get update -qq && sudo apt-get install -y -qq $(2); \
   else \
-    echo "warning: $(1) not found and cannot be installed here; $(3)"; \
-  fi; \
-fi
-endef
-
-# $(call apt_install_library,soname,package,consequence): the same for a shared library.
-define apt_install_library
-@if ! ldconfig -p 2>/dev/null | grep -q '$(1)'; then \
-  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-    apt-get update -qq && apt-get install -y -qq $(2); \
-  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then \
-    sudo apt-get update -qq && sudo apt-get install -y -qq $(2); \
-  else \
-    echo "warning: $(1) not found and cannot be installed here; $(3)"; \
+    echo "warning: $(2) is not installed and cannot be installed here; $(3)"; \
   fi; \
 fi
 endef
@@ -45,8 +32,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[reference,boards,sim,test]'
-	$(call apt_install,iverilog,iverilog,cocotb tests will be skipped)
-	$(call apt_install_library,libOSMesa.so,libosmesa6,MuJoCo scenes cannot be rendered)
+	$(call apt_install,command -v iverilog,iverilog,cocotb tests will be skipped)
+	$(call apt_install,ldconfig -p | grep -q libOSMesa.so,libosmesa6,MuJoCo scenes cannot be rendered)
 	touch $@
 
 test: install
@@ -65,7 +52,7 @@ bitstream: install
 	$(PY) -m linkdyn.boards.build --board $(BOARD) $(if $(NODES),--nodes $(NODES)) $(if $(CLOCK_MHZ),--clock-mhz $(CLOCK_MHZ))
 
 program: install
-	$(call apt_install,openFPGALoader,openfpgaloader,boards cannot be programmed)
+	$(call apt_install,command -v openFPGALoader,openfpgaloader,boards cannot be programmed)
 	$(PY) -m linkdyn.boards.program --board $(BOARD)
 
 demo: install
