@@ -2,9 +2,9 @@
 
 :class:`FakeChain` is a small memory-backed register-bus target that implements the chain's
 side of the protocol (:mod:`linkdyn.model.protocol`): the node register maps with their access
-rules and the chain-owned words of the control block (CONTROL, STATUS, OVERFLOW, ..., see
-``docs/protocol.md``). Its "update" is not the inverse dynamics but a simple, exactly
-predictable function of the registers a STEP and a LOAD_ROBOT write::
+rules and the chain-owned words of the control block (CONTROL, STATUS, OVERFLOW, ...,
+RESULT_SELECT, see ``docs/protocol.md``). Its "update" is not the inverse dynamics but a
+simple, exactly predictable function of the registers a STEP and a LOAD_ROBOT write::
 
     tau_i = saturate(sum of node i's 9 input words + m_i + p_ddot_in_z_i)   (signed words)
 
@@ -21,8 +21,8 @@ from amaranth.lib.wiring import In
 
 from ..model.fixedpoint import Q15_16
 from ..model.protocol import (
-    CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, STATUS_BUSY, STATUS_DONE,
-    STATUS_OVERFLOW, ProtocolSpec, RegisterTarget,
+    CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, RESULT_FOLLOW,
+    RESULT_SELECT, STATUS_BUSY, STATUS_DONE, STATUS_OVERFLOW, ProtocolSpec, RegisterTarget,
 )
 from .bus import RegisterBusSignature
 
@@ -126,11 +126,22 @@ class FakeChain(wiring.Component):
                 for reg in CONTROL_REGISTERS:
                     if reg.owner == "chain":
                         with m.Case(reg.address):
-                            m.d.comb += [exists.eq(1), writable.eq(reg.access == "w")]
-        refuse = self.force_error | ~exists | (bus.we & (~writable | busy))
+                            m.d.comb += [exists.eq(1), writable.eq(reg.writable)]
+
+        # RESULT_SELECT as the sequential chain has it (one update kept: the last one, the
+        # only number selectable, and the one shown whatever is selected).
+        select_follow = Signal(init=1)
+        select_number = Signal(31)
+        is_select = (bus.node == CONTROL_NODE) & (bus.addr == RESULT_SELECT)
+        select_valid = (bus.wdata[31] | ((bus.wdata[:31] != 0)
+                                         & (bus.wdata[:31] == update_count)))
+        refuse = (self.force_error | ~exists | (bus.we & (~writable | busy))
+                  | (bus.we & is_select & ~select_valid))
 
         control_value = Signal(32)
         with m.Switch(bus.addr):
+            with m.Case(RESULT_SELECT):
+                m.d.comb += control_value.eq(Mux(select_follow, RESULT_FOLLOW, select_number))
             for name, value in (("STATUS", Cat(busy, done, overflow_sticky.any())),
                                 ("OVERFLOW", overflow), ("OVERFLOW_STICKY", overflow_sticky),
                                 ("LATENCY_CYCLES", latency), ("INTERVAL_CYCLES", interval),
@@ -159,7 +170,10 @@ class FakeChain(wiring.Component):
                 with m.Elif(bus.node == CONTROL_NODE):
                     m.d.comb += [bus.ready.eq(1),
                                  bus.rdata.eq(Mux(bus.we, bus.wdata, control_value))]
-                    with m.If(bus.we):
+                    with m.If(bus.we & is_select):
+                        m.d.sync += [select_follow.eq(bus.wdata[31]),
+                                     select_number.eq(bus.wdata[:31])]
+                    with m.Elif(bus.we):
                         with m.If((bus.wdata & CONTROL_CLEAR).any()):
                             m.d.sync += overflow_sticky.eq(0)
                         with m.If((bus.wdata & CONTROL_START).any()):
@@ -244,6 +258,7 @@ class FakeChainModel(RegisterTarget):
         self.latency = latency
         self.memory = [[0] * NODE_STRIDE for _ in range(spec.n_nodes)]
         self.control = {reg.name: 0 for reg in CONTROL_REGISTERS if reg.owner == "chain"}
+        self.control["RESULT_SELECT"] = RESULT_FOLLOW
         self._summed = _summed_addresses(spec)
 
     def _status(self):
@@ -270,10 +285,24 @@ class FakeChainModel(RegisterTarget):
         if node != CONTROL_NODE:
             self.memory[node][addr] = word
             return True
+        if addr == RESULT_SELECT:
+            return self._select(word)
         if word & CONTROL_CLEAR:
             self.control["OVERFLOW_STICKY"] = 0
         if word & CONTROL_START:
             self._update()
+        return True
+
+    def _select(self, word):
+        # As the sequential chain: `follow`, or the number of the last update (the only one
+        # kept); a selected number reads back as written, `follow` as RESULT_FOLLOW alone.
+        number = word & (RESULT_FOLLOW - 1)
+        if word & RESULT_FOLLOW:
+            self.control["RESULT_SELECT"] = RESULT_FOLLOW
+        elif number != 0 and number == self.control["UPDATE_COUNT"]:
+            self.control["RESULT_SELECT"] = number
+        else:
+            return False
         return True
 
     def _update(self):
