@@ -58,8 +58,8 @@ from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH, ceil_log2
 from linkdyn.model.golden import microprogram
 from linkdyn.model.microprogram import BANKS
 from linkdyn.model.protocol import (
-    CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, MAX_NODES, ProtocolSpec,
-    control_register,
+    CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, MAX_NODES, RESULT_FOLLOW, RESULT_SELECT,
+    ProtocolSpec, control_register,
 )
 
 from .bus import RegisterBusSignature
@@ -93,15 +93,6 @@ def _run(task):
 
 
 _COUNTER = 32
-
-#: Address of the chain's RESULT_SELECT register in the control block (an extension of the
-#: protocol's control map, proposed for it; see docs/chain.md). Read/write: which finished
-#: update the result reads (``tau`` of every node, node 0's base wrench, OVERFLOW) show.
-RESULT_SELECT = 0x15
-#: RESULT_SELECT value (bit 31) for "the last update finished" (the default).
-RESULT_FOLLOW = 1 << 31
-
-assert all(reg.address != RESULT_SELECT for reg in CONTROL_REGISTERS)
 
 
 class LinkDynChain(wiring.Component):

@@ -2,9 +2,9 @@
 
 :class:`FakeChain` is a small memory-backed register-bus target that implements the chain's
 side of the protocol (:mod:`linkdyn.model.protocol`): the node register maps with their access
-rules and the chain-owned words of the control block (CONTROL, STATUS, OVERFLOW, ..., see
-``docs/protocol.md``). Its "update" is not the inverse dynamics but a simple, exactly
-predictable function of the registers a STEP and a LOAD_ROBOT write::
+rules and the chain-owned words of the control block (CONTROL, STATUS, OVERFLOW, ...,
+RESULT_SELECT, see ``docs/protocol.md``). Its "update" is not the inverse dynamics but a
+simple, exactly predictable function of the registers a STEP and a LOAD_ROBOT write::
 
     tau_i = saturate(sum of node i's 9 input words + m_i + p_ddot_in_z_i)   (signed words)
 
@@ -22,8 +22,8 @@ from amaranth.lib.wiring import In
 
 from ..model.fixedpoint import Q15_16
 from ..model.protocol import (
-    CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, STATUS_BUSY, STATUS_DONE,
-    STATUS_OVERFLOW, ProtocolSpec,
+    CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, RESULT_FOLLOW,
+    RESULT_SELECT, STATUS_BUSY, STATUS_DONE, STATUS_OVERFLOW, ProtocolSpec,
 )
 from .bus import RegisterBusSignature
 
@@ -129,11 +129,22 @@ class FakeChain(wiring.Component):
                 for reg in CONTROL_REGISTERS:
                     if reg.owner == "chain":
                         with m.Case(reg.address):
-                            m.d.comb += [exists.eq(1), writable.eq(reg.access == "w")]
-        refuse = self.force_error | ~exists | (bus.we & (~writable | busy))
+                            m.d.comb += [exists.eq(1), writable.eq(reg.writable)]
+
+        # RESULT_SELECT as the sequential chain has it (one update kept: the last one, the
+        # only number selectable, and the one shown whatever is selected).
+        select_follow = Signal(init=1)
+        select_number = Signal(31)
+        is_select = (bus.node == CONTROL_NODE) & (bus.addr == RESULT_SELECT)
+        select_valid = (bus.wdata[31] | ((bus.wdata[:31] != 0)
+                                         & (bus.wdata[:31] == update_count)))
+        refuse = (self.force_error | ~exists | (bus.we & (~writable | busy))
+                  | (bus.we & is_select & ~select_valid))
 
         control_value = Signal(32)
         with m.Switch(bus.addr):
+            with m.Case(RESULT_SELECT):
+                m.d.comb += control_value.eq(Mux(select_follow, RESULT_FOLLOW, select_number))
             for name, value in (("STATUS", Cat(busy, done, overflow_sticky.any())),
                                 ("OVERFLOW", overflow), ("OVERFLOW_STICKY", overflow_sticky),
                                 ("LATENCY_CYCLES", latency), ("INTERVAL_CYCLES", interval),
@@ -162,7 +173,10 @@ class FakeChain(wiring.Component):
                 with m.Elif(bus.node == CONTROL_NODE):
                     m.d.comb += [bus.ready.eq(1),
                                  bus.rdata.eq(Mux(bus.we, bus.wdata, control_value))]
-                    with m.If(bus.we):
+                    with m.If(bus.we & is_select):
+                        m.d.sync += [select_follow.eq(bus.wdata[31]),
+                                     select_number.eq(bus.wdata[:31])]
+                    with m.Elif(bus.we):
                         with m.If((bus.wdata & CONTROL_CLEAR).any()):
                             m.d.sync += overflow_sticky.eq(0)
                         with m.If((bus.wdata & CONTROL_START).any()):

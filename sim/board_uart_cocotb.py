@@ -120,7 +120,7 @@ class ChainModel(P.RegisterTarget):
     memory : list of list of int
         Per node, the words at addresses ``0 .. node_map_size - 1`` (unsigned).
     control : dict
-        OVERFLOW, OVERFLOW_STICKY, UPDATE_COUNT.
+        OVERFLOW, OVERFLOW_STICKY, UPDATE_COUNT, RESULT_SELECT.
     updates : int
         Updates run.
     """
@@ -129,7 +129,8 @@ class ChainModel(P.RegisterTarget):
         self.spec = spec
         rmap = spec.registers
         self.memory = [[0] * spec.node_map_size for _ in range(spec.n_nodes)]
-        self.control = {"OVERFLOW": 0, "OVERFLOW_STICKY": 0, "UPDATE_COUNT": 0}
+        self.control = {"OVERFLOW": 0, "OVERFLOW_STICKY": 0, "UPDATE_COUNT": 0,
+                        "RESULT_SELECT": P.RESULT_FOLLOW}
         self.updates = 0
         self._names = [(reg.name, reg.address) for reg in rmap if reg.address is not None]
         self._forward = rmap.forward_message
@@ -166,6 +167,17 @@ class ChainModel(P.RegisterTarget):
             return False
         if node != P.CONTROL_NODE:
             self.memory[node][addr] = word & _MASK
+            return True
+        if addr == P.RESULT_SELECT:
+            # The sequential chain keeps one update: `follow`, or the last update's number
+            # (which shows the same words); a number reads back as written.
+            number = word & (P.RESULT_FOLLOW - 1)
+            if word & P.RESULT_FOLLOW:
+                self.control["RESULT_SELECT"] = P.RESULT_FOLLOW
+            elif number != 0 and number == self.control["UPDATE_COUNT"]:
+                self.control["RESULT_SELECT"] = number
+            else:
+                return False
             return True
         if word & P.CONTROL_CLEAR:
             self.control["OVERFLOW_STICKY"] = 0

@@ -40,12 +40,11 @@ from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, RisingEdge
 
-from linkdyn.gateware.chain import RESULT_SELECT
 from linkdyn.model.fixedpoint import signed_word
 from linkdyn.model.golden import microprogram
 from linkdyn.model.protocol import (
-    CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, STATUS_BUSY, STATUS_DONE, STATUS_OVERFLOW,
-    control_register,
+    CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, RESULT_SELECT, STATUS_BUSY, STATUS_DONE,
+    STATUS_OVERFLOW, control_register,
 )
 from linkdyn.sim.chain_cases import build_case, decode_cases
 

@@ -18,10 +18,10 @@ from amaranth.sim import Simulator
 from linkdyn.model.fixedpoint import signed_word
 from linkdyn.model.golden import microprogram
 from linkdyn.model.protocol import (
-    CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, STATUS_BUSY, STATUS_DONE, control_register,
+    CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, RESULT_SELECT, STATUS_BUSY, STATUS_DONE,
+    control_register,
 )
 
-from linkdyn.gateware.chain import RESULT_SELECT
 
 __all__ = ["BusHost", "UpdateRecord", "run_updates", "simulate"]
 

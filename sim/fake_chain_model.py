@@ -5,8 +5,8 @@
 from ..gateware.fake_chain import NODE_STRIDE, summed_addresses
 from ..model.fixedpoint import signed_word
 from ..model.protocol import (
-    CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, STATUS_DONE, STATUS_OVERFLOW,
-    RegisterTarget,
+    CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, RESULT_FOLLOW, RESULT_SELECT,
+    STATUS_DONE, STATUS_OVERFLOW, RegisterTarget,
 )
 
 __all__ = ["FakeChainModel"]
@@ -30,6 +30,7 @@ class FakeChainModel(RegisterTarget):
         self.latency = latency
         self.memory = [[0] * NODE_STRIDE for _ in range(spec.n_nodes)]
         self.control = {reg.name: 0 for reg in CONTROL_REGISTERS if reg.owner == "chain"}
+        self.control["RESULT_SELECT"] = RESULT_FOLLOW
         self._summed = summed_addresses(spec)
 
     def _status(self):
@@ -56,10 +57,24 @@ class FakeChainModel(RegisterTarget):
         if node != CONTROL_NODE:
             self.memory[node][addr] = word
             return True
+        if addr == RESULT_SELECT:
+            return self._select(word)
         if word & CONTROL_CLEAR:
             self.control["OVERFLOW_STICKY"] = 0
         if word & CONTROL_START:
             self._update()
+        return True
+
+    def _select(self, word):
+        # As the sequential chain: `follow`, or the number of the last update (the only one
+        # kept); a selected number reads back as written, `follow` as RESULT_FOLLOW alone.
+        number = word & (RESULT_FOLLOW - 1)
+        if word & RESULT_FOLLOW:
+            self.control["RESULT_SELECT"] = RESULT_FOLLOW
+        elif number != 0 and number == self.control["UPDATE_COUNT"]:
+            self.control["RESULT_SELECT"] = number
+        else:
+            return False
         return True
 
     def _update(self):
@@ -76,4 +91,3 @@ class FakeChainModel(RegisterTarget):
         c["OVERFLOW_STICKY"] |= overflow
         c["LATENCY_CYCLES"] = self.latency
         c["UPDATE_COUNT"] = (c["UPDATE_COUNT"] + 1) & 0xFFFFFFFF
-

@@ -58,6 +58,10 @@ INVALID_KINDS = ("version", "command", "length", "node", "address", "read_only")
 
 _C = P.Command
 
+#: Addresses of the control block that do not exist, below the build-information words.
+_CONTROL_HOLES = sorted(set(range(P.INFO_FIRST))
+                        - {reg.address for reg in P.CONTROL_REGISTERS})
+
 
 def _request(command, payload=b"", seq=0, **kw):
     return P.encode_request(command, payload, seq=seq, **kw)
@@ -209,10 +213,13 @@ def invalid_request(rng, spec, seq, weights=REQUEST_WEIGHTS, *, kinds=None):
             node = rng.randrange(n)
         else:                       # control block: a hole in the map, or past its end
             node = ctl
-            addr = rng.choice([0x15, 0x16, 0x1F, 0x2A, 0x40, 0xFF, rng.randrange(0x15, 0x20)])
+            hole = _CONTROL_HOLES[0]
+            addr = rng.choice([hole, hole + 1, 0x1F, 0x2A, 0x40, 0xFF,
+                               rng.randrange(hole, P.INFO_FIRST)])
             count = rng.randrange(1, 4)
             if rng.random() < 0.3:
-                addr, count = 0x12, rng.randrange(4, 9)         # runs into the hole at 0x15
+                # A block of existing words that runs into the first hole.
+                addr, count = hole - 3, rng.randrange(4, 9)
         if rng.random() < 0.5:
             return _request(_C.READ, P.read_payload(node, addr, count), seq=seq)
         words = [rng.getrandbits(32) for _ in range(count)]

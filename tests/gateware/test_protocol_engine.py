@@ -184,7 +184,7 @@ def test_engine_answers_every_malformed_frame_with_its_error_and_changes_nothing
         (req(C.WRITE, P.write_payload(0x80, 0, [1]), seq=15), E.BAD_NODE),
         (req(C.READ, P.read_payload(0, spec.node_map_size, 1), seq=16), E.BAD_ADDRESS),
         (req(C.WRITE, P.write_payload(2, 0xF0, [1] * 20), seq=17), E.BAD_ADDRESS),
-        (req(C.READ, P.read_payload(ctl, 0x15, 1), seq=18), E.BAD_ADDRESS),
+        (req(C.READ, P.read_payload(ctl, 0x16, 1), seq=18), E.BAD_ADDRESS),
         (req(C.READ, P.read_payload(ctl, 0x12, 8), seq=19), E.BAD_ADDRESS),
         (req(C.WRITE, P.write_payload(1, spec.tau_address, [1]), seq=20), E.READ_ONLY),
         (req(C.WRITE, P.write_payload(1, spec.base_motion_address, [1]), seq=21), E.READ_ONLY),

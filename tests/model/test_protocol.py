@@ -73,7 +73,7 @@ def test_spec_sizes_and_access_follow_the_register_map():
     assert not spec.access(6, 0).exists
     assert spec.access(P.CONTROL_NODE, 0) == P.Access(True, True, "chain")
     assert spec.access(P.CONTROL_NODE, 0x07) == P.Access(True, False, "engine")
-    assert not spec.access(P.CONTROL_NODE, 0x15).exists
+    assert not spec.access(P.CONTROL_NODE, 0x16).exists
     assert spec.build_info()["WORD_FORMAT"] == 16 | (15 << 8) | (32 << 16)
 
 

@@ -1,0 +1,379 @@
+"""The register maps of the host link protocol: the control block, the node access rules, the
+build information, and :class:`ProtocolSpec`, the protocol of one chain.
+
+The control block sits at node :data:`CONTROL_NODE` of the register bus
+(:mod:`linkdyn.gateware.bus`): registers implemented by the chain (CONTROL, STATUS, the update
+counters, RESULT_SELECT) and registers the protocol engine answers itself (frame and error
+counters, build information). The node registers are those of the microprogram's
+:class:`~linkdyn.model.microprogram.RegisterMap`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from ..fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from .frames import PROTOCOL_VERSION, WORD_BYTES, Command, ErrorCode
+
+__all__ = [
+    "CONTROL_NODE", "MAX_NODES", "ControlField", "ControlRegister", "CONTROL_FIELDS",
+    "STATUS_FIELDS", "RESULT_SELECT_FIELDS", "CONTROL_REGISTERS", "control_register",
+    "CONTROL_START", "CONTROL_CLEAR", "STATUS_BUSY", "STATUS_DONE", "STATUS_OVERFLOW",
+    "RESULT_SELECT", "RESULT_FOLLOW", "STATUS_FIRST", "STATUS_COUNT", "INFO_FIRST",
+    "INFO_COUNT", "STEP_CONTROL_FIRST", "STEP_CONTROL_COUNT", "MAGIC", "Access", "ProtocolSpec",
+]
+
+#: ``node`` value that selects the chain's control block (the register bus,
+#: :mod:`linkdyn.gateware.bus`, takes it from here).
+CONTROL_NODE = 0xFF
+#: Most nodes a chain may have (one overflow bit per node in a 32-bit word).
+MAX_NODES = 32
+
+
+@dataclass(frozen=True)
+class ControlField:
+    """One bit field of a control register."""
+
+    name: str
+    offset: int
+    width: int
+    doc: str
+
+
+#: Bits of the CONTROL register (write-only; a write with no bit set does nothing).
+CONTROL_FIELDS = (
+    ControlField("start", 0, 1, "start one update of the chain (STATUS.busy rises, "
+                                "STATUS.done falls)"),
+    ControlField("clear", 1, 1, "clear OVERFLOW_STICKY and STATUS.overflow; the protocol "
+                                "engine also clears its error counters"),
+)
+
+#: Bits of the STATUS register.
+STATUS_FIELDS = (
+    ControlField("busy", 0, 1, "an update is running"),
+    ControlField("done", 1, 1, "the last update started has finished (0 after reset)"),
+    ControlField("overflow", 2, 1, "OVERFLOW_STICKY is not zero"),
+)
+
+#: Bits of the RESULT_SELECT register (read/write: a read returns the value last accepted).
+RESULT_SELECT_FIELDS = (
+    ControlField("number", 0, 31, "show update number v (1 .. UPDATE_COUNT, numbered as "
+                                  "UPDATE_COUNT counts); refused unless update v has finished "
+                                  "and its results have not been reused since (a sequential "
+                                  "chain keeps the last update, a pipelined one the last "
+                                  "2·banks)"),
+    ControlField("follow", 31, 1, "show the last update finished (the reset value; the number "
+                                  "bits are then ignored and read 0)"),
+)
+
+
+@dataclass(frozen=True)
+class ControlRegister:
+    """One register of the control block at :data:`CONTROL_NODE`.
+
+    Attributes
+    ----------
+    name : str
+        Register name.
+    address : int
+        Word address.
+    access : str
+        ``"w"`` (host-writable, reads 0), ``"rw"`` (host-writable, reads back the value
+        accepted) or ``"r"`` (read-only).
+    owner : str
+        ``"chain"``: implemented by the chain behind the register bus; ``"engine"``: answered by
+        the protocol engine itself, never seen on the bus.
+    unit : str
+        Unit of the value.
+    doc : str
+        Meaning.
+    fields : tuple of ControlField
+        Bit fields, if any.
+    """
+
+    name: str
+    address: int
+    access: str
+    owner: str
+    unit: str
+    doc: str
+    fields: tuple = ()
+
+    @property
+    def writable(self):
+        """bool: the host may write the register (access ``"w"`` or ``"rw"``)."""
+        return "w" in self.access
+
+
+def _control_registers():
+    regs = [
+        ControlRegister("CONTROL", 0x00, "w", "chain", "", "commands to the chain (bits below)",
+                        CONTROL_FIELDS),
+        ControlRegister("STATUS", 0x01, "r", "chain", "", "state of the chain (bits below)",
+                        STATUS_FIELDS),
+        ControlRegister("OVERFLOW", 0x02, "r", "chain", "",
+                        "bit i: node i saturated a result in the last update"),
+        ControlRegister("OVERFLOW_STICKY", 0x03, "r", "chain", "",
+                        "bit i: node i saturated a result since the last clear"),
+        ControlRegister("LATENCY_CYCLES", 0x04, "r", "chain", "cycles",
+                        "cycles from the start of the last update to its end"),
+        ControlRegister("INTERVAL_CYCLES", 0x05, "r", "chain", "cycles",
+                        "cycles between the starts of the last two updates"),
+        ControlRegister("UPDATE_COUNT", 0x06, "r", "chain", "",
+                        "updates finished since reset (wraps)"),
+        ControlRegister("FRAME_COUNT", 0x07, "r", "engine", "",
+                        "frames executed without error since reset (wraps)"),
+        ControlRegister("UART_FRAME_ERRORS", 0x08, "r", "engine", "",
+                        "bytes received with a bad stop bit (saturating)"),
+        ControlRegister("UART_OVERFLOWS", 0x09, "r", "engine", "",
+                        "bytes lost because the receive buffer was full (saturating)"),
+    ]
+    for code in ErrorCode:
+        if code is ErrorCode.OK:
+            continue
+        regs.append(ControlRegister(f"ERRORS_{code.name}", 0x09 + code, "r", "engine", "",
+                                    f"error replies with status {code.name} (saturating)"))
+    regs.append(ControlRegister(
+        "RESULT_SELECT", 0x15, "rw", "chain", "",
+        "which finished update the result reads show: `tau` of every node, node 0's base "
+        "wrench, OVERFLOW and the banked node registers (bits below)", RESULT_SELECT_FIELDS))
+    info = [
+        ("MAGIC", "", "0x4E59444C, the bytes 'LDYN'"),
+        ("PROTOCOL_VERSION", "", "PROTOCOL_VERSION"),
+        ("NODES", "", "number of nodes n"),
+        ("WORD_FORMAT", "", "fraction bits | integer bits << 8 | word width << 16"),
+        ("CLOCK_HZ", "Hz", "system clock frequency"),
+        ("BAUDRATE", "baud", "line rate of the UART"),
+        ("BOARD_ID", "", "board identifier (boards.<board>)"),
+        ("NODE_MAP_SIZE", "words", "host-addressable words per node"),
+        ("BUFFER_WORDS", "words", "frame buffer size, the longest payload"),
+        ("MAP_CHECK", "", "CRC-32 of the register maps (ProtocolSpec.map_check)"),
+    ]
+    for k, (name, unit, doc) in enumerate(info):
+        regs.append(ControlRegister(name, 0x20 + k, "r", "engine", unit, doc))
+    return tuple(regs)
+
+
+#: The control block at :data:`CONTROL_NODE`, in address order.
+CONTROL_REGISTERS = _control_registers()
+_CONTROL_BY_NAME = {reg.name: reg for reg in CONTROL_REGISTERS}
+#: Words 0x01 .. STATUS_END-1: the STATUS command's reply.
+STATUS_FIRST = _CONTROL_BY_NAME["STATUS"].address
+STATUS_COUNT = _CONTROL_BY_NAME[f"ERRORS_{ErrorCode.TIMEOUT.name}"].address + 1 - STATUS_FIRST
+#: The INFO command's reply: the build-information words.
+INFO_FIRST = _CONTROL_BY_NAME["MAGIC"].address
+INFO_COUNT = _CONTROL_BY_NAME["MAP_CHECK"].address + 1 - INFO_FIRST
+#: The words after ``tau`` in a STEP reply: OVERFLOW .. UPDATE_COUNT.
+STEP_CONTROL_FIRST = _CONTROL_BY_NAME["OVERFLOW"].address
+STEP_CONTROL_COUNT = _CONTROL_BY_NAME["UPDATE_COUNT"].address + 1 - STEP_CONTROL_FIRST
+MAGIC = 0x4E59444C
+
+
+def control_register(name):
+    """Return the :class:`ControlRegister` called ``name``."""
+    try:
+        return _CONTROL_BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no control register named {name!r}") from None
+
+
+def _field_mask(fields, name):
+    for f in fields:
+        if f.name == name:
+            return ((1 << f.width) - 1) << f.offset
+    raise KeyError(name)
+
+
+CONTROL_START = _field_mask(CONTROL_FIELDS, "start")
+CONTROL_CLEAR = _field_mask(CONTROL_FIELDS, "clear")
+STATUS_BUSY = _field_mask(STATUS_FIELDS, "busy")
+STATUS_DONE = _field_mask(STATUS_FIELDS, "done")
+STATUS_OVERFLOW = _field_mask(STATUS_FIELDS, "overflow")
+#: Address of RESULT_SELECT in the control block.
+RESULT_SELECT = _CONTROL_BY_NAME["RESULT_SELECT"].address
+#: RESULT_SELECT value (the ``follow`` bit) for "the last update finished", the reset value.
+RESULT_FOLLOW = _field_mask(RESULT_SELECT_FIELDS, "follow")
+
+
+@dataclass(frozen=True)
+class Access:
+    """Host access to one register word: whether it exists, is writable, and who answers it."""
+
+    exists: bool
+    writable: bool = False
+    owner: str = "node"
+
+
+class ProtocolSpec:
+    """The protocol for one chain: node count, word format, sizes, access rules, build info.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Number of nodes, ``1 .. MAX_NODES``.
+    fmt : QFormat
+        Word format of the nodes (default Q15.16).
+    clock_hz : int
+        System clock frequency, Hz (reported by INFO).
+    baudrate : int
+        UART line rate, baud (reported by INFO).
+    board_id : int
+        Board identifier, 32 bits (reported by INFO).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a parameter has the wrong type or range.
+
+    Notes
+    -----
+    Node registers (:class:`~linkdyn.model.microprogram.RegisterMap` of
+    ``linkdyn.model.golden.microprogram(fmt)``): every address below :attr:`node_map_size`
+    can be read; ``constant`` and ``input`` registers can be written on every node, the
+    ``forward_in`` registers on node 0 only (the base motion); everything else is read-only.
+    """
+
+    def __init__(self, n_nodes, fmt=Q15_16, *, clock_hz=0, baudrate=0, board_id=0):
+        if not isinstance(n_nodes, int) or isinstance(n_nodes, bool):
+            raise TypeError(f"Node count must be an integer, not {n_nodes!r}")
+        if not 1 <= n_nodes <= MAX_NODES:
+            raise ValueError(f"Node count must be 1 .. {MAX_NODES}, not {n_nodes!r}")
+        if not isinstance(fmt, QFormat):
+            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        for name, value, bits in (("clock_hz", clock_hz, 32), ("baudrate", baudrate, 32),
+                                  ("board_id", board_id, 32)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an integer, not {value!r}")
+            if not 0 <= value < (1 << bits):
+                raise ValueError(f"{name} must be 0 .. 2**{bits}-1, not {value!r}")
+        from ..golden import microprogram
+        self.n_nodes = n_nodes
+        self.fmt = fmt
+        self.clock_hz = clock_hz
+        self.baudrate = baudrate
+        self.board_id = board_id
+        self.registers = microprogram(fmt).registers
+        rmap = self.registers
+        self.node_map_size = rmap.size
+        constants = rmap.of_kind("constant")
+        inputs = rmap.of_kind("input")
+        forward_in = rmap.of_kind("forward_in")
+        self.constant_count = len(constants)
+        self.input_address = inputs[0].address
+        self.input_count = len(inputs)
+        if [r.name for r in inputs[:3]] != ["q", "qd", "qdd"]:
+            raise ValueError("the first three input registers must be q, qd, qdd")
+        self.base_motion_address = forward_in[0].address
+        self.base_motion_count = len(forward_in)
+        self.tau_address = rmap["tau"].address
+        # Writable words form one range from address 0 (constants, then inputs), extended by
+        # the forward mailbox on node 0; the gateware checks ranges, so check that they are.
+        writable = sorted(r.address for r in constants + inputs)
+        if writable != list(range(len(writable))):
+            raise ValueError("constant and input registers must be the addresses 0 .. k-1")
+        self.writable_end = len(writable)
+        fwd = [r.address for r in forward_in]
+        if fwd != list(range(self.writable_end, self.writable_end + len(fwd))):
+            raise ValueError("the forward mailbox must follow the input registers")
+        self.writable_end_node0 = self.writable_end + len(fwd)
+        if self.node_map_size > 256:
+            raise ValueError("the node register map exceeds the 8-bit bus address")
+
+    # -- sizes -------------------------------------------------------------------------------
+
+    @property
+    def load_robot_words(self):
+        """int: payload words of LOAD_ROBOT: every node's constants, then the base motion."""
+        return self.n_nodes * self.constant_count + self.base_motion_count
+
+    def step_words(self, wrench=False):
+        """Return the payload words of STEP: 3 per node, or all inputs with the wrench."""
+        return self.n_nodes * (self.input_count if wrench else 3)
+
+    @property
+    def step_reply_words(self):
+        """int: reply words of STEP: tau per node, then OVERFLOW .. UPDATE_COUNT."""
+        return self.n_nodes + STEP_CONTROL_COUNT
+
+    @property
+    def buffer_words(self):
+        """int: frame buffer words: the longest request or reply payload of any command
+        (a whole node register map plus the block word fits in one WRITE)."""
+        return max(self.load_robot_words, self.step_words(True), self.step_reply_words,
+                   STATUS_COUNT, INFO_COUNT, self.node_map_size + 1)
+
+    @property
+    def max_payload_bytes(self):
+        """int: the longest payload a frame may carry, bytes."""
+        return WORD_BYTES * self.buffer_words
+
+    def request_lengths(self, command):
+        """Return the allowed payload lengths (bytes) of a command, or ``None`` for WRITE
+        (``4 + 4 * count``, checked against the block word)."""
+        command = Command(command)
+        if command in (Command.INFO, Command.STATUS, Command.CLEAR):
+            return (0,)
+        if command is Command.READ:
+            return (WORD_BYTES,)
+        if command is Command.LOAD_ROBOT:
+            return (WORD_BYTES * self.load_robot_words,)
+        if command is Command.STEP:
+            return (WORD_BYTES * self.step_words(False), WORD_BYTES * self.step_words(True))
+        return None
+
+    # -- access ------------------------------------------------------------------------------
+
+    def access(self, node, addr):
+        """Return the :class:`Access` of word ``addr`` of ``node`` (or of the control block)."""
+        if node == CONTROL_NODE:
+            for reg in CONTROL_REGISTERS:
+                if reg.address == addr:
+                    return Access(True, reg.writable, reg.owner)
+            return Access(False)
+        if not 0 <= node < self.n_nodes or not 0 <= addr < self.node_map_size:
+            return Access(False)
+        end = self.writable_end_node0 if node == 0 else self.writable_end
+        return Access(True, addr < end, "node")
+
+    def node_valid(self, node):
+        """Return whether ``node`` addresses a node or the control block."""
+        return node == CONTROL_NODE or 0 <= node < self.n_nodes
+
+    # -- build info ----------------------------------------------------------------------------
+
+    @property
+    def word_format(self):
+        """int: the WORD_FORMAT build-info word."""
+        return (self.fmt.fraction_bits | (self.fmt.integer_bits << 8) | (WORD_WIDTH << 16))
+
+    @property
+    def map_check(self):
+        """int: CRC-32 of the node register map and the control map (a host compares it)."""
+        text = [f"v{PROTOCOL_VERSION}"]
+        for reg in self.registers:
+            if reg.address is not None:
+                text.append(f"{reg.address}:{reg.name}:{reg.kind}:{reg.format.fraction_bits}")
+        for reg in CONTROL_REGISTERS:
+            text.append(f"c{reg.address}:{reg.name}:{reg.access}:{reg.owner}")
+        return zlib.crc32(";".join(text).encode())
+
+    def build_info(self):
+        """Return the build-information words (INFO reply), ``{name: word}`` in address order."""
+        return {
+            "MAGIC": MAGIC,
+            "PROTOCOL_VERSION": PROTOCOL_VERSION,
+            "NODES": self.n_nodes,
+            "WORD_FORMAT": self.word_format,
+            "CLOCK_HZ": self.clock_hz,
+            "BAUDRATE": self.baudrate,
+            "BOARD_ID": self.board_id,
+            "NODE_MAP_SIZE": self.node_map_size,
+            "BUFFER_WORDS": self.buffer_words,
+            "MAP_CHECK": self.map_check,
+        }
+
+    def __repr__(self):
+        return (f"ProtocolSpec(n_nodes={self.n_nodes}, fmt={self.fmt.name}, "
+                f"clock_hz={self.clock_hz}, baudrate={self.baudrate}, "
+                f"board_id={self.board_id:#x})")
