@@ -18,6 +18,8 @@ from amaranth.sim import Simulator
 from linkdyn.gateware.mailbox import DIRECTIONS, Mailbox, message_layout
 from linkdyn.model.golden import microprogram
 
+from support import REPOSITORY
+
 REGISTERS = microprogram().registers
 
 
@@ -191,10 +193,9 @@ def test_random_traffic_matches_the_handshake_model(words, slots, seed):
 
 
 def test_docs_show_the_message_tables_of_the_register_map():
-    from pathlib import Path
 
     from linkdyn.gateware.mailbox import message_table
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "chain.md").read_text()
+    text = (REPOSITORY / "docs" / "chain.md").read_text()
     for direction in DIRECTIONS:
         assert message_table(direction) in text, f"docs/chain.md: {direction} table is stale"

@@ -1,10 +1,10 @@
-"""docs/protocol.md is generated from model/protocol.py and the node register map."""
-
-from pathlib import Path
+"""docs/protocol.md is generated from model/protocol/ and the node register map."""
 
 from linkdyn.model import protocol as P
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "protocol.md"
+from support import REPOSITORY
+
+DOC = REPOSITORY / "docs" / "protocol.md"
 
 
 def test_committed_protocol_doc_equals_the_generated_text():

@@ -3,8 +3,12 @@ identification data and the protocol engine's testbench. Imported as ``support.<
 (``tests/`` is on ``sys.path`` through pytest's ``pythonpath`` setting)."""
 
 import os
+from pathlib import Path
 
-__all__ = ["LONG"]
+__all__ = ["LONG", "REPOSITORY"]
+
+#: The checkout the tests run in (its docs/ and build/ folders).
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 #: ``LINKDYN_LONG=1`` (``make test-long``): the long (nightly) sample counts.
 LONG = os.environ.get("LINKDYN_LONG", "") not in ("", "0")

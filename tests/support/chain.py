@@ -21,7 +21,7 @@ from linkdyn.model.microprogram import BANKS
 from linkdyn.sim.chain_cases import encode_cases
 from linkdyn.sim.runner import run_cocotb, simulator
 
-from support import LONG
+from support import LONG, REPOSITORY
 
 __all__ = ["LONG", "STATES", "build_root", "chain_verilog", "run_chain"]
 
@@ -36,7 +36,7 @@ def build_root():
     """Return the folder of the chain's simulation builds."""
     if os.environ.get("LINKDYN_BUILD_DIR"):
         return Path(os.environ["LINKDYN_BUILD_DIR"]) / "sim" / "chain"
-    return Path(__file__).resolve().parents[1] / "build" / "sim" / "chain"
+    return REPOSITORY / "build" / "sim" / "chain"
 
 
 @functools.lru_cache(maxsize=None)
