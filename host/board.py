@@ -49,7 +49,8 @@ Streaming
 ---------
 For K states the STEP frames are pipelined: up to :meth:`Board.window` requests are in flight
 (as many as fit twice the board's longest request, so the board's receive FIFO never
-overflows); the replies come back in order. Long runs show a progress bar (tqdm).
+overflows); the replies come back in order. Long runs show a progress bar
+(:func:`linkdyn.host.progress.progress_bar`: tqdm on a terminal, a line now and then in a log).
 """
 
 from __future__ import annotations
@@ -661,9 +662,9 @@ class Board:
         bar = None
         show = (count >= PROGRESS_THRESHOLD) if progress is None else bool(progress)
         if show:
-            from tqdm import tqdm
-            bar = tqdm(total=count, unit="state", desc="board", disable=None if progress
-                       is None else False, leave=False)
+            from .progress import progress_bar
+            bar = progress_bar(count, desc="board", unit="state",
+                               terminal_only=progress is None)
         try:
             replies = self._exchange(requests, window=self.window(f_ext is not None),
                                      progress=bar, check=self._check_step)
