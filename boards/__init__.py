@@ -17,7 +17,9 @@ protocol's build info reports (``BOARD_ID``, :mod:`linkdyn.model.protocol`). Bui
 
 __all__ = ["BOARD_IDS", "BOARDS", "board"]
 
-#: ``BOARD_ID`` of the build info per board; 0 is a simulation or an unnamed build.
+#: Board identifier per board (bits 0 .. 15 of the build info's ``BOARD_ID``; bits 16 .. 23 carry
+#: the chain's register banks, :mod:`linkdyn.model.board_id`); 0 is a simulation or an unnamed
+#: build.
 BOARD_IDS = {
     "simulation": 0,
     "ulx3s": 1,
