@@ -156,6 +156,7 @@ def measure_simulated_board(n, chain="fake", sync_states=40, stream_states=400, 
         LATENCY_CYCLES), ``sync_updates_per_s``, ``stream_updates_per_s``, ``simulator``,
         ``divisor``, ``clock_hz``, ``chain``.
     """
+    from linkdyn.host.simulated import open_simulated
     from linkdyn.sim.board import SimulatedBoard
     chain_component = None
     if chain == "fake":
@@ -163,7 +164,8 @@ def measure_simulated_board(n, chain="fake", sync_states=40, stream_states=400, 
         chain_component = FakeChain(n)
     rng = np.random.default_rng(seed)
     q = rng.uniform(-1, 1, (max(sync_states, stream_states), n))
-    with SimulatedBoard(n, chain=chain_component, trace=True) as sim, sim.open() as board:
+    with SimulatedBoard(n, chain=chain_component, trace=True) as sim, \
+            open_simulated(sim) as board:
         if chain != "fake":
             from linkdyn.model import load_robot
             robots = {6: "ur5"}

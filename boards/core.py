@@ -9,6 +9,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.gateware.hostlink import HostLink
+from linkdyn.model.board_id import board_id_word
 from linkdyn.model.fixedpoint import Q15_16
 
 __all__ = ["BoardCore", "LED_COUNT"]
@@ -34,7 +35,8 @@ class BoardCore(wiring.Component):
     fmt : QFormat
         Word format of the nodes (default Q15.16).
     board_id : int
-        Board identifier reported by the protocol's build info.
+        Board identifier, 0 .. 65535; the protocol's build info reports it together with the
+        chain's register banks (:func:`linkdyn.model.board_id.board_id_word`).
     chain : wiring.Component, optional
         The register-bus target; default :class:`~linkdyn.gateware.chain.LinkDynChain`
         ``(nodes, fmt=fmt)``. Tests may pass a stand-in.
@@ -66,12 +68,14 @@ class BoardCore(wiring.Component):
         self.nodes = nodes
         self.clock_hz = clock_hz
         self.fmt = fmt
-        self.hostlink = HostLink(nodes, clock_hz=clock_hz, baudrate=baudrate, divisor=divisor,
-                                 fmt=fmt, board_id=board_id)
         if chain is None:
             from linkdyn.gateware.chain import LinkDynChain
             chain = LinkDynChain(nodes, fmt=fmt)
         self.chain = chain
+        # A chain without banks (the FakeChain stand-in) has one set of input registers.
+        self.hostlink = HostLink(nodes, clock_hz=clock_hz, baudrate=baudrate, divisor=divisor,
+                                 fmt=fmt,
+                                 board_id=board_id_word(board_id, getattr(chain, "banks", 1)))
         super().__init__()
 
     @property

@@ -30,8 +30,9 @@ pure function of the words it carries and of state the host has confirmed before
 the robot's constants (LOAD_ROBOT, read back) and the external wrench registers, which a STEP
 without wrench words leaves as they are. With ``f_ext`` every STEP frame carries the wrench;
 without, the host first runs one confirmed STEP with a zero state and a zero wrench per
-register bank the chain may have (:data:`linkdyn.model.microprogram.BANKS`; a pipelined chain
-writes each sample's inputs into the next bank), once, and again after any call with a wrench
+register bank of the chain (as many as the build info says, :mod:`linkdyn.model.board_id`; else
+:data:`linkdyn.model.microprogram.BANKS`; a pipelined chain writes each sample's inputs into the
+next bank), once, and again after any call with a wrench
 or a WRITE to the inputs. A STEP whose reply was lost has run on the board, and running it
 again gives the same torques; the only trace is the board's UPDATE_COUNT, which advances once
 per execution. The host checks that UPDATE_COUNT increases from reply to reply (a reply matched
@@ -49,7 +50,8 @@ Streaming
 ---------
 For K states the STEP frames are pipelined: up to :meth:`Board.window` requests are in flight
 (as many as fit twice the board's longest request, so the board's receive FIFO never
-overflows); the replies come back in order. Long runs show a progress bar (tqdm).
+overflows); the replies come back in order. Long runs show a progress bar
+(:func:`linkdyn.host.progress.progress_bar`: tqdm on a terminal, a line now and then in a log).
 """
 
 from __future__ import annotations
@@ -64,8 +66,9 @@ import serial
 from ..model.fixedpoint import FixedPointRangeError, QFormat, WORD_WIDTH
 from ..model.protocol import (
     CONTROL_NODE, CRC_BYTES, DEFAULT_BAUDRATE, INFO_COUNT, INTER_BYTE_TIMEOUT, MAGIC,
-    PROTOCOL_VERSION, REQUEST_HEADER_BYTES, STATUS_COUNT, STEP_TIMEOUT, WORD_BYTES, BuildInfo,
-    ChainStatus, Command, ErrorCode, ProtocolSpec, ReplyDecoder, StepResult, VersionError,
+    PROTOCOL_VERSION, REPLY_HEADER_BYTES, REQUEST_HEADER_BYTES, STATUS_COUNT, STEP_TIMEOUT,
+    WORD_BYTES, BuildInfo, ChainStatus, Command, ErrorCode, ProtocolSpec, ReplyDecoder,
+    StepResult, VersionError,
     bytes_to_words, encode_request, load_robot_payload, read_payload, write_payload,
 )
 
@@ -177,7 +180,7 @@ class BoardInfo:
     baudrate : int
         UART line rate, baud.
     board_id : int
-        Board identifier.
+        Board identifier (:data:`linkdyn.boards.BOARD_IDS`; bits 0 .. 15 of BOARD_ID).
     node_map_size : int
         Words per node register map.
     buffer_words : int
@@ -188,6 +191,9 @@ class BoardInfo:
         The board's protocol version.
     spec : ProtocolSpec
         The protocol parameters of the board.
+    banks : int or None
+        Register banks of the board's chain (1 sequential; 2 or 4 pipelined), ``None`` if the
+        build does not say (:mod:`linkdyn.model.board_id`).
     """
 
     nodes: int
@@ -200,11 +206,14 @@ class BoardInfo:
     map_check: int
     protocol_version: int
     spec: ProtocolSpec
+    banks: int | None = None
 
     def __str__(self):
+        banks = ("" if self.banks is None else
+                 f", {self.banks} register bank{'s' if self.banks > 1 else ''}")
         return (f"LinkDyn board: {self.nodes} nodes, {self.fmt.name}, clock "
                 f"{self.clock_hz / 1e6:g} MHz, UART {self.baudrate:,} baud, board id "
-                f"{self.board_id:#x}, protocol v{self.protocol_version}, register map "
+                f"{self.board_id:#x}{banks}, protocol v{self.protocol_version}, register map "
                 f"{self.map_check:#010x}")
 
 
@@ -291,10 +300,6 @@ class _Request:
     last_code: ErrorCode | None = None
 
 
-class _Lost(Exception):
-    pass
-
-
 # -- the client --------------------------------------------------------------------------------
 
 class Board:
@@ -310,7 +315,14 @@ class Board:
         The open port.
     timeout : float
         Longest silence while a reply is awaited, seconds; then the requests in flight are
-        resent, and after ``retries`` times :class:`BoardTimeoutError` is raised.
+        resent, and after ``retries`` times :class:`BoardTimeoutError` is raised. It is also
+        the silence after which a frame that has begun to arrive is given up: a reply that
+        keeps arriving, however slowly (an HDL simulator behind a pseudo-terminal, a USB
+        adapter's latency timer), is read to its end, never cut off by its total duration.
+        While a reply is awaited, the request's own time on the line is added: its 8N1 time
+        at the port's baud rate, or twice its time at the slowest rate a reply has arrived
+        at so far (a board receives at the line's pace: a simulated board at the simulator's),
+        whichever is longer.
     retries : int
         How many times a request is resent before giving up.
     settle : float, optional
@@ -344,6 +356,7 @@ class Board:
         self._info = None
         self._wrench_zero = False        # the board's external wrench words are known zero
         self._last_update = None
+        self._line_rate = None           # slowest rate a reply frame arrived at, bytes/s
         self.robot = None
 
     @classmethod
@@ -463,10 +476,12 @@ class Board:
                     f"the board's {name} is {words[name]:#x}, this host's {mine:#x} for "
                     f"{nodes} nodes in {fmt.name}: the board was built from another register "
                     "map or protocol (rebuild the bitstream or update the host)")
+        from ..model.board_id import split_board_id
+        board_id, banks = split_board_id(words["BOARD_ID"])
         self._info = BoardInfo(nodes, fmt, words["CLOCK_HZ"], words["BAUDRATE"],
-                               words["BOARD_ID"], words["NODE_MAP_SIZE"],
+                               board_id, words["NODE_MAP_SIZE"],
                                words["BUFFER_WORDS"], words["MAP_CHECK"],
-                               words["PROTOCOL_VERSION"], spec)
+                               words["PROTOCOL_VERSION"], spec, banks)
         return self._info
 
     @property
@@ -656,9 +671,9 @@ class Board:
         bar = None
         show = (count >= PROGRESS_THRESHOLD) if progress is None else bool(progress)
         if show:
-            from tqdm import tqdm
-            bar = tqdm(total=count, unit="state", desc="board", disable=None if progress
-                       is None else False, leave=False)
+            from .progress import progress_bar
+            bar = progress_bar(count, desc="board", unit="state",
+                               terminal_only=progress is None)
         try:
             replies = self._exchange(requests, window=self.window(f_ext is not None),
                                      progress=bar, check=self._check_step)
@@ -746,12 +761,15 @@ class Board:
     def _zero_wrench(self, spec):
         # A STEP without wrench words leaves the wrench registers as they are. Make them zero
         # before streaming, so that every STEP is self-contained: one confirmed STEP with a
-        # zero state and a zero wrench per register bank a chain may have (a pipelined chain
-        # writes each sample's inputs into the next of BANKS banks, docs/chain.md; a WRITE
-        # would reach one bank only), one at a time. Their results are not used.
+        # zero state and a zero wrench per register bank of the chain (a pipelined chain
+        # writes each sample's inputs into the next of its banks, docs/chain.md; a WRITE
+        # would reach one bank only), one at a time: as many as the build info says
+        # (linkdyn.model.board_id), else as many as a chain may have. Their results are not
+        # used.
         from ..model.microprogram import BANKS
         zero = bytes(WORD_BYTES * spec.step_words(True))
-        for _ in range(BANKS):
+        banks = self.info().banks or BANKS
+        for _ in range(banks):
             self._exchange([_Request(Command.STEP, zero, spec.step_reply_words)],
                            check=self._check_step)
         self._wrench_zero = True
@@ -803,7 +821,9 @@ class Board:
                                        "disconnected or powered off?)") from None
 
     def _drain(self, idle):
-        """Read and drop bytes until none arrived for ``idle`` seconds (at least one read)."""
+        """Read and drop bytes until none arrived for ``idle`` seconds (at least one read),
+        and no frame is half received (a frame in progress ends after ``timeout`` of
+        silence, as in :meth:`_exchange`)."""
         last = time.monotonic()
         while True:
             data = self._read()
@@ -812,7 +832,8 @@ class Board:
                 last = now
                 for reply in self._decoder.feed(data):
                     self.statistics.stale_replies += 1
-            elif now - last >= idle:
+            elif now - last >= idle and (not self._decoder.pending
+                                         or now - last > self.timeout):
                 break
         self.statistics.damaged_bytes += self._decoder.discarded
         self._decoder = ReplyDecoder()
@@ -828,6 +849,12 @@ class Board:
         seconds of silence), then the line is left idle for ``settle`` seconds and the lost
         requests are resent with new sequence numbers. Silence for ``timeout`` seconds
         while a reply is due loses every request in flight.
+
+        Every time limit on reading is a limit on *silence*, counted from the last byte
+        received: a frame in progress is given up only after ``timeout`` seconds without a
+        byte (then its sync byte is taken as false, and the bytes behind it are decoded), never
+        because the whole frame takes long. A line that delivers its bytes slowly or in
+        bursts (an HDL simulator, a USB adapter's 16 ms latency timer) is slow, not damaged.
         """
         results = [None] * len(requests)
         queue = deque(range(len(requests)))
@@ -836,6 +863,8 @@ class Board:
         recovering = False
         damaged = False                   # bytes were discarded since the last resend
         last_byte = time.monotonic()
+        transfer = 0.0                    # line time of the longest request in flight, s
+        frame_first = None                # when the first byte of the frame in progress came
         decoder = self._decoder
         stats = self.statistics
         lost = []
@@ -858,10 +887,13 @@ class Board:
             while queue and not recovering and len(outstanding) < window:
                 index = queue.popleft()
                 seq = self._next_seq()
+                frame = encode_request(requests[index].command, requests[index].payload,
+                                       seq=seq)
                 if not outstanding:
                     last_byte = time.monotonic()
-                self._write(encode_request(requests[index].command, requests[index].payload,
-                                           seq=seq))
+                    transfer = 0.0
+                transfer = max(transfer, self._line_time(len(frame)))
+                self._write(frame)
                 stats.requests += 1
                 outstanding[seq] = index
             data = self._read()
@@ -869,10 +901,18 @@ class Board:
             if data:
                 last_byte = now
             discarded = decoder.discarded
+            if data and not decoder.pending:
+                frame_first = now
             replies = decoder.feed(data)
-            if decoder.pending and now - last_byte > self.settle:
-                # The line went idle inside a frame: its sync byte was false (a damaged reply
-                # can announce a long payload); the replies behind it are still good.
+            if replies and frame_first is not None:
+                self._measure_line(len(replies[0].payload), now - frame_first)
+            if replies or not decoder.pending:
+                frame_first = now if decoder.pending else None
+            if decoder.pending and now - last_byte > self.timeout:
+                # The line went silent inside a frame for as long as a reply may take: its sync
+                # byte was false (a damaged reply can announce a long payload); the replies
+                # behind it are still good. (Not after `settle`: bytes may arrive at gaps
+                # longer than that on a slow line, and a frame still arriving is not damaged.)
                 replies += decoder.flush()
             for reply in replies:
                 if reply.seq not in outstanding:
@@ -917,9 +957,9 @@ class Board:
                                                  f"version ({decoder.last_error})")
                 recovering = damaged = True
             silence = now - last_byte
-            if outstanding and silence > self.timeout:
+            if outstanding and silence > self.timeout + transfer:
                 lose_all("its reply was damaged" if damaged else
-                         f"no reply within {self.timeout:g} s")
+                         f"no reply within {self.timeout + transfer:.3g} s")
                 recovering = True
             elif outstanding and recovering and decoder.pending == 0 and silence > self.settle:
                 lose_all("its reply was damaged" if damaged else "its reply was lost")
@@ -933,6 +973,24 @@ class Board:
                 queue = deque(sorted(set(lost)) + list(queue))
                 lost.clear()
         return results
+
+    def _measure_line(self, payload_bytes, seconds):
+        """Note the rate a reply frame of ``payload_bytes`` arrived at over ``seconds``, from
+        its first byte to its last (frames that came in one read say nothing)."""
+        if seconds > 0.05:
+            rate = (REPLY_HEADER_BYTES + payload_bytes + CRC_BYTES) / seconds
+            self._line_rate = rate if self._line_rate is None else min(self._line_rate, rate)
+
+    def _line_time(self, frame_bytes):
+        """Return the time a request of ``frame_bytes`` may take to reach the board, s: twice
+        its time at the slowest rate a reply arrived at (the board receives at its own pace:
+        on a simulated board, the simulator's), and at least its 8N1 time at the port's
+        baud rate. Added to ``timeout`` before a reply counts as missing."""
+        baudrate = getattr(self._port, "baudrate", None)
+        nominal = 10 * frame_bytes / baudrate if isinstance(baudrate, (int, float)) and \
+            baudrate > 0 else 0.0
+        observed = 2 * frame_bytes / self._line_rate if self._line_rate else 0.0
+        return max(nominal, observed)
 
     def _give_up(self, request):
         why = request.last_failure

@@ -47,8 +47,9 @@ def register(subparsers):
         parser.add_argument("--baudrate", type=int, default=DEFAULT_BAUDRATE,
                             help=f"line rate, baud (default {DEFAULT_BAUDRATE:,})")
         parser.add_argument("--timeout", type=float, default=None,
-                            help="longest wait for a reply, s (default 1; 5 for a "
-                                 "pseudo-terminal, where a simulated board is slower)")
+                            help="longest silence while a reply is awaited, s (default 1; a "
+                                 "slow line, such as a simulated board's, is waited for as "
+                                 "long as its bytes keep coming)")
         parser.add_argument("--retries", type=int, default=3,
                             help="times a request is resent before giving up (default 3)")
 
@@ -127,10 +128,8 @@ def _robot(name, tip):
 
 
 def _open(args):
-    from linkdyn.host.board import Board, BoardError
-    timeout = args.timeout
-    if timeout is None:
-        timeout = 5.0 if "/pts/" in os.path.realpath(args.port) else 1.0
+    from linkdyn.host.board import DEFAULT_TIMEOUT, Board, BoardError
+    timeout = DEFAULT_TIMEOUT if args.timeout is None else args.timeout
     try:
         return Board.open(args.port, args.baudrate, timeout=timeout, retries=args.retries)
     except (BoardError, ValueError) as error:
@@ -338,6 +337,15 @@ def command_sim_board(args):
             board.start()
         except (SimulatedBoardError, SimulatorMissing) as error:
             raise CommandError(str(error)) from None
+        # The build information as the host reads it, before the port is announced (the
+        # port is opened exclusively).
+        from linkdyn.host.board import BoardError
+        from linkdyn.host.simulated import open_simulated
+        try:
+            with open_simulated(board) as client:
+                info = client.info()
+        except BoardError as error:
+            raise CommandError(f"the simulated board does not answer: {error}") from None
         if args.port:
             link = args.port
             if os.path.islink(link):
@@ -347,7 +355,7 @@ def command_sim_board(args):
             except OSError as error:
                 raise CommandError(f"cannot create the link {link!r}: {error}") from None
         print(board.port, flush=True)
-        print(f"serving {board.build_info} on {board.port}"
+        print(f"serving {info} on {board.port}"
               + (f" (linked as {link})" if link else "") + "; Ctrl-C stops",
               file=sys.stderr, flush=True)
         # Ctrl-C ends the serving loop like SIGTERM: a flag, not a KeyboardInterrupt raised at

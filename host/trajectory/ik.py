@@ -446,7 +446,7 @@ def track(robot, path, method="fd", *, gamma=1000.0, alpha=0.01, jt_gain=1.0, ga
     braking : float
         Braking acceleration, rad/s^2, for the position limits of joints without ``qdd_max``.
     progress : bool
-        Show a progress bar (tqdm) on stderr.
+        Show a progress bar on stderr (:func:`linkdyn.host.progress.progress_bar`).
 
     Returns
     -------
@@ -501,9 +501,8 @@ def track(robot, path, method="fd", *, gamma=1000.0, alpha=0.01, jt_gain=1.0, ga
     eye = np.eye(n)
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=count, desc=f"tracking ({method})", unit="sample", leave=False,
-                   mininterval=0.5)
+        from ..progress import progress_bar
+        bar = progress_bar(count, desc=f"tracking ({method})", unit="sample", mininterval=0.5)
     last = count
     # A diverging mapping (e.g. J^-1 at a singularity) overflows: detected below, not warned.
     with np.errstate(over="ignore", invalid="ignore"):

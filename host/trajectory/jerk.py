@@ -500,7 +500,7 @@ def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=No
     max_steps : int, optional
         Give up after this many steps (default: 100 times the steps of a slow crawl).
     progress : bool
-        Show a progress bar (tqdm) over the path coordinate.
+        Show a progress bar over the path coordinate (:func:`linkdyn.host.progress.progress_bar`).
 
     Returns
     -------
@@ -534,10 +534,11 @@ def jerk_limited(robot, path, limits, *, step=0.004, margin=1.0, table_points=No
     fallbacks = 0
     bar = None
     if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=round(path.length, 6), desc="jerk-limited timing", unit="rad",
-                   leave=False, mininterval=0.5,
-                   bar_format="{l_bar}{bar}| {n:.3f}/{total:.3f} {unit} [{elapsed}<{remaining}]")
+        from ..progress import progress_bar
+        bar = progress_bar(round(path.length, 6), desc="jerk-limited timing", unit="rad",
+                           mininterval=0.5, postfix_format="{:.3f}",
+                           bar_format="{l_bar}{bar}| {n:.3f}/{total:.3f} {unit} "
+                                      "[{elapsed}<{remaining}]")
     limit_steps = max_steps or 10_000_000
     guess = 0.0
     for _ in range(limit_steps):

@@ -1,8 +1,8 @@
 """End to end: host (linkdyn.host.Board, pyserial) -> pseudo-terminal -> board core simulated
 by Verilator through cocotb (UART, FIFOs, protocol engine, chain) -> host.
 
-The chain under test and the expected torques come from support.host (``CHAIN``): the
-FakeChain and the protocol's ReferenceEngine now, LinkDynChain and ``rnea_fixed`` later.
+The chain under test is LinkDynChain (support.host.make_board); the expected torques are
+``rnea_fixed`` word for word.
 """
 
 import os
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from linkdyn.host import Board, BoardConnectionError, BoardError, SaturationError
+from linkdyn.host.simulated import link_settings, open_simulated
 from linkdyn.model import protocol as P
 from linkdyn.sim.board import SimulatedBoard
 
@@ -32,7 +33,7 @@ def simulated_board():
 
 @pytest.fixture
 def board(simulated_board):
-    with simulated_board.open() as board:
+    with open_simulated(simulated_board) as board:
         board.load_robot(ROBOT)
         yield board
 
@@ -103,7 +104,8 @@ def test_a_reply_damaged_on_the_serial_line_is_retried(simulated_board):
     reply_bytes = P.REPLY_HEADER_BYTES + 4 * P.ProtocolSpec(NODES).step_reply_words + \
         P.CRC_BYTES
     with FaultyLine(simulated_board.port) as line, \
-            Board.open(line.port, timeout=5, settle=simulated_board.host_settle) as board:
+            Board.open(line.port, timeout=5,
+                       settle=link_settings(simulated_board)["settle"]) as board:
         board.load_robot(ROBOT)
         board.rnea(q[0], qd[0], qdd[0])
         line.damage_reply(6 * reply_bytes + 20)          # a tau word of the 7th STEP reply
@@ -120,7 +122,8 @@ def test_a_request_damaged_on_the_serial_line_is_answered_bad_crc_and_retried(
     q, qd, qdd = random_states(20, seed=6)
     request_bytes = P.REQUEST_HEADER_BYTES + 4 * 3 * NODES + P.CRC_BYTES
     with FaultyLine(simulated_board.port) as line, \
-            Board.open(line.port, timeout=5, settle=simulated_board.host_settle) as board:
+            Board.open(line.port, timeout=5,
+                       settle=link_settings(simulated_board)["settle"]) as board:
         board.load_robot(ROBOT)
         board.rnea(q[0], qd[0], qdd[0])
         errors = board.status().errors[P.ErrorCode.BAD_CRC]
@@ -139,7 +142,7 @@ def test_a_board_killed_mid_stream_raises_a_clear_error():
     sim = make_board()
     with sim:
         port = sim.port
-        with sim.open() as board:
+        with open_simulated(sim) as board:
             board.load_robot(ROBOT)
             killer = threading.Timer(1.0, sim.kill)
             killer.start()
@@ -158,7 +161,7 @@ def test_the_bit_level_line_driver_gives_the_same_replies_and_shuts_down_cleanly
     sim = make_board(line="bits")
     with sim:
         port, process, run_dir = sim.port, sim._process, sim._run_dir
-        with sim.open() as board:
+        with open_simulated(sim) as board:
             board.load_robot(ROBOT)
             result = board.rnea(q, qd, qdd)
         assert sim.running
@@ -187,7 +190,7 @@ def test_simulated_board_checks_its_parameters():
 
 
 def test_a_closed_board_raises_a_clear_error(simulated_board):
-    board = simulated_board.open()
+    board = open_simulated(simulated_board)
     board.close()
     with pytest.raises(BoardError, match="closed"):
         board.info()

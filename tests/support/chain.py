@@ -88,22 +88,14 @@ def run_chain(n, policy, cases, *, sim=None, window=4, tag="golden"):
     results_path = folder / f"{tag}.results.json"
     for path in (summary_path, results_path):
         path.unlink(missing_ok=True)
-    previous = os.environ.get("SIM")
-    os.environ["SIM"] = sim
-    try:
-        run_cocotb(TOPLEVEL, [source], "linkdyn.sim.chain_cocotb", folder, extra_env={
-            "LINKDYN_CHAIN_CASES": encode_cases(cases),
-            "LINKDYN_CHAIN_POLICY": policy,
-            "LINKDYN_CHAIN_BANKS": str(BANKS if policy == "pipelined" else 1),
-            "LINKDYN_CHAIN_WINDOW": str(window),
-            "LINKDYN_CHAIN_SUMMARY": str(summary_path),
-            "LINKDYN_CHAIN_RESULTS": str(results_path),
-        }, rebuild=False, results_xml=f"{tag}.results.xml")
-    finally:
-        if previous is None:
-            os.environ.pop("SIM", None)
-        else:
-            os.environ["SIM"] = previous
+    run_cocotb(TOPLEVEL, [source], "linkdyn.sim.chain_cocotb", folder, extra_env={
+        "LINKDYN_CHAIN_CASES": encode_cases(cases),
+        "LINKDYN_CHAIN_POLICY": policy,
+        "LINKDYN_CHAIN_BANKS": str(BANKS if policy == "pipelined" else 1),
+        "LINKDYN_CHAIN_WINDOW": str(window),
+        "LINKDYN_CHAIN_SUMMARY": str(summary_path),
+        "LINKDYN_CHAIN_RESULTS": str(results_path),
+    }, sim=sim, rebuild=False, results_xml=f"{tag}.results.xml")
     summary = json.loads(summary_path.read_text())
     summary["results"] = json.loads(results_path.read_text())["cases"]
     summary["wall_seconds"] = time.monotonic() - start

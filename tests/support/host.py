@@ -1,11 +1,8 @@
 """Helpers of the host-link tests: the simulated board under test and what it must answer, a
 software board on a fake serial port, a faulty serial line between the host and a board.
 
-The chain behind the simulated board's host link is chosen by :data:`CHAIN`. Until
-``linkdyn.gateware.chain.LinkDynChain`` exists it is the FakeChain stand-in, and the expected
-torques come from the protocol's ReferenceEngine on the FakeChain model (through the same host
-code); with ``CHAIN = "linkdyn"`` the board runs the real chain and the expected torques are
-``rnea_fixed`` word for word. Nothing else changes.
+The simulated board runs the real chain (``linkdyn.gateware.chain.LinkDynChain``); the torques
+it must answer are ``rnea_fixed`` word for word.
 """
 
 from __future__ import annotations
@@ -22,9 +19,9 @@ from linkdyn.sim.fake_chain_model import FakeChainModel
 from linkdyn.model import load_robot, rnea_fixed
 from linkdyn.model import protocol as P
 from linkdyn.model.fixedpoint import Q15_16, signed_word
-from linkdyn.sim.runner import SimulatorMissing
+from linkdyn.sim.runner import SimulatorMissing, simulator
 
-#: The chain of the simulated board: "fake" (FakeChain) or "linkdyn" (LinkDynChain).
+#: The chain of the simulated board (the ``--chain`` of ``linkdyn sim-board``).
 CHAIN = "linkdyn"
 NODES = 6
 ROBOT = load_robot("ur5")
@@ -32,9 +29,8 @@ ROBOT = load_robot("ur5")
 
 def simulator_or_none():
     """Return the simulator the tests use, or ``None`` if none is installed."""
-    from linkdyn.sim.board import choose_simulator
     try:
-        return choose_simulator()
+        return simulator(use="board")
     except SimulatorMissing:
         return None
 
@@ -42,22 +38,13 @@ def simulator_or_none():
 def make_board(**kwargs):
     """Return a (not yet started) simulated board with the chain under test."""
     from linkdyn.sim.board import SimulatedBoard
-    chain = None
-    if CHAIN == "fake":
-        from linkdyn.gateware.fake_chain import FakeChain
-        chain = FakeChain(NODES)
-    return SimulatedBoard(NODES, chain=chain, **kwargs)
+    return SimulatedBoard(NODES, **kwargs)
 
 
 def expected(robot, q, qd, qdd, f_ext=None):
-    """Return the ``(tau_words, overflow)`` the simulated board must answer."""
-    if CHAIN == "linkdyn":
-        result = rnea_fixed(robot, q, qd, qdd, f_ext=f_ext)
-        return result.tau_words, result.overflow
-    from linkdyn.host import Board
-    with Board(ReferenceSerial(NODES), timeout=0.2, settle=0.0) as reference:
-        reference.load_robot(robot)
-        result = reference.rnea(q, qd, qdd, f_ext)
+    """Return the ``(tau_words, overflow)`` the simulated board must answer (the golden
+    model's)."""
+    result = rnea_fixed(robot, q, qd, qdd, f_ext=f_ext)
     return result.tau_words, result.overflow
 
 
