@@ -9,7 +9,6 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.gateware.hostlink import HostLink
-from linkdyn.model.board_id import board_id_word
 from linkdyn.model.fixedpoint import Q15_16
 
 __all__ = ["BoardCore", "LED_COUNT"]
@@ -35,8 +34,8 @@ class BoardCore(wiring.Component):
     fmt : QFormat
         Word format of the nodes (default Q15.16).
     board_id : int
-        Board identifier, 0 .. 65535; the protocol's build info reports it together with the
-        chain's register banks (:func:`linkdyn.model.board_id.board_id_word`).
+        Board identifier reported by the build info (BOARD_ID); the build info also reports the
+        chain's register banks (BANKS, the chain's ``banks``, 1 for a chain without).
     chain : wiring.Component, optional
         The register-bus target; default :class:`~linkdyn.gateware.chain.LinkDynChain`
         ``(nodes, fmt=fmt)``. Tests may pass a stand-in.
@@ -74,8 +73,7 @@ class BoardCore(wiring.Component):
         self.chain = chain
         # A chain without banks (the FakeChain stand-in) has one set of input registers.
         self.hostlink = HostLink(nodes, clock_hz=clock_hz, baudrate=baudrate, divisor=divisor,
-                                 fmt=fmt,
-                                 board_id=board_id_word(board_id, getattr(chain, "banks", 1)))
+                                 fmt=fmt, board_id=board_id, banks=getattr(chain, "banks", 1))
         super().__init__()
 
     @property

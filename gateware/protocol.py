@@ -273,6 +273,8 @@ class ProtocolEngine(wiring.Component):
         Line rate, baud (INFO only).
     board_id : int
         Board identifier (INFO only).
+    banks : int
+        Register banks of the chain behind the bus (INFO only): 1, 2 or 4.
     timeout_cycles : int, optional
         Inter-byte timeout, cycles; default ``clock_hz * INTER_BYTE_TIMEOUT``.
     step_timeout_cycles : int, optional
@@ -343,10 +345,10 @@ class ProtocolEngine(wiring.Component):
     bus: Out(RegisterBusSignature())
     uart_errors: In(UARTErrors)
 
-    def __init__(self, n_nodes, *, fmt=Q15_16, clock_hz=0, baudrate=0, board_id=0,
+    def __init__(self, n_nodes, *, fmt=Q15_16, clock_hz=0, baudrate=0, board_id=0, banks=1,
                  timeout_cycles=None, step_timeout_cycles=None, counter_width=16):
         self.spec = ProtocolSpec(n_nodes, fmt, clock_hz=clock_hz, baudrate=baudrate,
-                                 board_id=board_id)
+                                 board_id=board_id, banks=banks)
         if timeout_cycles is None:
             if not clock_hz:
                 raise ValueError("Without clock_hz, timeout_cycles must be given")

@@ -30,9 +30,8 @@ pure function of the words it carries and of state the host has confirmed before
 the robot's constants (LOAD_ROBOT, read back) and the external wrench registers, which a STEP
 without wrench words leaves as they are. With ``f_ext`` every STEP frame carries the wrench;
 without, the host first runs one confirmed STEP with a zero state and a zero wrench per
-register bank of the chain (as many as the build info says, :mod:`linkdyn.model.board_id`; else
-:data:`linkdyn.model.microprogram.BANKS`; a pipelined chain writes each sample's inputs into the
-next bank), once, and again after any call with a wrench
+register bank of the chain (the build info's BANKS; a pipelined chain writes each sample's
+inputs into the next bank), once, and again after any call with a wrench
 or a WRITE to the inputs. A STEP whose reply was lost has run on the board, and running it
 again gives the same torques; the only trace is the board's UPDATE_COUNT, which advances once
 per execution. The host checks that UPDATE_COUNT increases from reply to reply (a reply matched
@@ -192,8 +191,7 @@ class BoardInfo:
     spec : ProtocolSpec
         The protocol parameters of the board.
     banks : int or None
-        Register banks of the board's chain (1 sequential; 2 or 4 pipelined), ``None`` if the
-        build does not say (:mod:`linkdyn.model.board_id`).
+        Register banks of the board's chain (1 sequential; 2 or 4 pipelined; INFO's BANKS).
     """
 
     nodes: int
@@ -206,11 +204,10 @@ class BoardInfo:
     map_check: int
     protocol_version: int
     spec: ProtocolSpec
-    banks: int | None = None
+    banks: int = 1
 
     def __str__(self):
-        banks = ("" if self.banks is None else
-                 f", {self.banks} register bank{'s' if self.banks > 1 else ''}")
+        banks = f", {self.banks} register bank{'s' if self.banks > 1 else ''}"
         return (f"LinkDyn board: {self.nodes} nodes, {self.fmt.name}, clock "
                 f"{self.clock_hz / 1e6:g} MHz, UART {self.baudrate:,} baud, board id "
                 f"{self.board_id:#x}{banks}, protocol v{self.protocol_version}, register map "
@@ -466,9 +463,11 @@ class Board:
         nodes = words["NODES"]
         try:
             spec = ProtocolSpec(nodes, fmt, clock_hz=words["CLOCK_HZ"],
-                                baudrate=words["BAUDRATE"], board_id=words["BOARD_ID"])
+                                baudrate=words["BAUDRATE"], board_id=words["BOARD_ID"],
+                                banks=words["BANKS"])
         except (TypeError, ValueError) as error:
-            raise IncompatibleBoardError(f"the board reports {nodes} nodes: {error}") from None
+            raise IncompatibleBoardError(f"the board reports {nodes} nodes and "
+                                         f"{words['BANKS']} register banks: {error}") from None
         for name, mine in (("MAP_CHECK", spec.map_check), ("NODE_MAP_SIZE", spec.node_map_size),
                            ("BUFFER_WORDS", spec.buffer_words)):
             if words[name] != mine:
@@ -476,12 +475,10 @@ class Board:
                     f"the board's {name} is {words[name]:#x}, this host's {mine:#x} for "
                     f"{nodes} nodes in {fmt.name}: the board was built from another register "
                     "map or protocol (rebuild the bitstream or update the host)")
-        from ..model.board_id import split_board_id
-        board_id, banks = split_board_id(words["BOARD_ID"])
         self._info = BoardInfo(nodes, fmt, words["CLOCK_HZ"], words["BAUDRATE"],
-                               board_id, words["NODE_MAP_SIZE"],
+                               words["BOARD_ID"], words["NODE_MAP_SIZE"],
                                words["BUFFER_WORDS"], words["MAP_CHECK"],
-                               words["PROTOCOL_VERSION"], spec, banks)
+                               words["PROTOCOL_VERSION"], spec, words["BANKS"])
         return self._info
 
     @property
@@ -763,13 +760,10 @@ class Board:
         # before streaming, so that every STEP is self-contained: one confirmed STEP with a
         # zero state and a zero wrench per register bank of the chain (a pipelined chain
         # writes each sample's inputs into the next of its banks, docs/chain.md; a WRITE
-        # would reach one bank only), one at a time: as many as the build info says
-        # (linkdyn.model.board_id), else as many as a chain may have. Their results are not
-        # used.
-        from ..model.microprogram import BANKS
+        # would reach one bank only), one at a time: as many as the build info's BANKS says.
+        # Their results are not used.
         zero = bytes(WORD_BYTES * spec.step_words(True))
-        banks = self.info().banks or BANKS
-        for _ in range(banks):
+        for _ in range(self.info().banks):
             self._exchange([_Request(Command.STEP, zero, spec.step_reply_words)],
                            check=self._check_step)
         self._wrench_zero = True

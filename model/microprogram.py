@@ -43,7 +43,7 @@ from .tables import CORDIC, SINE_TABLE
 __all__ = [
     "RegisterFormat", "Register", "RegisterMap", "Term", "mul", "add", "Dot", "Lookup", "Atan",
     "MacTiming", "MAC_TIMING", "Segment", "Slot", "Microprogram", "build_microprogram",
-    "SEGMENTS", "IN_ORDER_SEGMENTS", "LATCHES", "BANKS", "BANKED_KINDS",
+    "SEGMENTS", "IN_ORDER_SEGMENTS", "LATCHES", "BANKS", "BANK_COUNTS", "BANKED_KINDS",
 ]
 
 #: Segment names in execution order.
@@ -58,6 +58,9 @@ IN_ORDER_SEGMENTS = ("distal",)
 #: bank ``b`` of a banked register is at its address plus ``b`` times
 #: :attr:`RegisterMap.bank_stride`.
 BANKS = 4
+
+#: The bank counts a node may have: 1 (no banks, sequential policy), 2 or :data:`BANKS`.
+BANK_COUNTS = (1, 2, BANKS)
 
 #: Register kinds with one copy per bank in a banked node: everything a sample writes or the
 #: program produces. Constants (one robot), the mailbox registers (``forward_in`` is node 1's

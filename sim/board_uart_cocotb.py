@@ -583,12 +583,9 @@ def _weights(case):
 
 
 def _spec(case):
-    # The simulated board's chain is the sequential LinkDynChain: one register bank, which its
-    # BOARD_ID says (linkdyn.model.board_id).
-    from linkdyn.model.board_id import board_id_word
+    # The simulated board's chain is the sequential LinkDynChain: one register bank.
     return P.ProtocolSpec(case["nodes"], clock_hz=case["clock_hz"],
-                          baudrate=case["clock_hz"] // case["divisor"],
-                          board_id=board_id_word(0, 1))
+                          baudrate=case["clock_hz"] // case["divisor"], banks=1)
 
 
 async def _link(dut):

@@ -1,8 +1,8 @@
 """Random request frames, malformed frames and byte streams: the host-link protocol fuzzers.
 
 Shared by the protocol engine's tests on the Amaranth simulator
-(``tests/gateware/test_protocol_engine.py``, the engine on a FakeChain) and the cocotb testbench of the
-whole board at its UART pins (:mod:`linkdyn.sim.board_uart_cocotb`), which runs in the simulator's
+(``tests/gateware/test_protocol_engine.py``, the engine on a FakeChain) and the cocotb testbench
+of the whole board at its UART pins (:mod:`linkdyn.sim.board_uart_cocotb`), which runs in the simulator's
 process and therefore imports them from here.
 
 A *script* is a list of events: ``bytes`` (sent back to back) and :data:`IDLE` (the line stays
@@ -162,7 +162,7 @@ def invalid_request(rng, spec, seq, weights=REQUEST_WEIGHTS, *, kinds=None):
     if kind == "version":
         frame = random_request(rng, spec, seq, weights)
         return P.encode_request(frame[3], frame[6:-2], seq=seq,
-                                version=rng.choice([0, 2, 0x5A, 0xA5, 0xFF]))
+                                version=rng.choice([0, P.PROTOCOL_VERSION + 1, 0x5A, 0xA5, 0xFF]))
     if kind == "command":
         command = rng.choice([0x00, 0x08, 0x09, 0x10, 0x42, 0x80 | rng.randrange(1, 8), 0xFF])
         return _request(command, rng.randbytes(4 * rng.randrange(3)), seq=seq)
@@ -275,7 +275,7 @@ def _corrupt(rng, frame, strict):
         return bytes(rng.randbytes(rng.randrange(1, 40))), False, mode
     elif mode == "version":
         return P.encode_request(frame[3], frame[6:-2], seq=frame[2],
-                                version=rng.choice([0, 2, 0xA5])), False, mode
+                                version=rng.choice([0, P.PROTOCOL_VERSION + 1, 0xA5])), False, mode
     elif mode == "length":
         data[4] ^= 1 << rng.randrange(8)
         data[5] ^= rng.choice([0, 0, 1, 0x80])

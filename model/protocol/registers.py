@@ -14,6 +14,7 @@ import zlib
 from dataclasses import dataclass
 
 from ..fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from ..microprogram import BANK_COUNTS
 from .frames import PROTOCOL_VERSION, WORD_BYTES, Command, ErrorCode
 
 __all__ = [
@@ -148,6 +149,7 @@ def _control_registers():
         ("BOARD_ID", "", "board identifier (boards.<board>)"),
         ("NODE_MAP_SIZE", "words", "host-addressable words per node"),
         ("BUFFER_WORDS", "words", "frame buffer size, the longest payload"),
+        ("BANKS", "", "register banks of the chain: 1 (sequential policy), 2 or 4 (pipelined)"),
         ("MAP_CHECK", "", "CRC-32 of the register maps (ProtocolSpec.map_check)"),
     ]
     for k, (name, unit, doc) in enumerate(info):
@@ -219,7 +221,11 @@ class ProtocolSpec:
     baudrate : int
         UART line rate, baud (reported by INFO).
     board_id : int
-        Board identifier, 32 bits (reported by INFO).
+        Board identifier, 32 bits (reported by INFO; :data:`linkdyn.boards.BOARD_IDS`).
+    banks : int
+        Register banks of the chain (reported by INFO): 1 for the sequential update policy, 2
+        or 4 for the pipelined one (``docs/chain.md``); a host zeroes the external wrench of
+        every bank before it streams STEPs without it.
 
     Raises
     ------
@@ -234,7 +240,7 @@ class ProtocolSpec:
     ``forward_in`` registers on node 0 only (the base motion); everything else is read-only.
     """
 
-    def __init__(self, n_nodes, fmt=Q15_16, *, clock_hz=0, baudrate=0, board_id=0):
+    def __init__(self, n_nodes, fmt=Q15_16, *, clock_hz=0, baudrate=0, board_id=0, banks=1):
         if not isinstance(n_nodes, int) or isinstance(n_nodes, bool):
             raise TypeError(f"Node count must be an integer, not {n_nodes!r}")
         if not 1 <= n_nodes <= MAX_NODES:
@@ -247,12 +253,15 @@ class ProtocolSpec:
                 raise TypeError(f"{name} must be an integer, not {value!r}")
             if not 0 <= value < (1 << bits):
                 raise ValueError(f"{name} must be 0 .. 2**{bits}-1, not {value!r}")
+        if banks not in BANK_COUNTS or isinstance(banks, bool):
+            raise ValueError(f"Bank count must be one of {BANK_COUNTS}, not {banks!r}")
         from ..golden import microprogram
         self.n_nodes = n_nodes
         self.fmt = fmt
         self.clock_hz = clock_hz
         self.baudrate = baudrate
         self.board_id = board_id
+        self.banks = banks
         self.registers = microprogram(fmt).registers
         rmap = self.registers
         self.node_map_size = rmap.size
@@ -368,6 +377,7 @@ class ProtocolSpec:
             "CLOCK_HZ": self.clock_hz,
             "BAUDRATE": self.baudrate,
             "BOARD_ID": self.board_id,
+            "BANKS": self.banks,
             "NODE_MAP_SIZE": self.node_map_size,
             "BUFFER_WORDS": self.buffer_words,
             "MAP_CHECK": self.map_check,

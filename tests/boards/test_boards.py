@@ -108,8 +108,8 @@ def test_board_ids_are_distinct_and_every_board_has_one():
 
 def test_core_reports_the_board_id_of_its_board():
     top = BOARDS["mimas"](1)
-    from linkdyn.model.board_id import split_board_id
-    assert split_board_id(top.core.hostlink.engine.spec.board_id) == (BOARD_IDS["mimas"], 1)
+    spec = top.core.hostlink.engine.spec
+    assert (spec.board_id, spec.banks) == (BOARD_IDS["mimas"], 1)
 
 
 # -- PLL settings ---------------------------------------------------------------------------------

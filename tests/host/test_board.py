@@ -62,8 +62,9 @@ def test_info_refuses_a_board_with_another_register_map():
 def test_info_refuses_a_board_that_speaks_another_protocol_version():
     port = ReferenceSerial()
     original = port.engine.receive
-    port.engine.receive = lambda data: (lambda reply: reply[:1] + b"\x02" + reply[2:-2] + (
-        P.crc16(b"\x02" + reply[2:-2]).to_bytes(2, "little")))(original(data))
+    other = bytes([P.PROTOCOL_VERSION + 1])
+    port.engine.receive = lambda data: (lambda reply: reply[:1] + other + reply[2:-2] + (
+        P.crc16(other + reply[2:-2]).to_bytes(2, "little")))(original(data))
     with pytest.raises(IncompatibleBoardError, match="protocol version"):
         _board(port).info()
 

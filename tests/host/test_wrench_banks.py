@@ -1,6 +1,6 @@
 """A freshly opened Board zeroes the external wrench of as many register banks as the board's
-chain has (the build info's BOARD_ID says, linkdyn.model.board_id), not always 4: one confirmed
-STEP on a sequential board (the defect: 4 on every board)."""
+chain has (the build info's BANKS word), not always 4: one confirmed STEP on a sequential board
+(the defect: 4 on every board)."""
 
 import numpy as np
 import pytest
@@ -12,19 +12,17 @@ from linkdyn.sim.fake_chain_model import FakeChainModel
 from linkdyn.host import Board
 from linkdyn.model import load_robot
 from linkdyn.model import protocol as P
-from linkdyn.model.board_id import board_id_word, split_board_id
 from linkdyn.model.microprogram import BANKS
 
 ROBOT = load_robot("ur5")
 
 
 class SoftwareBoard:
-    """A pyserial-like port to the protocol's ReferenceEngine on the FakeChain model, with the
-    given BOARD_ID word; counts the STEP frames it executes."""
+    """A pyserial-like port to the protocol's ReferenceEngine on the FakeChain model, whose build
+    info reports ``banks``; counts the STEP frames it executes."""
 
-    def __init__(self, board_id):
-        self.spec = P.ProtocolSpec(6, clock_hz=12_000_000, baudrate=3_000_000,
-                                   board_id=board_id)
+    def __init__(self, banks):
+        self.spec = P.ProtocolSpec(6, clock_hz=12_000_000, baudrate=3_000_000, banks=banks)
         self.engine = P.ReferenceEngine(self.spec, FakeChainModel(self.spec, 96))
         self.out = bytearray()
         self.steps = []                  # payload words of every STEP received
@@ -52,44 +50,37 @@ class SoftwareBoard:
         pass
 
 
-def test_the_board_id_word_carries_the_board_and_the_banks():
-    assert board_id_word(3, 1) == 0x1_0003
-    assert split_board_id(board_id_word(3, 4)) == (3, 4)
-    assert split_board_id(3) == (3, None)                 # a build that does not say
-    with pytest.raises(ValueError, match="Bank count must be one of"):
-        board_id_word(0, 3)
-    with pytest.raises(ValueError, match="Board identifier must be an integer"):
-        board_id_word(1 << 16, 1)
+def test_the_build_info_reports_the_banks_and_refuses_other_counts():
+    assert P.ProtocolSpec(2, banks=4).build_info()["BANKS"] == 4
+    assert P.ProtocolSpec(2).build_info()["BANKS"] == 1
+    for banks in (0, 3, 8, True):
+        with pytest.raises(ValueError, match="Bank count must be one of"):
+            P.ProtocolSpec(2, banks=banks)
 
 
 def test_the_board_core_reports_its_chain_banks():
     def reported(chain):
         core = BoardCore(chain.n if hasattr(chain, "n") else 2, clock_hz=12_000_000, divisor=4,
                          chain=chain)
-        return split_board_id(core.hostlink.engine.spec.board_id)
+        return core.hostlink.engine.spec.build_info()["BANKS"]
 
-    assert reported(LinkDynChain(2)) == (0, 1)
-    assert reported(LinkDynChain(2, policy="pipelined")) == (0, BANKS)
-    assert reported(LinkDynChain(2, policy="pipelined", banks=2)) == (0, 2)
-    assert reported(FakeChain(2)) == (0, 1)
+    assert reported(LinkDynChain(2)) == 1
+    assert reported(LinkDynChain(2, policy="pipelined")) == BANKS
+    assert reported(LinkDynChain(2, policy="pipelined", banks=2)) == 2
+    assert reported(FakeChain(2)) == 1
 
 
-@pytest.mark.parametrize("word, zeroing", [
-    (board_id_word(0, 1), 1),            # sequential: one bank
-    (board_id_word(0, 2), 2),
-    (board_id_word(1, 4), 4),            # pipelined: four banks
-    (0, BANKS),                          # the build does not say: as many as a chain may have
-])
-def test_a_fresh_board_zeroes_the_wrench_of_each_bank_once(word, zeroing):
-    port = SoftwareBoard(word)
+@pytest.mark.parametrize("banks", [1, 2, 4])   # sequential: one bank; pipelined: 2 or 4
+def test_a_fresh_board_zeroes_the_wrench_of_each_bank_once(banks):
+    port = SoftwareBoard(banks)
     rng = np.random.default_rng(2)
     q, qd, qdd = (rng.uniform(-1, 1, (3, 6)) for _ in range(3))
     with Board(port, timeout=0.2, settle=0.0) as board:
         board.load_robot(ROBOT, verify=False)
         result = board.rnea(q, qd, qdd)
-        assert board.info().banks == split_board_id(word)[1]
+        assert board.info().banks == banks
         again = board.rnea(q, qd, qdd)
     wrench_step, plain_step = 9 * 6, 3 * 6
-    assert port.steps == [wrench_step] * zeroing + [plain_step] * 6
+    assert port.steps == [wrench_step] * banks + [plain_step] * 6
     assert result.updates == 3 and again.updates == 3
     np.testing.assert_array_equal(result.tau_words, again.tau_words)

@@ -131,7 +131,7 @@ def test_decoder_raises_clear_errors():
     with pytest.raises(P.FrameSyncError, match="not the sync byte 0x5a"):
         P.decode_reply(P.encode_request(C.INFO))
     with pytest.raises(P.VersionError):
-        P.decode_reply(P.encode_reply(3, C.INFO, version=2))
+        P.decode_reply(P.encode_reply(3, C.INFO, version=P.PROTOCOL_VERSION + 1))
     with pytest.raises(P.UnknownCommandError, match="OK reply to command byte 0x42"):
         P.decode_reply(P.encode_reply(3, 0x42))
     with pytest.raises(P.UnknownCommandError, match="status 0x77"):
