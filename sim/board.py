@@ -255,10 +255,9 @@ def _tool_version(sim):
 
 
 def _chain_name(chain):
-    if chain is None:
-        return "linkdyn"
-    name = type(chain).__name__
-    return {"FakeChain": "fake", "LinkDynChain": "linkdyn"}.get(name, name.lower())
+    # The default chain (None) is the LinkDyn chain; build folders use lower-case names.
+    from ..boards.common import chain_name
+    return "linkdyn" if chain is None else chain_name(chain).lower()
 
 
 class SimulatedBoard:
