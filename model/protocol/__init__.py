@@ -13,20 +13,9 @@ derives its constants from this module, and ``docs/protocol.md`` is generated fr
 
 Frames
 ------
-All multi-byte fields are little-endian. A request::
-
-    offset  size  field
-    0       1     sync      0xA5 (REQUEST_SYNC)
-    1       1     version   PROTOCOL_VERSION
-    2       1     seq       sequence number, echoed in the reply
-    3       1     command   Command code
-    4       2     length    payload length L in bytes (a multiple of 4)
-    6       L     payload   32-bit little-endian words
-    6+L     2     crc       CRC-16/CCITT-FALSE of bytes 1 .. 5+L (version .. end of payload)
-
-A reply has the same form with the sync byte 0x5A (REPLY_SYNC), the request's command byte
-and one more header byte, ``status`` (:class:`ErrorCode`, 0 = OK), before ``length``. An error
-reply has an empty payload.
+A request is a sync byte (0xA5), version, sequence number, command, payload length, the
+payload of 32-bit little-endian words and a CRC-16; a reply has the sync byte 0x5A and one more
+header byte, the status (:mod:`~linkdyn.model.protocol.frames` has the byte layout).
 
 Reception (board side): the engine hunts for the sync byte, collects the header and, if the
 length fits its frame buffer, the payload and the CRC, then validates the *whole* frame (CRC,
@@ -35,6 +24,7 @@ malformed frame changes no state. A gap of more than the inter-byte timeout insi
 it with a TRUNCATED error reply. After any error the engine hunts for the next sync byte; a host
 that recovers from an error waits for the timeout (an idle line) before it sends again, which
 always resynchronises the engine.
+
 Modules
 -------
 :mod:`~linkdyn.model.protocol.frames`

@@ -6,46 +6,17 @@ import sys
 
 import numpy as np
 
-from linkdyn.sim.fake_chain_model import FakeChainModel
 from linkdyn.host import Board
 from linkdyn.host import progress as progress_module
 from linkdyn.host.progress import LogProgress, progress_bar
 from linkdyn.model import load_robot
-from linkdyn.model import protocol as P
+
+from support.host import ReferenceSerial
 
 
 class Terminal(io.StringIO):
     def isatty(self):
         return True
-
-
-class SoftwareBoard:
-    """A pyserial-like port to the protocol's ReferenceEngine on the FakeChain model."""
-
-    def __init__(self):
-        spec = P.ProtocolSpec(6, clock_hz=12_000_000, baudrate=3_000_000)
-        self.engine = P.ReferenceEngine(spec, FakeChainModel(spec, 96))
-        self.out = bytearray()
-        self.timeout = 0.001
-        self.port = "software"
-
-    def write(self, data):
-        self.out += self.engine.receive(bytes(data))
-        return len(data)
-
-    @property
-    def in_waiting(self):
-        return len(self.out)
-
-    def read(self, size=1):
-        if not self.out:
-            self.out += self.engine.idle()
-        data = bytes(self.out[:size])
-        del self.out[:size]
-        return data
-
-    def close(self):
-        pass
 
 
 def test_on_a_terminal_the_bar_is_tqdm():
@@ -95,7 +66,7 @@ def test_a_board_stream_with_progress_into_a_log_has_no_carriage_returns(monkeyp
     monkeypatch.setattr(progress_module, "LOG_INTERVAL", 0.0)      # a line per update
     rng = np.random.default_rng(1)
     q, qd, qdd = (rng.uniform(-1, 1, (40, 6)) for _ in range(3))
-    with Board(SoftwareBoard(), timeout=0.2, settle=0.0) as board:
+    with Board(ReferenceSerial(), timeout=0.2, settle=0.0) as board:
         board.load_robot(load_robot("ur5"), verify=False)
         result = board.rnea(q, qd, qdd, progress=True)
     assert result.updates == 40

@@ -8,46 +8,14 @@ import pytest
 from linkdyn.boards.core import BoardCore
 from linkdyn.gateware.chain import LinkDynChain
 from linkdyn.gateware.fake_chain import FakeChain
-from linkdyn.sim.fake_chain_model import FakeChainModel
 from linkdyn.host import Board
 from linkdyn.model import load_robot
 from linkdyn.model import protocol as P
 from linkdyn.model.microprogram import BANKS
 
+from support.host import ReferenceSerial
+
 ROBOT = load_robot("ur5")
-
-
-class SoftwareBoard:
-    """A pyserial-like port to the protocol's ReferenceEngine on the FakeChain model, whose build
-    info reports ``banks``; counts the STEP frames it executes."""
-
-    def __init__(self, banks):
-        self.spec = P.ProtocolSpec(6, clock_hz=12_000_000, baudrate=3_000_000, banks=banks)
-        self.engine = P.ReferenceEngine(self.spec, FakeChainModel(self.spec, 96))
-        self.out = bytearray()
-        self.steps = []                  # payload words of every STEP received
-        self.timeout = 0.001
-        self.port = "software"
-
-    def write(self, data):
-        if data[3] == P.Command.STEP:
-            self.steps.append((len(data) - P.REQUEST_HEADER_BYTES - P.CRC_BYTES) // 4)
-        self.out += self.engine.receive(bytes(data))
-        return len(data)
-
-    @property
-    def in_waiting(self):
-        return len(self.out)
-
-    def read(self, size=1):
-        if not self.out:
-            self.out += self.engine.idle()
-        data = bytes(self.out[:size])
-        del self.out[:size]
-        return data
-
-    def close(self):
-        pass
 
 
 def test_the_build_info_reports_the_banks_and_refuses_other_counts():
@@ -72,7 +40,7 @@ def test_the_board_core_reports_its_chain_banks():
 
 @pytest.mark.parametrize("banks", [1, 2, 4])   # sequential: one bank; pipelined: 2 or 4
 def test_a_fresh_board_zeroes_the_wrench_of_each_bank_once(banks):
-    port = SoftwareBoard(banks)
+    port = ReferenceSerial(banks=banks)
     rng = np.random.default_rng(2)
     q, qd, qdd = (rng.uniform(-1, 1, (3, 6)) for _ in range(3))
     with Board(port, timeout=0.2, settle=0.0) as board:

@@ -77,10 +77,13 @@ class ReferenceSerial:
         payload longer than the replies that follow, 9 bytes into the frame.
     mute_after : int or None
         Deliver no reply after this many.
+    steps : list of int
+        The payload words of every STEP request received, in order.
     """
 
-    def __init__(self, n_nodes=6, latency=96, *, clock_hz=12_000_000, baudrate=3_000_000):
-        self.spec = P.ProtocolSpec(n_nodes, clock_hz=clock_hz, baudrate=baudrate)
+    def __init__(self, n_nodes=6, latency=96, *, clock_hz=12_000_000, baudrate=3_000_000,
+                 banks=1):
+        self.spec = P.ProtocolSpec(n_nodes, clock_hz=clock_hz, baudrate=baudrate, banks=banks)
         self.target = FakeChainModel(self.spec, latency)
         self.engine = P.ReferenceEngine(self.spec, self.target)
         self.timeout = 0.002
@@ -92,6 +95,7 @@ class ReferenceSerial:
         self.false_sync_replies = set()
         self.damage_requests = set()
         self.mute_after = None
+        self.steps = []
         self._out = bytearray()
         self.closed = False
 
@@ -99,6 +103,8 @@ class ReferenceSerial:
         data = bytearray(data)
         if self.requests in self.damage_requests:
             data[-3] ^= 0x10
+        if data[3] == P.Command.STEP:
+            self.steps.append((len(data) - P.REQUEST_HEADER_BYTES - P.CRC_BYTES) // 4)
         self.requests += 1
         self._deliver(self.engine.receive(bytes(data)))
         return len(data)
