@@ -1,25 +1,21 @@
 """The gateware protocol engine's validation order and RESULT_SELECT, against the reference.
 
 Requests go into :class:`linkdyn.gateware.protocol.ProtocolEngine` on a
-:class:`~linkdyn.gateware.fake_chain.FakeChain` in one testbench, reply bytes are collected in
-another, and they must equal, byte for byte, the replies of
+:class:`~linkdyn.gateware.fake_chain.FakeChain` (the engine's testbench of
+``support.protocol_engine``), and the replies must equal, byte for byte, those of
 :class:`linkdyn.model.protocol.ReferenceEngine` on a
-:class:`~linkdyn.gateware.fake_chain.FakeChainModel`, and carry the status the error table's
+:class:`~linkdyn.sim.fake_chain_model.FakeChainModel`, and carry the status the error table's
 order gives (BAD_ADDRESS before READ_ONLY, whatever the order of the block's words).
 """
 
 import random
 
 import pytest
-from amaranth import Elaboratable, Module
-from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
 from linkdyn.gateware import bus, chain
-from linkdyn.gateware.fake_chain import FakeChain
-from linkdyn.sim.fake_chain_model import FakeChainModel
-from linkdyn.gateware.protocol import ProtocolEngine
 from linkdyn.model import protocol as P
+
+from support.protocol_engine import EngineBench, expected_replies, run
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -27,56 +23,12 @@ C = P.Command
 E = P.ErrorCode
 
 
-class _Board(Elaboratable):
-    """The engine with its register bus on a FakeChain."""
-
-    def __init__(self, n_nodes):
-        self.engine = ProtocolEngine(n_nodes, timeout_cycles=64, step_timeout_cycles=4096)
-        self.chain = FakeChain(n_nodes)
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.engine = self.engine
-        m.submodules.chain = self.chain
-        wiring.connect(m, self.engine.bus, self.chain.bus)
-        return m
-
-
-def _run_engine(n_nodes, frames, expected_bytes, max_cycles=200_000):
-    """Send ``frames`` back to back; return the reply bytes (at most ``expected_bytes``)."""
-    board = _Board(n_nodes)
-    rx, tx = board.engine.rx, board.engine.tx
-    received = bytearray()
-
-    async def send(ctx):
-        for frame in frames:
-            for byte in frame:
-                ctx.set(rx.valid, 1)
-                ctx.set(rx.payload, byte)
-                await ctx.tick().until(rx.ready)
-        ctx.set(rx.valid, 0)
-
-    async def collect(ctx):
-        ctx.set(tx.ready, 1)
-        for _ in range(max_cycles):
-            _, _, valid, payload = await ctx.tick().sample(tx.valid, tx.payload)
-            if valid:
-                received.append(payload)
-                if len(received) == expected_bytes:
-                    return
-
-    sim = Simulator(board)
-    sim.add_clock(1e-8)
-    sim.add_testbench(send, background=True)
-    sim.add_testbench(collect)
-    sim.run()
-    return bytes(received)
-
-
-def _reference(n_nodes, frames):
-    spec = P.ProtocolSpec(n_nodes)
-    engine = P.ReferenceEngine(spec, FakeChainModel(spec, FakeChain(n_nodes).latency))
-    return b"".join(engine.receive(frame) for frame in frames)
+def _run_engine(n_nodes, frames):
+    """Send ``frames`` back to back into the engine on a FakeChain; return the reply bytes and
+    the reference's replies to the same frames."""
+    bench = EngineBench(n_nodes)
+    expected, _ = expected_replies(bench, list(frames))
+    return run(bench, list(frames)).replies, expected
 
 
 def _assert_same_replies(got, expected, timing_words):
@@ -119,8 +71,7 @@ def test_gateware_engine_reports_bad_address_before_read_only():
     frames = [P.encode_request(C.WRITE, P.write_payload(node, addr, [seq + 1] * count), seq=seq)
               for seq, (node, addr, count, _) in enumerate(cases)]
     frames.append(P.encode_request(C.READ, P.read_payload(1, 0, 3), seq=len(cases)))
-    expected = _reference(n, frames)
-    got = _run_engine(n, frames, len(expected))
+    got, expected = _run_engine(n, frames)
     assert got == expected
     statuses = _statuses(got)
     assert statuses[:-1] == [(seq, code) for seq, (*_, code) in enumerate(cases)]
@@ -140,8 +91,7 @@ def test_gateware_engine_equals_reference_on_random_write_blocks():
         count = rng.randrange(1, 10)
         frames.append(P.encode_request(C.WRITE, P.write_payload(node, addr, [0] * count),
                                        seq=seq))
-    expected = _reference(n, frames)
-    got = _run_engine(n, frames, len(expected))
+    got, expected = _run_engine(n, frames)
     assert got == expected
     codes = {status for _, status in _statuses(got)}
     assert {E.BAD_ADDRESS, E.READ_ONLY} <= codes
@@ -168,8 +118,7 @@ def test_gateware_engine_and_fake_chain_handle_result_select_as_the_reference():
               P.encode_request(C.STEP, P.step_payload(spec, [1, 1], [1, 1], [1, 1]), seq=7),
               read(8), write(P.RESULT_FOLLOW | 3, 9), read(10),
               P.encode_request(C.READ, P.read_payload(P.CONTROL_NODE, 0, sel + 1), seq=11)]
-    expected = _reference(n, frames)
-    got = _run_engine(n, frames, len(expected))
+    got, expected = _run_engine(n, frames)
     interval = P.control_register("INTERVAL_CYCLES").address
     step_interval = n + interval - P.STEP_CONTROL_FIRST
     _assert_same_replies(got, expected, {3: step_interval, 7: step_interval, 11: interval})
