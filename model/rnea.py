@@ -878,6 +878,13 @@ def regressor(robot, q, qd, qdd, gravity=None):
     topology = _Topology(robot)
     chain = topology.chain
     lineage = [robot.ancestors(j) + (j,) for j in range(n)]
+    # spans[i]: one past the last descendant of node i; Y's row i is zero beyond block spans[i].
+    spans = list(range(1, n + 1))
+    for j in range(n):
+        for i in lineage[j]:
+            spans[i] = max(spans[i], j + 1)
+    if chain:
+        spans = None
     sizes = {"rows": 12 * n, "v_force": 24, "v_moment": 18, "blocks": 10 * n * n,
              "joints": 3 * n, "scratch": 2 * n}
     if not chain:
@@ -978,7 +985,7 @@ def regressor(robot, q, qd, qdd, gravity=None):
             np.einsum("kic,klc->lic", both[3:6], vm, out=block[4:10])
             if not chain:
                 blocks[list(lineage[j]), j, :, :size] = block.transpose(1, 0, 2)
-        _assemble(y[part], blocks, friction_regressor(states[1][part], steepness), size)
+        _assemble(y[part], blocks, friction_regressor(states[1][part], steepness), size, spans)
     return y.reshape(batch + (n, 13 * n))
 
 
@@ -997,7 +1004,7 @@ def _shift_rows(rows, r, tmp):
             ck -= np.multiply(b[k2], r[k1], out=tmp)
 
 
-def _assemble(y, blocks, friction, size):
+def _assemble(y, blocks, friction, size, spans=None):
     """Write the blocks and the friction columns of ``size`` states into ``Y``.
 
     Parameters
@@ -1008,20 +1015,26 @@ def _assemble(y, blocks, friction, size):
         ``blocks[i, j, col, state]``: ``Y[state, i, 10 j + col]`` for ``i <= j``.
     friction : numpy.ndarray, shape (size, n, 3)
         :func:`friction_regressor` of the chunk.
+    spans : sequence of int, optional
+        Row ``i`` has non-zero blocks only in ``i .. spans[i] - 1`` (its last descendant plus
+        one, on a tree); default ``n`` for every row (a chain).
 
     Notes
     -----
     Tile by tile of states, so that every cache line of ``Y`` is filled while it is cached;
-    row ``i`` of a state, columns ``10 i ... 10 n``, is one contiguous run.
+    row ``i`` of a state, columns ``10 i ... 10 spans[i]``, is one contiguous run.
     """
     n = blocks.shape[0]
+    if spans is None:
+        spans = [n] * n
     friction_view = _friction_view(y, n)
     for start in range(0, size, _TILE_STATES):
         stop = min(start + _TILE_STATES, size)
         tile = y[start:stop]
         for i in range(n):
-            tile[:, i, 10 * i:10 * n] = blocks[i, i:, :, start:stop].reshape(
-                10 * (n - i), stop - start).T
+            end = spans[i]
+            tile[:, i, 10 * i:10 * end] = blocks[i, i:end, :, start:stop].reshape(
+                10 * (end - i), stop - start).T
         friction_view[start:stop] = friction[start:stop]
 
 
