@@ -29,7 +29,7 @@ from linkdyn.bench.dynamics import (CLOCKS, PINOCCHIO_GRAVITY, _best_alternating
 from linkdyn.model.reference import example_robot_data_dir
 from linkdyn.model.rnea import regressor, rnea
 
-__all__ = ["TREES", "benchmark", "main"]
+__all__ = ["TREES", "benchmark", "plot", "main"]
 
 #: name: URDF path under the example-robot-data robots folder.
 TREES = {
@@ -126,6 +126,38 @@ def benchmark(count=10_000, repeat=3, seed=0, clock="wall"):
     return rows
 
 
+def plot(rows, path):
+    """Write a bar chart of the timings (PNG): per tree, rnea and regressor, both libraries.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The result of :func:`benchmark`.
+    path : str or os.PathLike
+        PNG file to write.
+    """
+    import matplotlib
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    robots = list(dict.fromkeys(row["robot"] for row in rows))
+    figure, axes = plt.subplots(1, 2, figsize=(9, 3.6), constrained_layout=True)
+    for axis, function in zip(axes, ("rnea", "regressor")):
+        picked = {row["robot"]: row for row in rows if row["function"] == function}
+        x = np.arange(len(robots))
+        for offset, key, label in ((-0.2, "ours", "linkdyn, batched"),
+                                   (0.2, "pinocchio", "Pinocchio, loop")):
+            values = [picked[name][key] * 1e6 for name in robots]
+            bars = axis.bar(x + offset, values, width=0.4, label=label)
+            axis.bar_label(bars, fmt="%.1f", fontsize=8)
+        axis.set_xticks(x, [f"{name}\n(n = {picked[name]['n']})" for name in robots])
+        axis.set_ylabel("time per state [us]")
+        axis.set_title(f"{function} on whole trees")
+        axis.legend(fontsize=8)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
 def main(argv=None):
     """Run the benchmark and print the table; return the exit status."""
     parser = argparse.ArgumentParser(
@@ -137,6 +169,7 @@ def main(argv=None):
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall clock (default) or the process's CPU time")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--plot", metavar="PNG", help="also write a bar chart of the timings")
     args = parser.parse_args(argv)
     if args.states < 1 or args.repeat < 1:
         parser.error("--states and --repeat must be positive")
@@ -147,6 +180,8 @@ def main(argv=None):
         return 2
     print(environment())
     print(format_table(rows, args.states, markdown=args.markdown, clock=args.clock))
+    if args.plot:
+        plot(rows, args.plot)
     return 0
 
 
