@@ -380,6 +380,15 @@ def test_tree_survives_a_robot_file(tmp_path):
     np.testing.assert_array_equal(rnea(again, q, qd, qdd), rnea(tree, q, qd, qdd))
 
 
+def test_info_describes_the_tree():
+    from linkdyn.model.__main__ import describe
+    text = describe(_load(_robots_dir() / REAL_TREES["baxter"]))
+    assert "19 joints (4 prismatic), standard DH, a tree with 3 roots" in text
+    rows = [line.split() for line in text.splitlines()]
+    assert ["9", "r_gripper_l_finger", "8", "prismatic", "r_gripper_l_finger_joint"] in rows
+    assert describe(load_robot("ur5")).startswith("robot 'ur5': 6 revolute joints")
+
+
 def test_chain_file_has_no_tree_fields(tmp_path):
     text = save_robot(load_robot("ur5"), tmp_path / "ur5.json").read_text()
     assert '"parent"' not in text and '"mount"' not in text and '"joint_name"' not in text
