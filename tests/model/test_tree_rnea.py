@@ -11,6 +11,7 @@ Pinocchio. Random states, fixed seeds, tolerance 1e-9 relative:
   (``Y_pin[:, body j] = Y_ours[:, link j] @ M_j``, see ``test_urdf_pinocchio.py``), and both
   regressors against both inverse dynamics;
 * ``rnea == regressor @ parameters`` with friction on every joint (revolute and prismatic);
+* ``rnea`` with an external wrench on every link against ``pin.rnea`` with ``fext``;
 * the tree regressor path against the chain path on the same chain (a robot file chain with a
   mount, made a tree by one massless extra root).
 
@@ -199,6 +200,35 @@ def test_whole_tree_rnea_and_regressor_match_pinocchio(name):
     robot = _load(path)
     assert not robot.is_chain
     assert_small(compare(path, robot, seed=sum(map(ord, name))))
+
+
+@pytest.mark.parametrize("name", ["baxter", "tiago"])
+def test_external_wrenches_on_a_tree_match_pinocchio(name):
+    """``f_ext`` (the wrench each link exerts on its environment, about the origin of its DH
+    frame, in it) against Pinocchio's ``fext`` (the force acting on each joint's body, about the
+    joint origin, in the joint frame)."""
+    path = _robots_dir() / REAL_TREES[name]
+    robot = _load(path)
+    reference = Reference(path, robot)
+    robot = replace(robot, gravity=np.array(reference.model.gravity.linear))
+    rng = np.random.default_rng(11)
+    q, qd, qdd = random_states(robot, rng, 20)
+    f_ext = rng.uniform(-20.0, 20.0, (20, robot.n, 6))
+    tau = rnea(robot, q, qd, qdd, f_ext=f_ext)
+    transforms = reference.joint_in_dh()
+    model, data = reference.model, reference.data
+    worst = 0.0
+    for k in range(20):
+        forces = [pin.Force.Zero() for _ in range(model.njoints)]
+        for i, j in enumerate(reference.joint_ids):
+            rotation, p = transforms[i][:3, :3], transforms[i][:3, 3]
+            force, moment = -f_ext[k, i, :3], -f_ext[k, i, 3:]
+            forces[j] = pin.Force(rotation.T @ force, rotation.T @ (moment - np.cross(p, force)))
+        tau_pin = np.asarray(pin.rnea(model, data, reference.configuration(q[k]),
+                                      reference.tangent(qd[k]), reference.tangent(qdd[k]),
+                                      forces))[reference.idx_v]
+        worst = max(worst, np.max(np.abs(tau[k] - tau_pin)) / np.max(np.abs(tau_pin)))
+    assert worst < TOLERANCE
 
 
 def test_baxter_tree_has_both_arms_head_and_prismatic_fingers():
