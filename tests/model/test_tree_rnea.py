@@ -12,6 +12,8 @@ Pinocchio. Random states, fixed seeds, tolerance 1e-9 relative:
   regressors against both inverse dynamics;
 * ``rnea == regressor @ parameters`` with friction on every joint (revolute and prismatic);
 * ``rnea`` with an external wrench on every link against ``pin.rnea`` with ``fext``;
+* ``forward_recursion`` (angular velocity and acceleration of every node) against Pinocchio's;
+* random serial chains with prismatic joints (the chain code of the regressor);
 * the tree regressor path against the chain path on the same chain (a robot file chain with a
   mount, made a tree by one massless extra root).
 
@@ -231,6 +233,31 @@ def test_external_wrenches_on_a_tree_match_pinocchio(name):
     assert worst < TOLERANCE
 
 
+@pytest.mark.parametrize("name", ["baxter", "tiago"])
+def test_forward_recursion_on_a_tree_matches_pinocchio_velocities(name):
+    """``omega_i`` and ``omega_dot_i`` of every node (frame i) are the body's angular velocity and
+    acceleration of Pinocchio's joint frame, rotated into our DH frame."""
+    from linkdyn.model import forward_recursion
+    path = _robots_dir() / REAL_TREES[name]
+    robot = _load(path)
+    reference = Reference(path, robot)
+    rotations = [t[:3, :3] for t in reference.joint_in_dh()]
+    rng = np.random.default_rng(13)
+    q, qd, qdd = random_states(robot, rng, 10)
+    nodes = forward_recursion(robot, q, qd, qdd)
+    model, data = reference.model, reference.data
+    worst = 0.0
+    for k in range(10):
+        pin.forwardKinematics(model, data, reference.configuration(q[k]),
+                              reference.tangent(qd[k]), reference.tangent(qdd[k]))
+        for i, j in enumerate(reference.joint_ids):
+            _, omega, omega_dot, _ = nodes[i]
+            worst = max(worst,
+                        np.max(np.abs(omega[k] - rotations[i] @ data.v[j].angular)),
+                        np.max(np.abs(omega_dot[k] - rotations[i] @ data.a[j].angular)))
+    assert worst < 1e-9
+
+
 def test_baxter_tree_has_both_arms_head_and_prismatic_fingers():
     robot = _load(_robots_dir() / REAL_TREES["baxter"])
     names = robot.joint_names
@@ -267,10 +294,10 @@ def test_tip_still_gives_the_chain():
 # Random trees
 # ----------------------------------------------------------------------------------------------
 
-def _random_urdf(rng, joints):
-    """URDF text of a random tree: ``joints`` movable joints (revolute, continuous, prismatic;
-    axis-aligned or oblique axes, some on or parallel to their parent's axis), fixed joints in
-    between, random consistent inertias, some massless links."""
+def _random_urdf(rng, joints, chain=False):
+    """URDF text of a random tree (``chain``: a serial chain): ``joints`` movable joints
+    (revolute, continuous, prismatic; axis-aligned or oblique axes, some on or parallel to their
+    parent's axis), fixed joints in between, random consistent inertias, some massless links."""
     links = ["base"]
     text = ['<robot name="random">', '<link name="base"/>']
     body = []
@@ -299,12 +326,13 @@ def _random_urdf(rng, joints):
 
     count = 0
     while count < joints:
-        parent = links[int(rng.integers(len(links)))]
+        parent = links[-1] if chain else links[int(rng.integers(len(links)))]
         child = f"l{len(links)}"
         if rng.random() < 0.15:
             kind = "fixed"
         else:
-            kind = rng.choice(["revolute", "revolute", "continuous", "prismatic"])
+            kind = rng.choice(["revolute", "continuous", "prismatic", "prismatic"] if chain
+                              else ["revolute", "revolute", "continuous", "prismatic"])
             count += 1
         axis = (rng.choice([[0, 0, 1], [1, 0, 0], [0, 1, 0], [0, 0, -1]]) if rng.random() < 0.5
                 else rng.normal(size=3))
@@ -331,6 +359,17 @@ def test_random_tree_matches_pinocchio(tmp_path, seed, joints):
     path.write_text(_random_urdf(rng, joints), encoding="utf-8")
     robot = load_urdf(path)
     assert robot.n == joints
+    assert_small(compare(path, robot, seed=seed, count=STATES // 2))
+
+
+@pytest.mark.parametrize("seed", range(4 if not LONG else 20))
+def test_random_chain_with_prismatic_joints_matches_pinocchio(tmp_path, seed):
+    """Serial chains go through the chain code of the regressor (two row buffers)."""
+    rng = np.random.default_rng(2000 + seed)
+    path = tmp_path / f"chain{seed}.urdf"
+    path.write_text(_random_urdf(rng, 8, chain=True), encoding="utf-8")
+    robot = load_urdf(path)
+    assert robot.is_chain and robot.has_prismatic
     assert_small(compare(path, robot, seed=seed, count=STATES // 2))
 
 
