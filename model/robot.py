@@ -216,8 +216,9 @@ class Link:
     mount : array_like, shape (4,)
         ``(a, d, alpha, theta)`` of the constant standard-DH step ``Rz(theta) Tz(d) Tx(a)
         Rx(alpha)`` from the DH frame of the parent (or DH frame 0 for a root) to frame ``i-1``,
-        the frame whose z axis is this joint's axis. Zero (the identity) for every link of a
-        chain and for the first child of a branch point; see docs/trees.md.
+        the frame whose z axis is this joint's axis. Zero (the identity) where the parent's
+        frame already is that frame: every link of a chain in plain DH, the first child of a
+        branch point (a chain cut from a tree keeps its mounts); see docs/trees.md.
 
     Raises
     ------
