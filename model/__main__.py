@@ -85,7 +85,15 @@ def _format(value, width=11):
 
 def describe(robot, source=""):
     """Return a text description of ``robot``: DH table, inertial parameters, friction, limits."""
-    lines = [f"robot {robot.name!r}: {robot.n} revolute joints, standard DH", ""]
+    plain = robot.is_chain and not robot.has_prismatic and not any(
+        link.has_mount for link in robot.links)
+    if plain:
+        lines = [f"robot {robot.name!r}: {robot.n} revolute joints, standard DH", ""]
+    else:
+        prismatic = sum(link.joint_type == "prismatic" for link in robot.links)
+        shape = "a chain" if robot.is_chain else f"a tree with {robot.parents.count(-1)} roots"
+        lines = [f"robot {robot.name!r}: {robot.n} joints ({prismatic} prismatic), standard DH, "
+                 f"{shape}", ""]
     if source:
         lines += ["source:"] + [f"  {line}" for line in source.splitlines()] + [""]
     lines.append(f"gravity (world frame): {robot.gravity.tolist()} m/s^2")
@@ -103,6 +111,19 @@ def describe(robot, source=""):
         lines.append(f"{j:>2} {link.name:<16}{_format(link.a)}{_format(link.d)}"
                      f"{_format(link.alpha, 12)}{_format(link.offset)}"
                      + "".join(f"{v:>11}" for v in lim))
+    if not plain:
+        wide = max(16, *(len(link.name) + 1 for link in robot.links))
+        joint_wide = max(16, *(len(name) + 1 for name in robot.joint_names))
+        lines += ["", "tree (parent: its j, 0 the base; prismatic: theta = offset, d = q + d; "
+                      "mount: DH step a, d, alpha, theta from the parent's frame):",
+                  f"{'j':>2} {'link':<{wide}}{'parent':>7}  {'type':<11}{'joint':<{joint_wide}}"
+                  f"{'mount a':>11}{'d':>11}{'alpha':>12}{'theta':>11}"]
+        for j, (link, parent, joint) in enumerate(zip(robot.links, robot.parents,
+                                                      robot.joint_names), 1):
+            mount = ("".join(_format(v, w) for v, w in zip(link.mount, (11, 11, 12, 11)))
+                     if link.has_mount else "")
+            lines.append(f"{j:>2} {link.name:<{wide}}{parent + 1:>7}  {link.joint_type:<11}"
+                         f"{joint:<{joint_wide}}{mount}".rstrip())
     lines += ["", "mass [kg], centre of mass [m] in DH frame i:",
               f"{'j':>2} {'link':<16}{'mass':>11}{'c_x':>11}{'c_y':>11}{'c_z':>11}"]
     for j, link in enumerate(robot.links, 1):

@@ -56,9 +56,16 @@ def encode_robot(robot, fmt=Q15_16):
     ------
     FixedPointRangeError
         If a constant does not fit its format; the message names the node and the constant.
+    NotImplementedError
+        If the robot is a tree, or has a prismatic joint or a mount: the fixed-point node
+        implements serial chains of revolute joints only (so far).
     """
     if not isinstance(robot, Robot):
         raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
+    if not robot.is_chain or robot.has_prismatic or any(l.has_mount for l in robot.links):
+        raise NotImplementedError(
+            f"the fixed-point model implements serial chains of revolute joints only; robot "
+            f"{robot.name!r} is a tree or has a prismatic joint or a mount")
     program = microprogram(fmt)
     rmap = program.registers
     nodes = []

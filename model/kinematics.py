@@ -53,6 +53,9 @@ class _Constants:
         self.com = np.stack([link.com for link in robot.links])
         self.inertia = np.stack([link.inertia for link in robot.links])
         self.upper = np.triu(np.ones((robot.n, robot.n), dtype=bool))
+        self.prismatic = np.array([link.joint_type == "prismatic" for link in robot.links])
+        self.mounts = (np.stack([_dh_transform(*link.mount) for link in robot.links])
+                       if any(link.has_mount for link in robot.links) else None)
 
 
 _CACHE = {}
@@ -91,7 +94,9 @@ def link_transforms(robot, q):
     Returns
     -------
     numpy.ndarray, shape (..., n, 4, 4)
-        Entry ``i - 1`` maps DH frame ``i`` coordinates to DH frame ``i - 1`` coordinates.
+        Entry ``i - 1`` maps DH frame ``i`` coordinates to the coordinates of the DH frame of
+        link ``i``'s parent (frame ``i - 1`` in a chain), the link's mount included; a
+        prismatic joint moves ``d`` (``q`` in m).
 
     Raises
     ------
@@ -102,9 +107,14 @@ def link_transforms(robot, q):
     """
     q = _joint_angles(robot, q)
     const = _constants(robot)
-    theta = q + const.offset
+    if const.prismatic.any():
+        # Prismatic joints: theta = offset, d = q + d (the robot module docstring).
+        theta = np.where(const.prismatic, const.offset, q + const.offset)
+        d = np.where(const.prismatic, q + const.d, const.d)
+    else:
+        theta, d = q + const.offset, const.d
     ct, st = np.cos(theta), np.sin(theta)
-    ca, sa, a, d = const.ca, const.sa, const.a, const.d
+    ca, sa, a = const.ca, const.sa, const.a
     transforms = np.zeros(q.shape + (4, 4))
     transforms[..., 0, 0] = ct
     transforms[..., 0, 1] = -st * ca
@@ -118,7 +128,24 @@ def link_transforms(robot, q):
     transforms[..., 2, 2] = ca
     transforms[..., 2, 3] = d
     transforms[..., 3, 3] = 1.0
+    if const.mounts is not None:
+        transforms = const.mounts @ transforms
     return transforms
+
+
+def _dh_transform(a, d, alpha, theta):
+    """``Rz(theta) Tz(d) Tx(a) Rx(alpha)``, shape (4, 4)."""
+    ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)
+    return np.array([[ct, -st * ca, st * sa, a * ct], [st, ct * ca, -ct * sa, a * st],
+                     [0.0, sa, ca, d], [0.0, 0.0, 0.0, 1.0]])
+
+
+def _require_chain(robot, what):
+    """Refuse a tree or a prismatic joint where only serial revolute chains are implemented."""
+    if not robot.is_chain or robot.has_prismatic or any(l.has_mount for l in robot.links):
+        raise NotImplementedError(
+            f"{what} is implemented for serial chains of revolute joints only; robot "
+            f"{robot.name!r} is a tree or has a prismatic joint or a mount")
 
 
 def link_frames(robot, q):
@@ -135,13 +162,14 @@ def link_frames(robot, q):
     -------
     numpy.ndarray, shape (..., n + 1, 4, 4)
         Entry ``i`` maps DH frame ``i`` coordinates to world coordinates; entry 0 is
-        ``robot.base``.
+        ``robot.base``. On a tree, frame ``i`` follows from its parent's frame
+        (``robot.parents``).
     """
     steps = link_transforms(robot, q)
     frames = np.empty(steps.shape[:-3] + (robot.n + 1, 4, 4))
     frames[..., 0, :, :] = robot.base
-    for i in range(robot.n):
-        frames[..., i + 1, :, :] = frames[..., i, :, :] @ steps[..., i, :, :]
+    for i, parent in enumerate(robot.parents):
+        frames[..., i + 1, :, :] = frames[..., parent + 1, :, :] @ steps[..., i, :, :]
     return frames
 
 
@@ -241,6 +269,7 @@ def jacobian(robot, q, link=None, *, frames=None):
     ValueError
         If ``q`` has the wrong shape or ``link`` names no link.
     """
+    _require_chain(robot, "jacobian")
     if frames is None:
         frames = link_frames(robot, q)
     point, moving = _point_of(robot, frames, link)
@@ -275,6 +304,7 @@ def jacobian_dot_qd(robot, q, qd, *, frames=None):
     numpy.ndarray, shape (..., 6)
     """
     q = _joint_angles(robot, q)
+    _require_chain(robot, "jacobian_dot_qd")
     qd = np.asarray(qd, dtype=float)
     if frames is None:
         frames = link_frames(robot, q)
@@ -327,6 +357,7 @@ def joint_space_inertia(robot, q, *, frames=None):
         Symmetric positive semi-definite, kg·m^2.
     """
     q = _joint_angles(robot, q)
+    _require_chain(robot, "joint_space_inertia")
     if frames is None:
         frames = link_frames(robot, q)
     const = _constants(robot)

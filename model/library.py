@@ -2,7 +2,7 @@
 
 :func:`load_robot` is the one entry point: a built-in name (``"ur5"``, ``"ur10"``,
 ``"puma560"``), a robot file (``.json``, see :mod:`linkdyn.model.robotfile`) or a URDF file of a
-serial chain (``.urdf``, see :mod:`linkdyn.model.urdf`).
+serial chain or a tree (``.urdf``, see :mod:`linkdyn.model.urdf`).
 
 The built-in robots are robot files in the package :mod:`linkdyn.model.data`, read with
 :mod:`importlib.resources`; each states in its ``source`` field where every number comes from
@@ -50,6 +50,10 @@ def _description(name_or_path):
 def truncate(robot, tip):
     """Return the chain from the base to link ``tip``, with an identity tool transform.
 
+    On a tree it is the path of links from the root to ``tip`` (``tip``'s ancestors and
+    ``tip``); the links off the path are dropped (they are not merged as the URDF import
+    merges them, so the torques of the path change unless they are massless).
+
     Parameters
     ----------
     robot : Robot
@@ -66,10 +70,17 @@ def truncate(robot, tip):
     if tip not in names:
         raise RobotDescriptionError(
             f"robot {robot.name!r} has no link {tip!r}; its links are {names!r}")
-    end = names.index(tip) + 1
-    if end == robot.n:
-        return robot
-    return replace(robot, links=robot.links[:end], tool=np.eye(4))
+    index = names.index(tip)
+    if robot.is_chain:
+        end = index + 1
+        if end == robot.n:
+            return robot
+        path = range(end)
+    else:
+        path = robot.ancestors(index) + (index,)
+    return replace(robot, links=tuple(robot.links[i] for i in path), tool=np.eye(4),
+                   parents=tuple(range(-1, len(path) - 1)),
+                   joint_names=tuple(robot.joint_names[i] for i in path))
 
 
 def _load_robot_file(path, tip):
@@ -115,8 +126,6 @@ def load_robot(name_or_path, *, tip=None):
         lists the built-in robots), if the description is invalid, or if ``tip`` names no link.
     FileNotFoundError
         If the file does not exist (the message holds the path).
-    NotImplementedError
-        If the chain has a prismatic joint.
     """
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise TypeError(f"name_or_path must be a str or path, not {type(name_or_path).__name__}")

@@ -46,6 +46,16 @@ then
 
 ``rnea == regressor @ parameters`` therefore holds by construction (up to rounding).
 
+Trees and prismatic joints (paper eq. 17; docs/trees.md): node ``i`` takes its forward inputs
+from its parent ``robot.parents[i]`` (through the link's constant mount, a DH step that never
+moves, when it has one), and its backward step adds the wrenches its children sent, **in
+increasing index order**, after its own and before the external wrench:
+``f = ((f_own + f'_c1) + f'_c2) ... + f_ext``. A prismatic joint has ``theta`` constant and
+``d = q + d`` (so ``r`` depends on ``q``), its forward step adds ``qdd z`` and the Coriolis term
+``2 omega x (qd R^T z)`` to ``p_ddot`` (no joint rate in ``omega``), and ``tau_i = f_i . R^T z``;
+its regressor row is ``(z, 0)``. The regressor carries each node's rows from its parent (kept per
+node on a tree; the two alternating buffers on a chain).
+
 Implementation (speed without leaving this form):
 
 * the arrays are component-first and batch-last: a vector is three arrays of shape ``(N,)`` over
@@ -152,7 +162,10 @@ def rotate(rotation, v):
 
 
 def link_offset_vector(link):
-    """Return ``r^i_{i-1,i} = (a, d sin alpha, d cos alpha)``, shape (3,), m, in frame ``i``."""
+    """Return ``r^i_{i-1,i} = (a, d sin alpha, d cos alpha)``, shape (3,), m, in frame ``i``.
+
+    For a prismatic joint, at ``q = 0`` (``d`` is then ``q + d``).
+    """
     return np.array([link.a, link.d * np.sin(link.alpha), link.d * np.cos(link.alpha)])
 
 
@@ -174,7 +187,9 @@ def forward_recursion(robot, q, qd, qdd, base_motion=None):
     -------
     list of tuple
         Per node ``i``: ``(rotation, omega_i, omega_dot_i, p_ddot_i)``, the vectors with shape
-        (..., 3) in frame ``i``; ``rotation`` as for :func:`rotate`.
+        (..., 3) in frame ``i``; ``rotation`` as for :func:`rotate`. On a tree each node starts
+        from its parent's outputs (through its mount); ``base_motion`` is that of DH frame 0,
+        the frame of every root.
 
     Notes
     -----
@@ -194,12 +209,19 @@ def forward_recursion(robot, q, qd, qdd, base_motion=None):
     nodes = []
     terms = np.empty((27, count))
     k, n = terms[:9].reshape(3, 3, count), terms[9:].reshape(3, 6, count)
+    outputs = []
     for i, link in enumerate(_link_constants(robot)):
-        rotation, *vectors, _ = _forward_node(link, q_rows[i], qd_rows[i], qdd_rows[i],
-                                              *vectors, k, n)
-        ct, st = rotation[0].reshape(batch), rotation[1].reshape(batch)
+        parent = robot.parents[i]
+        inputs = vectors if parent < 0 else outputs[parent]
+        if link.mount is not None:
+            inputs = _mount_forward(link.mount, *inputs)
+        rotation, *node_vectors, _ = _forward_node(link, q_rows[i], qd_rows[i], qdd_rows[i],
+                                                   *inputs, k, n)
+        outputs.append(node_vectors)
+        ct, st = (np.broadcast_to(np.asarray(x, dtype=float), (count,)).reshape(batch)
+                  for x in rotation[:2])
         nodes.append(((ct, st, np.float64(link.ca), np.float64(link.sa)),
-                      *(_vector_out(v, batch, count) for v in vectors)))
+                      *(_vector_out(v, batch, count) for v in node_vectors)))
     return nodes
 
 
@@ -408,6 +430,8 @@ def _forward_node(link, q, qd, qdd, omega, omega_dot, p_ddot, k, n):
         ``(rotation, omega_i, omega_dot_i, p_ddot_i, (K, N))``, in frame ``i``; ``rotation =
         (cos theta, sin theta, cos alpha, sin alpha)``; ``(K, N)`` of :func:`_link_terms`.
     """
+    if link.prismatic:
+        return _forward_node_prismatic(link, q, qd, qdd, omega, omega_dot, p_ddot, k, n)
     theta = q + link.offset if link.offset != 0.0 else q
     rotation = (np.cos(theta), np.sin(theta), link.ca, link.sa)
     wx, wy, wz = omega
@@ -420,6 +444,27 @@ def _forward_node(link, q, qd, qdd, omega, omega_dot, p_ddot, k, n):
     p_ddot = tuple(_add(p, _add(_add(_mul(k[row][0], r[0]), _mul(k[row][1], r[1])),
                                 _mul(k[row][2], r[2])))
                    for row, p in enumerate(_rot_t(rotation, p_ddot)))
+    return rotation, omega, omega_dot, p_ddot, terms
+
+
+def _forward_node_prismatic(link, q, qd, qdd, omega, omega_dot, p_ddot, k, n):
+    """:func:`_forward_node` of a prismatic joint (theta constant, ``d = q + d``)::
+
+        omega_i     = R^T omega_{i-1}
+        omega_dot_i = R^T omega_dot_{i-1}
+        p_ddot_i    = R^T (p_ddot_{i-1} + qdd z) + K r + 2 omega_i x (qd R^T z)
+    """
+    rotation = (link.ct, link.st, link.ca, link.sa)
+    omega = _rot_t(rotation, omega)
+    omega_dot = _rot_t(rotation, omega_dot)
+    terms = _link_terms(omega, omega_dot, k, n)
+    r = _offset_vector(link, q)
+    # Coriolis term 2 omega x (qd R^T z), R^T z = (0, sin alpha, cos alpha).
+    coriolis = _cross(omega, (0.0, _mul(qd, link.sa), _mul(qd, link.ca)))
+    p_ddot = tuple(
+        _add(_add(p, _add(_add(_mul(k[row][0], r[0]), _mul(k[row][1], r[1])),
+                          _mul(k[row][2], r[2]))), _mul(2.0, coriolis[row]))
+        for row, p in enumerate(_rot_t(rotation, (p_ddot[0], p_ddot[1], _add(p_ddot[2], qdd)))))
     return rotation, omega, omega_dot, p_ddot, terms
 
 
@@ -478,19 +523,42 @@ def _rotate_rows_t(rotation, src, dst, tmp):
 # ----------------------------------------------------------------------------------------------
 
 class _LinkConstants:
-    """The constants of one node as Python floats: DH, ``r``, ``pi_i``, friction."""
+    """The constants of one node as Python floats: DH, ``r``, ``pi_i``, friction, mount.
 
-    __slots__ = ("offset", "alpha", "ca", "sa", "r", "mass", "first_moment", "inertia6")
+    For a prismatic joint ``ct, st`` are the constant ``cos theta, sin theta`` and ``r`` holds
+    the ``d`` offset only through :func:`_offset_vector`; ``mount`` is ``None`` (identity) or
+    ``(rotation, r)`` of the constant DH step from the parent's frame (:attr:`Link.mount`).
+    """
+
+    __slots__ = ("offset", "alpha", "ca", "sa", "r", "mass", "first_moment", "inertia6",
+                 "prismatic", "a", "d", "ct", "st", "mount")
 
     def __init__(self, link):
         self.offset = float(link.offset)
         self.alpha = float(link.alpha)
         self.ca, self.sa = _twist_cos_sin(link.alpha)
+        self.a, self.d = float(link.a), float(link.d)
         self.r = (float(link.a), float(link.d) * self.sa, float(link.d) * self.ca)
+        self.prismatic = link.joint_type == "prismatic"
+        self.ct, self.st = _twist_cos_sin(link.offset)
         pi = link.parameters()
         self.mass = float(pi[0])
         self.first_moment = tuple(float(x) for x in pi[1:4])
         self.inertia6 = tuple(float(x) for x in pi[4:10])
+        self.mount = None
+        if link.has_mount:
+            a, d, alpha, theta = (float(x) for x in link.mount)
+            ca, sa = _twist_cos_sin(alpha)
+            ct, st = _twist_cos_sin(theta)
+            self.mount = ((ct, st, ca, sa), (a, d * sa, d * ca))
+
+
+def _offset_vector(link, q):
+    """``r = (a, d sin alpha, d cos alpha)`` of a node; ``d = q + d`` for a prismatic joint."""
+    if not link.prismatic:
+        return link.r
+    d = q + link.d if link.d != 0.0 else q
+    return (link.a, _mul(d, link.sa), _mul(d, link.ca))
 
 
 def _twist_cos_sin(alpha):
@@ -510,6 +578,46 @@ def _twist_cos_sin(alpha):
 
 def _link_constants(robot):
     return [_LinkConstants(link) for link in robot.links]
+
+
+class _Topology:
+    """The tree of a robot as the recursions walk it.
+
+    ``parents[i]`` (-1 for a root), ``children[i]`` in increasing index order (the order in
+    which node ``i`` sums its children's wrenches, eq. 17), ``release[i]``: the nodes whose
+    forward outputs are no longer needed once node ``i`` is done (their last child).
+    """
+
+    __slots__ = ("parents", "children", "release", "chain")
+
+    def __init__(self, robot):
+        self.parents = robot.parents
+        self.children = robot.children
+        self.chain = robot.is_chain
+        self.release = [[] for _ in robot.links]
+        for parent, children in enumerate(self.children):
+            if children:
+                self.release[children[-1]].append(parent)
+
+
+def _mount_forward(mount, omega, omega_dot, p_ddot):
+    """The forward step of a constant DH step (a joint that never moves): frame p -> p'."""
+    rotation, r = mount
+    omega = _rot_t(rotation, omega)
+    omega_dot = _rot_t(rotation, omega_dot)
+    # omega_dot x r + omega x (omega x r)
+    lever = _cross(omega, r)
+    accel = tuple(_add(u, v) for u, v in zip(_cross(omega_dot, r), _cross(omega, lever)))
+    p_ddot = tuple(_add(p, a) for p, a in zip(_rot_t(rotation, p_ddot), accel))
+    return omega, omega_dot, p_ddot
+
+
+def _mount_backward(mount, f, mu):
+    """The backward step of a constant DH step: wrench about the origin of p' in p' ->
+    about the origin of p in p (``T`` then ``R``)."""
+    rotation, r = mount
+    mu = tuple(_add(m, c) for m, c in zip(mu, _cross(r, f)))
+    return _rot(rotation, f), _rot(rotation, mu)
 
 
 def _fixed_base(robot):
@@ -590,10 +698,10 @@ def rnea(robot, q, qd, qdd, gravity=None, f_ext=None):
     Parameters
     ----------
     robot : Robot
-        The robot (n revolute joints).
+        The robot (n revolute or prismatic joints, a chain or a tree).
     q, qd, qdd : array_like, shape (..., n)
-        Joint positions (rad), velocities (rad/s), accelerations (rad/s^2); leading dimensions
-        are a batch and broadcast against each other.
+        Joint positions (rad; m for a prismatic joint), velocities (rad/s, m/s), accelerations
+        (rad/s^2, m/s^2); leading dimensions are a batch and broadcast against each other.
     gravity : array_like, shape (3,), optional
         Gravity in the world frame, m/s^2; default ``robot.gravity``.
     f_ext : array_like, shape (..., n, 6), optional
@@ -605,7 +713,8 @@ def rnea(robot, q, qd, qdd, gravity=None, f_ext=None):
     Returns
     -------
     numpy.ndarray, shape (..., n)
-        Joint torques, N·m, including friction (eq. 20) when the robot has it.
+        Joint torques, N·m (forces along the axis, N, for prismatic joints), including friction
+        (eq. 20) when the robot has it.
 
     Raises
     ------
@@ -616,10 +725,11 @@ def rnea(robot, q, qd, qdd, gravity=None, f_ext=None):
 
     Notes
     -----
-    Per node, backwards: the link's ``V_i pi_i`` (:func:`_link_wrench`) plus the distal wrench
-    ``(f', mu')`` and ``f_ext``, all about the origin of frame ``i``; ``T`` moves the moment to
-    the origin of frame ``i-1`` (``mu += r x f``); ``tau_i = mu . R^T z``; ``(R f, R mu)`` goes
-    to node ``i-1``.
+    Per node, backwards: the link's ``V_i pi_i`` (:func:`_link_wrench`) plus the wrenches
+    ``(f', mu')`` of its children in index order (eq. 17) and ``f_ext``, all about the origin of
+    frame ``i``; ``T`` moves the moment to the origin of frame ``i-1`` (``mu += r x f``);
+    ``tau_i = mu . R^T z`` (``f . R^T z`` for a prismatic joint); ``(R f, R mu)``, through the
+    mount, goes to the parent.
     """
     q, qd, qdd = _joint_arrays(robot, q, qd, qdd)
     if gravity is not None:
@@ -631,6 +741,8 @@ def rnea(robot, q, qd, qdd, gravity=None, f_ext=None):
     if f_ext is not None:
         ext_rows = np.ascontiguousarray(np.moveaxis(f_ext.reshape(count, n, 6), 0, -1))
     links = _link_constants(robot)
+    topology = _Topology(robot)
+    parents, children, release = topology.parents, topology.children, topology.release
     states = [x.reshape(count, n) for x in (q, qd, qdd)]
     tau = np.empty((n, count))
     # One workspace per chunk of states, per joint: q, qd, qdd, then what node i keeps for its
@@ -647,29 +759,52 @@ def rnea(robot, q, qd, qdd, gravity=None, f_ext=None):
         n_out = terms[9:, :size].reshape(3, 6, size)
         for k in range(3):
             work[:, k] = states[k][part].T
-        vectors = _fixed_base(robot)
+        base = _fixed_base(robot)
+        outputs = [None] * n
         for i, link in enumerate(links):
+            parent = parents[i]
+            vectors = base if parent < 0 else outputs[parent]
+            if link.mount is not None:
+                vectors = _mount_forward(link.mount, *vectors)
             rotation, *vectors, terms_i = _forward_node(link, *work[i, 0:3], *vectors, k_out,
                                                         n_out)
+            outputs[i] = vectors
+            for done in release[i]:
+                outputs[done] = None
             f, mu = _link_wrench(link, vectors[2], terms_i)
             work[i, 3], work[i, 4] = rotation[0], rotation[1]
             for k in range(3):
                 work[i, 5 + k], work[i, 8 + k] = f[k], mu[k]
-        f_next = mu_next = (0.0, 0.0, 0.0)
+        # Backward, node n-1 first; sent[i]: node i's wrench in its parent's frame.
+        sent = [None] * n
         for i in reversed(range(n)):
             link = links[i]
-            rotation = (work[i, 3], work[i, 4], link.ca, link.sa)
-            # About the origin of frame i: own + distal (+ external) wrench.
-            f = tuple(_add(work[i, 5 + k], f_next[k]) for k in range(3))
-            mu = tuple(_add(work[i, 8 + k], mu_next[k]) for k in range(3))
+            rotation = ((link.ct, link.st, link.ca, link.sa) if link.prismatic
+                        else (work[i, 3], work[i, 4], link.ca, link.sa))
+            # About the origin of frame i: own + the children's wrenches in index order
+            # (eq. 17) (+ external) wrench.
+            f = tuple(work[i, 5 + k] for k in range(3))
+            mu = tuple(work[i, 8 + k] for k in range(3))
+            for child in children[i]:
+                f_child, mu_child = sent[child]
+                sent[child] = None
+                f = tuple(_add(f[k], f_child[k]) for k in range(3))
+                mu = tuple(_add(mu[k], mu_child[k]) for k in range(3))
             if f_ext is not None:
                 ext = ext_rows[i, :, part]
                 f = tuple(_add(f[k], ext[k]) for k in range(3))
                 mu = tuple(_add(mu[k], ext[3 + k]) for k in range(3))
             # T: the moment about the origin of frame i-1.
-            mu = tuple(_add(mu[k], m) for k, m in enumerate(_cross(link.r, f)))
-            tau[i, part] = _add(_mul(link.sa, mu[1]), _mul(link.ca, mu[2]))
-            f_next, mu_next = _rot(rotation, f), _rot(rotation, mu)
+            r = _offset_vector(link, work[i, 0])
+            mu = tuple(_add(mu[k], m) for k, m in enumerate(_cross(r, f)))
+            # tau = mu . R^T z (revolute), f . R^T z (prismatic), R^T z = (0, sa, ca).
+            axial = f if link.prismatic else mu
+            tau[i, part] = _add(_mul(link.sa, axial[1]), _mul(link.ca, axial[2]))
+            if parents[i] >= 0:
+                wrench = (_rot(rotation, f), _rot(rotation, mu))
+                if link.mount is not None:
+                    wrench = _mount_backward(link.mount, *wrench)
+                sent[i] = wrench
     tau = tau.T
     if robot.has_friction:
         fr = np.stack([link.friction.parameters for link in robot.links])
@@ -690,7 +825,8 @@ def regressor(robot, q, qd, qdd, gravity=None):
     Parameters
     ----------
     robot : Robot
-        The robot (n revolute joints); only its kinematics and friction steepness are used.
+        The robot (n revolute or prismatic joints, a chain or a tree); only its kinematics and
+        friction steepness are used.
     q, qd, qdd : array_like, shape (..., n)
         Joint positions (rad), velocities (rad/s), accelerations (rad/s^2).
     gravity : array_like, shape (3,), optional
@@ -701,7 +837,8 @@ def regressor(robot, q, qd, qdd, gravity=None):
     numpy.ndarray, shape (..., n, 13 n)
         Columns ordered as :meth:`Robot.parameters`: 10 inertial parameters per link, then
         ``(F_c, F_v, F_o)`` per joint (eq. 20, :func:`friction_regressor`). ``Y[..., i, block
-        j]`` is zero for ``j < i``. A new C-contiguous array.
+        j]`` is zero unless ``i`` is ``j`` or one of its ancestors (for a chain: ``j < i``). A
+        new C-contiguous array.
 
     Raises
     ------
@@ -735,8 +872,25 @@ def regressor(robot, q, qd, qdd, gravity=None):
     # * blocks[i, j, col, state]: Y[state, i, 10 j + col] for i <= j (i > j is not used), so
     #   that row i of Y, columns 10 i ... 10 n, is one contiguous run blocks[i, i:] per state;
     # * the chunk's joint states, one row per joint; scratch.
+    # For a tree, the rows of node j are those of its ancestors and itself (``lineage[j]``, in
+    # increasing index order): node j starts from its parent's rows (kept per node, in
+    # ``node_rows``, frame of the node) instead of the previous node's.
+    topology = _Topology(robot)
+    chain = topology.chain
+    lineage = [robot.ancestors(j) + (j,) for j in range(n)]
+    # spans[i]: one past the last descendant of node i; Y's row i is zero beyond block spans[i].
+    spans = list(range(1, n + 1))
+    for j in range(n):
+        for i in lineage[j]:
+            spans[i] = max(spans[i], j + 1)
+    if chain:
+        spans = None
     sizes = {"rows": 12 * n, "v_force": 24, "v_moment": 18, "blocks": 10 * n * n,
              "joints": 3 * n, "scratch": 2 * n}
+    if not chain:
+        longest = max(len(x) for x in lineage)
+        sizes["rows"] = 6 * sum(len(x) for x in lineage) + 6 * longest
+        sizes["tree_block"] = 10 * longest
     parts = _chunks(count, sum(sizes.values()))
     width = max((part.stop - part.start for part in parts), default=0)
     workspace = np.empty(sum(sizes.values()) * width)
@@ -744,10 +898,22 @@ def regressor(robot, q, qd, qdd, gravity=None):
     for name, rows_count in sizes.items():
         views[name] = workspace[start * width:(start + rows_count) * width]
         start += rows_count
-    rows_buffers = views["rows"].reshape(2, 2, 3, n, width)
+    if chain:
+        rows_buffers = views["rows"].reshape(2, 2, 3, n, width)
+    else:
+        node_rows, offset = [], 0
+        for j in range(n):
+            rows_count = 6 * len(lineage[j])
+            node_rows.append(views["rows"][offset * width:(offset + rows_count) * width]
+                             .reshape(2, 3, len(lineage[j]), width))
+            offset += rows_count
+        pre_rows = views["rows"][offset * width:].reshape(2, 3, longest, width)
+        tree_block = views["tree_block"].reshape(10, longest, width)
     v_force = views["v_force"].reshape(6, 4, width)
     v_moment = views["v_moment"].reshape(3, 6, width)
     blocks = views["blocks"].reshape(n, n, 10, width)
+    if not chain:
+        blocks[...] = 0.0   # blocks of a link that is not a descendant stay zero
     joint_rows = views["joints"].reshape(3, n, width)
     scratch = views["scratch"].reshape(2, n, width)
     # Structural zeros of V_j: the moment rows in the mass column, the diagonal of -S(p).
@@ -761,10 +927,18 @@ def regressor(robot, q, qd, qdd, gravity=None):
             joint_rows[k, :, :size] = states[k][part].T
         q_rows, qd_rows, qdd_rows = joint_rows[:, :, :size]
         vf, vm = v_force[:, :, :size], v_moment[:, :, :size]
-        vectors = _fixed_base(robot)
+        base = _fixed_base(robot)
+        outputs = [None] * n
         for j, link in enumerate(links):
+            parent = topology.parents[j]
+            vectors = base if parent < 0 else outputs[parent]
+            if link.mount is not None:
+                vectors = _mount_forward(link.mount, *vectors)
             rotation, *vectors, _ = _forward_node(
                 link, q_rows[j], qd_rows[j], qdd_rows[j], *vectors, vf[0:3, 1:4], vm)
+            outputs[j] = vectors
+            for done in topology.release[j]:
+                outputs[done] = None
             # V_j: p_ddot in the mass column, -S(p_ddot) in the first-moment columns.
             px, py, pz = vectors[2]
             for (row, col), value in (((0, 0), px), ((1, 0), py), ((2, 0), pz),
@@ -775,35 +949,62 @@ def regressor(robot, q, qd, qdd, gravity=None):
                     np.negative(value, out=vf[row, col])
                 else:
                     np.copyto(vf[row, col], -value)
-            rows = j + 1
-            prev = rows_buffers[j % 2, :, :, :rows, :size]
-            new = rows_buffers[rows % 2, :, :, :rows, :size]
-            # The new row, tau_j = mu'_j . z with (f'_j, mu'_j) in frame j-1: (0, z).
-            prev[:, :, j] = 0.0
-            prev[1, 2, j] = 1.0
+            rows = len(lineage[j])
+            if chain:
+                prev = rows_buffers[j % 2, :, :, :rows, :size]
+                new = rows_buffers[rows % 2, :, :, :rows, :size]
+            else:
+                prev = pre_rows[:, :, :rows, :size]
+                new = node_rows[j][:, :, :, :size]
+                if parent >= 0:
+                    prev[:, :, :rows - 1] = node_rows[parent][:, :, :, :size]
+            if link.mount is not None and rows > 1:
+                # The ancestors' rows through the mount (transposed): into frame p', then
+                # c = a + b x r_mount; ``new`` is free scratch until the step below.
+                mount_rotation, mount_r = link.mount
+                _rotate_rows_t(mount_rotation, tuple(prev[:, k, :rows - 1] for k in range(3)),
+                               tuple(new[:, k, :rows - 1] for k in range(3)),
+                               scratch[:, :rows - 1, :size])
+                _shift_rows(new[:, :, :rows - 1], mount_r, scratch[0, :rows - 1, :size])
+                prev[:, :, :rows - 1] = new[:, :, :rows - 1]
+            # The new row in frame j-1, acting on (f'_j, mu'_j): tau_j = mu'_j . z, (0, z), for
+            # a revolute joint; tau_j = f'_j . z, (z, 0), for a prismatic one.
+            prev[:, :, rows - 1] = 0.0
+            prev[0 if link.prismatic else 1, 2, rows - 1] = 1.0
             # Into frame j, c and b at once: (R^T c, R^T b); then T transposed: c = a + b x r.
             _rotate_rows_t(rotation, tuple(prev[:, k] for k in range(3)),
                            tuple(new[:, k] for k in range(3)), scratch[:, :rows, :size])
-            c, b = new[0], new[1]
-            tmp = scratch[0, :rows, :size]
-            r = link.r
-            for k in range(3):
-                k1, k2 = (k + 1) % 3, (k + 2) % 3
-                ck = c[k]
-                if r[k2] != 0.0:
-                    ck += np.multiply(b[k1], r[k2], out=tmp)
-                if r[k1] != 0.0:
-                    ck -= np.multiply(b[k2], r[k1], out=tmp)
-            # Y[:, i, block j] = c . V_j[f rows] + b . V_j[mu rows] for every i <= j.
+            _shift_rows(new, _offset_vector(link, q_rows[j]), scratch[0, :rows, :size])
+            # Y[:, i, block j] = c . V_j[f rows] + b . V_j[mu rows] for every ancestor i.
             both = new.reshape(6, rows, size)
-            block = blocks[:rows, j, :, :size].transpose(1, 0, 2)      # [col, i, state]
+            if chain:
+                block = blocks[:rows, j, :, :size].transpose(1, 0, 2)      # [col, i, state]
+            else:
+                block = tree_block[:, :rows, :size]
             np.einsum("kic,klc->lic", both, vf, out=block[0:4])
             np.einsum("kic,klc->lic", both[3:6], vm, out=block[4:10])
-        _assemble(y[part], blocks, friction_regressor(states[1][part], steepness), size)
+            if not chain:
+                blocks[list(lineage[j]), j, :, :size] = block.transpose(1, 0, 2)
+        _assemble(y[part], blocks, friction_regressor(states[1][part], steepness), size, spans)
     return y.reshape(batch + (n, 13 * n))
 
 
-def _assemble(y, blocks, friction, size):
+def _shift_rows(rows, r, tmp):
+    """``c += b x r`` in place for the rows ``(c, b) = rows[0], rows[1]`` (``T`` transposed).
+
+    ``r`` is a vector of floats (structural zeros skipped) or of arrays over the states.
+    """
+    c, b = rows[0], rows[1]
+    for k in range(3):
+        k1, k2 = (k + 1) % 3, (k + 2) % 3
+        ck = c[k]
+        if not _is_zero(r[k2]):
+            ck += np.multiply(b[k1], r[k2], out=tmp)
+        if not _is_zero(r[k1]):
+            ck -= np.multiply(b[k2], r[k1], out=tmp)
+
+
+def _assemble(y, blocks, friction, size, spans=None):
     """Write the blocks and the friction columns of ``size`` states into ``Y``.
 
     Parameters
@@ -814,20 +1015,26 @@ def _assemble(y, blocks, friction, size):
         ``blocks[i, j, col, state]``: ``Y[state, i, 10 j + col]`` for ``i <= j``.
     friction : numpy.ndarray, shape (size, n, 3)
         :func:`friction_regressor` of the chunk.
+    spans : sequence of int, optional
+        Row ``i`` has non-zero blocks only in ``i .. spans[i] - 1`` (its last descendant plus
+        one, on a tree); default ``n`` for every row (a chain).
 
     Notes
     -----
     Tile by tile of states, so that every cache line of ``Y`` is filled while it is cached;
-    row ``i`` of a state, columns ``10 i ... 10 n``, is one contiguous run.
+    row ``i`` of a state, columns ``10 i ... 10 spans[i]``, is one contiguous run.
     """
     n = blocks.shape[0]
+    if spans is None:
+        spans = [n] * n
     friction_view = _friction_view(y, n)
     for start in range(0, size, _TILE_STATES):
         stop = min(start + _TILE_STATES, size)
         tile = y[start:stop]
         for i in range(n):
-            tile[:, i, 10 * i:10 * n] = blocks[i, i:, :, start:stop].reshape(
-                10 * (n - i), stop - start).T
+            end = spans[i]
+            tile[:, i, 10 * i:10 * end] = blocks[i, i:end, :, start:stop].reshape(
+                10 * (end - i), stop - start).T
         friction_view[start:stop] = friction[start:stop]
 
 

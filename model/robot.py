@@ -1,12 +1,17 @@
 """Robot description: standard Denavit-Hartenberg links with inertial and friction parameters.
 
-A :class:`Robot` is an immutable serial chain of :class:`Link` objects. Link ``i`` (1-based in the
-equations, 0-based in Python) carries the DH parameters of joint ``i`` and the body that joint
-moves, expressed in DH frame ``i`` (origin on the axis of joint ``i+1``), as in the source paper,
-Sect. 2 and DESIGN.md Sect. 3:
+A :class:`Robot` is an immutable kinematic tree of :class:`Link` objects (a serial chain is the
+special case, and the default). Link ``i`` (1-based in the equations, 0-based in Python) carries
+the DH parameters of joint ``i`` and the body that joint moves, expressed in DH frame ``i``
+(origin on the axis of joint ``i+1``), as in the source paper, Sect. 2 and docs/trees.md:
 
-    R^{i-1}_i = Rz(theta_i) Rx(alpha_i),   theta_i = q_i + offset_i,
-    r^i_{i-1,i} = (a_i, d_i sin(alpha_i), d_i cos(alpha_i)).
+    R^{i-1}_i = Rz(theta_i) Rx(alpha_i),
+    r^i_{i-1,i} = (a_i, d_i sin(alpha_i), d_i cos(alpha_i)),
+
+with ``theta_i = q_i + offset_i`` for a revolute joint, and ``theta_i = offset_i``,
+``d_i = q_i + d`` for a prismatic joint. In a tree, frame ``i-1`` is the DH frame of the link's
+parent (``Robot.parents``), moved by the link's constant :attr:`Link.mount` when the parent's
+frame is not on this joint's axis (a second child of a branch point, a second root).
 
 Every constructor validates its input and raises :class:`RobotDescriptionError` (a ``ValueError``)
 naming the link and the offending value.
@@ -192,7 +197,8 @@ class Link:
     alpha : float
         DH link twist, rad.
     offset : float
-        Joint angle offset, rad: ``theta = q + offset``.
+        Joint angle offset, rad: ``theta = q + offset`` (revolute); for a prismatic joint the
+        constant joint angle ``theta = offset`` (the joint variable enters ``d = q + d``).
     mass : float
         Mass, kg, ``>= 0``.
     com : array_like, shape (3,)
@@ -200,11 +206,19 @@ class Link:
     inertia : array_like, shape (3, 3)
         Rotational inertia about the centre of mass, axes of DH frame ``i``, kg·m^2.
     joint_type : {"revolute", "prismatic"}
-        Only revolute joints are implemented by the dynamics.
+        A revolute joint turns about ``z_{i-1}`` (``q`` in rad, ``tau`` in N·m); a prismatic
+        joint slides along it (``q`` in m, ``tau`` the force along the axis in N; friction, limits
+        and velocities then in m, m/s, N, N·s/m).
     friction : Friction
         Joint friction, eq. (20).
     limits : JointLimits
         Joint limits.
+    mount : array_like, shape (4,)
+        ``(a, d, alpha, theta)`` of the constant standard-DH step ``Rz(theta) Tz(d) Tx(a)
+        Rx(alpha)`` from the DH frame of the parent (or DH frame 0 for a root) to frame ``i-1``,
+        the frame whose z axis is this joint's axis. Zero (the identity) where the parent's
+        frame already is that frame: every link of a chain in plain DH, the first child of a
+        branch point (a chain cut from a tree keeps its mounts); see docs/trees.md.
 
     Raises
     ------
@@ -224,6 +238,7 @@ class Link:
     joint_type: str = "revolute"
     friction: Friction = field(default_factory=Friction)
     limits: JointLimits = field(default_factory=JointLimits)
+    mount: np.ndarray = field(default_factory=lambda: np.zeros(4))
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -237,6 +252,8 @@ class Link:
             raise RobotDescriptionError(
                 f"{label} joint type must be one of {_JOINT_TYPES}, not {self.joint_type!r}")
         object.__setattr__(self, "com", _finite_array(self.com, (3,), f"{label} centre of mass"))
+        object.__setattr__(self, "mount", _finite_array(self.mount, (4,),
+                                                        f"{label} mount (a, d, alpha, theta)"))
         object.__setattr__(self, "inertia", check_inertia(self.inertia, f"{label} inertia"))
         if not isinstance(self.friction, Friction):
             raise RobotDescriptionError(f"{label} friction must be a Friction, not "
@@ -282,6 +299,11 @@ class Link:
         return cls(name, mass=mass, com=com, inertia=inertia, **kwargs)
 
     @property
+    def has_mount(self):
+        """bool: whether :attr:`mount` is not the identity."""
+        return bool(np.any(self.mount != 0))
+
+    @property
     def first_moment(self):
         """numpy.ndarray, shape (3,): ``m c`` in DH frame ``i``, kg·m."""
         return self.mass * self.com
@@ -314,30 +336,96 @@ def _inertia_matrix(six):
     return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
 
 
+def _check_parents(parents, names, robot_name):
+    """Validate a parent list (see :class:`Robot`); return it as a tuple of int."""
+    n = len(names)
+    if parents is None:
+        return tuple(range(-1, n - 1))
+    what = f"robot {robot_name!r} parents"
+    if isinstance(parents, (str, bytes)):
+        raise RobotDescriptionError(f"{what} must be a sequence of {n} integers, not {parents!r}")
+    try:
+        values = list(parents)
+    except TypeError:
+        raise RobotDescriptionError(
+            f"{what} must be a sequence of {n} integers, not {parents!r}") from None
+    if len(values) != n:
+        raise RobotDescriptionError(
+            f"{what} must have one entry per link ({n}), not {len(values)}: {values!r}")
+    checked = []
+    for index, parent in enumerate(values):
+        if isinstance(parent, (bool, np.bool_)) or not isinstance(parent, (int, np.integer)):
+            raise RobotDescriptionError(
+                f"{what}[{index}] (link {names[index]!r}) must be an integer, not {parent!r}")
+        parent = int(parent)
+        if not -1 <= parent < n:
+            raise RobotDescriptionError(
+                f"{what}[{index}] (link {names[index]!r}) is {parent}, out of range: a parent "
+                f"is -1 (the base) or a link index 0..{n - 1}")
+        if parent >= index:
+            kind = "itself" if parent == index else f"link {parent} ({names[parent]!r})"
+            raise RobotDescriptionError(
+                f"{what}[{index}] (link {names[index]!r}) is {kind}: every parent must come "
+                f"before its child (index smaller than {index}); a parent list in that order "
+                f"cannot hold a cycle")
+        checked.append(parent)
+    return tuple(checked)
+
+
+def _check_joint_names(joint_names, names, robot_name):
+    """Validate joint names (see :class:`Robot`); default the link names."""
+    if joint_names is None:
+        return tuple(names)
+    what = f"robot {robot_name!r} joint_names"
+    if isinstance(joint_names, str):
+        raise RobotDescriptionError(f"{what} must be a sequence of strings, not {joint_names!r}")
+    values = tuple(joint_names)
+    if len(values) != len(names):
+        raise RobotDescriptionError(
+            f"{what} must have one entry per link ({len(names)}), not {len(values)}")
+    for index, value in enumerate(values):
+        if not isinstance(value, str) or not value:
+            raise RobotDescriptionError(
+                f"{what}[{index}] must be a non-empty string, not {value!r}")
+    if len(set(values)) != len(values):
+        raise RobotDescriptionError(f"{what} repeat: {list(values)!r}")
+    return values
+
+
 @dataclass(frozen=True)
 class Robot:
-    """A serial chain of revolute links in standard DH form.
+    """A kinematic tree (by default a serial chain) of revolute and prismatic links, standard DH.
 
     Parameters
     ----------
     name : str
         Name of the robot.
     links : sequence of Link
-        Links from the base to the tip; ``n = len(links) >= 1``.
+        The links (nodes), ``n = len(links) >= 1``, every parent before its children.
     gravity : array_like, shape (3,)
         Gravity acceleration in the world frame, m/s^2. Default ``(0, 0, -9.80665)``.
     base : array_like, shape (4, 4)
         Homogeneous transform from the world frame to DH frame 0. Default identity.
     tool : array_like, shape (4, 4)
-        Homogeneous transform from DH frame ``n`` to the tool frame. Default identity.
+        Homogeneous transform from DH frame ``n`` (the last link's) to the tool frame. Default
+        identity.
+    parents : sequence of int, optional
+        ``parents[i]``: index of the parent link of link ``i``, ``-1`` for a link on the fixed
+        base (DH frame 0). Every parent index is smaller than its child's (topological order),
+        so the forward recursion runs in index order and the backward one in reverse. Default
+        the chain ``(-1, 0, 1, ..., n - 2)``.
+    joint_names : sequence of str, optional
+        The name of every link's joint (the URDF joint name), in link order. Default the link
+        names.
 
     Raises
     ------
     RobotDescriptionError
         If there are no links, a link is not a :class:`Link`, names repeat, a transform is not a
-        proper rigid transform, or gravity is not a finite 3-vector.
-    NotImplementedError
-        If a link has a prismatic joint: the dynamics only implement revolute joints.
+        proper rigid transform, gravity is not a finite 3-vector, or ``parents`` is not a tree in
+        topological order (wrong length, not integers, an index out of range, a parent index not
+        smaller than its child's -- which is what a cycle needs), or ``joint_names`` has the wrong
+        length, empty or repeated names.
     """
 
     name: str
@@ -345,6 +433,8 @@ class Robot:
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -STANDARD_GRAVITY]))
     base: np.ndarray = field(default_factory=lambda: np.eye(4))
     tool: np.ndarray = field(default_factory=lambda: np.eye(4))
+    parents: tuple | None = None
+    joint_names: tuple | None = None
 
     def __post_init__(self):
         links = tuple(self.links)
@@ -354,14 +444,13 @@ class Robot:
             if not isinstance(link, Link):
                 raise RobotDescriptionError(
                     f"robot {self.name!r} link {index} must be a Link, not {link!r}")
-            if link.joint_type != "revolute":
-                raise NotImplementedError(
-                    f"link {link.name!r} of robot {self.name!r} has a {link.joint_type} joint; "
-                    f"only revolute joints are implemented")
         names = [link.name for link in links]
         if len(set(names)) != len(names):
             raise RobotDescriptionError(f"robot {self.name!r} has repeated link names {names!r}")
         object.__setattr__(self, "links", links)
+        object.__setattr__(self, "parents", _check_parents(self.parents, names, self.name))
+        object.__setattr__(self, "joint_names",
+                           _check_joint_names(self.joint_names, names, self.name))
         object.__setattr__(self, "gravity",
                            _finite_array(self.gravity, (3,), f"robot {self.name!r} gravity"))
         for attr in ("base", "tool"):
@@ -374,6 +463,34 @@ class Robot:
                     f"robot {self.name!r} {attr} transform must be a rigid transform, not "
                     f"{transform.tolist()!r}")
             object.__setattr__(self, attr, transform)
+
+    @property
+    def is_chain(self):
+        """bool: whether the robot is a serial chain (``parents == (-1, 0, ..., n - 2)``)."""
+        return self.parents == tuple(range(-1, self.n - 1))
+
+    @property
+    def children(self):
+        """tuple of tuple of int: the children of every link, in increasing index order."""
+        children = [[] for _ in self.links]
+        for index, parent in enumerate(self.parents):
+            if parent >= 0:
+                children[parent].append(index)
+        return tuple(tuple(c) for c in children)
+
+    @property
+    def has_prismatic(self):
+        """bool: whether any joint is prismatic."""
+        return any(link.joint_type == "prismatic" for link in self.links)
+
+    def ancestors(self, index):
+        """Return the indices of link ``index``'s ancestors, base first (``()`` for a root)."""
+        path = []
+        parent = self.parents[index]
+        while parent >= 0:
+            path.append(parent)
+            parent = self.parents[parent]
+        return tuple(reversed(path))
 
     @property
     def n(self):
@@ -447,7 +564,7 @@ class Robot:
             links.append(Link.from_parameters(
                 link.name, parameters[10 * i: 10 * i + 10], a=link.a, d=link.d,
                 alpha=link.alpha, offset=link.offset, joint_type=link.joint_type,
-                friction=friction, limits=link.limits))
+                friction=friction, limits=link.limits, mount=link.mount))
         return replace(self, links=tuple(links))
 
     def without_friction(self):
@@ -457,7 +574,8 @@ class Robot:
             for link in self.links))
 
     def q_limits(self, default=math.pi):
-        """Return joint position limits, shape (2, n), rad; unlimited joints get ``±default``."""
+        """Return joint position limits, shape (2, n), rad (m for a prismatic joint); unlimited
+        joints get ``±default``."""
         low = [default * -1 if l.limits.q_min is None else l.limits.q_min for l in self.links]
         high = [default if l.limits.q_max is None else l.limits.q_max for l in self.links]
         return np.array([low, high])

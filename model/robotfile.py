@@ -35,6 +35,15 @@ Fields that may be left out: ``source`` (empty), ``gravity`` (``(0, 0, -9.80665)
 ``inertia`` (zero), ``friction`` (none, steepness 100), ``limits`` (none) and every single friction
 or limit entry.
 
+Trees (docs/trees.md): a link may give ``parent``, the 0-based index of its parent link in the
+``links`` list (``-1``: the base; every parent before its children), default the previous link
+(a chain); ``mount``, the ``[a, d, alpha, theta]`` of the constant DH step from the parent's DH
+frame to the frame on this joint's axis (:attr:`~linkdyn.model.Link.mount`), default zero; and
+``joint_name``, default the link name. ``joint_type`` ``"prismatic"`` makes ``d`` the offset of
+the joint variable (``d = q + d``) and ``offset`` the constant joint angle. :func:`save_robot`
+writes these three fields only where they differ from the default, so a chain's file is
+unchanged.
+
 Instead of ``mass``, ``com`` and ``inertia`` a link may give ``parameters``: the source paper's 10
 inertial parameters of eq. (11), ``(m, m c_x, m c_y, m c_z, I_xx, I_xy, I_xz, I_yy, I_yz, I_zz)``
 with the inertia about the *origin* of DH frame ``i``, either as a list in that order or as an
@@ -70,7 +79,7 @@ VERSION = 1
 
 _ROBOT_KEYS = ("format", "version", "name", "source", "gravity", "base", "tool", "links")
 _LINK_KEYS = ("name", "joint_type", "a", "d", "alpha", "offset", "mass", "com", "inertia",
-              "parameters", "friction", "limits")
+              "parameters", "friction", "limits", "parent", "mount", "joint_name")
 _FRICTION_KEYS = ("coulomb", "viscous", "offset", "steepness")
 _LIMIT_KEYS = ("q_min", "q_max", "qd_max", "qdd_max", "tau_max")
 _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
@@ -173,6 +182,8 @@ def _link_from_dict(entry, index, where):
               for key in ("a", "d", "alpha", "offset") if key in entry}
     if "joint_type" in entry:
         kwargs["joint_type"] = entry["joint_type"]
+    if "mount" in entry:
+        kwargs["mount"] = _numbers(entry["mount"], (4,), f"{label} field 'mount'")
     try:
         if "friction" in entry:
             kwargs["friction"] = _friction(entry["friction"], f"{label} field 'friction'")
@@ -223,8 +234,6 @@ def robot_from_dict(data, *, origin=None):
         If the format or version is not supported, a field is missing, unknown, of the wrong type
         or shape, or a value is not physically valid. The message names the file, the link (name
         and 0-based index) and the field.
-    NotImplementedError
-        If a link has a prismatic joint.
     """
     where = _where(origin)
     if not isinstance(data, dict):
@@ -256,6 +265,21 @@ def robot_from_dict(data, *, origin=None):
         if key in data:
             kwargs[key] = _transform(data[key], f"{where}: field {key!r}")
     parsed = tuple(_link_from_dict(entry, index, where) for index, entry in enumerate(links))
+    parents, joint_names = [], []
+    for index, entry in enumerate(links):
+        parent = entry.get("parent", index - 1)
+        if isinstance(parent, bool) or not isinstance(parent, int):
+            raise RobotDescriptionError(
+                f"{where}: link {entry['name']!r} (index {index}) field 'parent' must be an "
+                f"integer link index (-1 for the base), not {parent!r}")
+        parents.append(parent)
+        joint_name = entry.get("joint_name", entry["name"])
+        if not isinstance(joint_name, str) or not joint_name:
+            raise RobotDescriptionError(
+                f"{where}: link {entry['name']!r} (index {index}) field 'joint_name' must be a "
+                f"non-empty string, not {joint_name!r}")
+        joint_names.append(joint_name)
+    kwargs["parents"], kwargs["joint_names"] = tuple(parents), tuple(joint_names)
     try:
         return Robot(name, parsed, **kwargs)
     except RobotDescriptionError as error:
@@ -339,6 +363,13 @@ def robot_to_dict(robot, *, source=""):
             "friction": {key: getattr(link.friction, key) for key in _FRICTION_KEYS},
             "limits": _limits_dict(link.limits),
         })
+        index = len(links) - 1
+        if robot.parents[index] != index - 1:
+            links[-1]["parent"] = robot.parents[index]
+        if link.has_mount:
+            links[-1]["mount"] = [_float(v) for v in link.mount]
+        if robot.joint_names[index] != link.name:
+            links[-1]["joint_name"] = robot.joint_names[index]
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -456,7 +487,5 @@ def read_robot_file(path):
     RobotDescriptionError
         If the file is not valid JSON or not a valid robot description; the message names the
         file, the link and the field.
-    NotImplementedError
-        If a link has a prismatic joint.
     """
     return robot_from_dict(read_robot_dict(path), origin=os.fspath(path))

@@ -1,7 +1,8 @@
-"""URDF import: a serial chain of revolute joints from a URDF file, in standard DH form.
+"""URDF import: a serial chain or a whole tree of joints from a URDF file, in standard DH form.
 
 :func:`load_urdf` reads a URDF file (with :mod:`xml.etree.ElementTree`, no other dependency),
-selects the serial chain from the root link to a tip link, converts its kinematics to the
+selects the serial chain from the root link to a tip link (or, for a branched URDF without a tip,
+takes the whole tree, docs/trees.md), converts its kinematics to the
 standard Denavit-Hartenberg convention of :mod:`linkdyn.model.robot` and re-expresses every
 link's inertial parameters in its DH frame. The result is a :class:`~linkdyn.model.Robot` whose
 :func:`~linkdyn.model.rnea` gives the same joint torques as the URDF model (checked against
@@ -19,8 +20,14 @@ What becomes what
   when those joints are locked at the neutral configuration ``q = 0``.
 * Links before the first chain joint (the base) carry no torque on a fixed base and are dropped
   (their inertias are not validated either).
-* ``prismatic`` joints on the chain raise :class:`NotImplementedError`; ``floating`` and
-  ``planar`` joints anywhere raise :class:`RobotDescriptionError` (fixed-base chains only).
+* ``prismatic`` joints become prismatic links (the joint variable moves ``d``; the axis line
+  goes through the joint origin); ``floating`` and ``planar`` joints anywhere raise
+  :class:`RobotDescriptionError` (fixed-base robots only).
+* A branched URDF without ``tip`` gives the whole tree: every revolute, continuous and prismatic
+  joint is a node, depth first in document order; ``Robot.parents`` holds the tree,
+  ``Robot.joint_names`` the URDF joint names. Each node's DH frame lies on its first child's
+  axis; every other child (and every root after the first) gets a constant ``Link.mount``, the
+  DH step from its parent's frame (frame 0) along the common normal to its own axis.
 * ``<mimic>`` on a chain joint is ignored (the joint stays independent; a warning says so).
 
 DH construction (standard DH, DESIGN.md Sect. 3)
@@ -78,7 +85,7 @@ _TINY = 1e-13
 #: A common normal farther than this (m) from the axes' URDF joint origins triggers a warning.
 FAR_COMMON_NORMAL = 10.0
 
-_MOVABLE = ("revolute", "continuous")
+_MOVABLE = ("revolute", "continuous", "prismatic")
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 _MAX_NAMES = 12
 
@@ -340,18 +347,8 @@ def _tree(source, bodies, joints):
     return roots[0], parent_joint, children
 
 
-def _leaves(link, children):
-    leaves, stack = [], [link]
-    while stack:
-        name = stack.pop()
-        if not children[name]:
-            leaves.append(name)
-        stack.extend(reversed([joint.child for joint in children[name]]))
-    return leaves
-
-
 def _chain_path(source, root, parent_joint, children, tip):
-    """Return (tip, joints on the path root -> tip)."""
+    """Return (tip, joints on the path root -> tip); without ``tip`` the URDF is unbranched."""
     if tip is None:
         # active[link]: whether the sub-tree below the link has a movable joint.
         order, stack = [], [root]
@@ -366,12 +363,6 @@ def _chain_path(source, root, parent_joint, children, tip):
             branches = [j for j in children[link] if j.type != "fixed" or active[j.child]]
             if not branches:
                 break
-            if len(branches) > 1:
-                candidates = [link] + [leaf for leaf in _leaves(link, children) if leaf != link]
-                raise _fail(source, f"is branched at link {link!r} (joints "
-                                    f"{_quoted(j.name for j in branches)} each lead to movable "
-                                    f"joints); choose the tip link (`--tip` on the command line, "
-                                    f"tip= in load_urdf) among {_quoted(candidates)}")
             link = branches[0].child
         tip = link
     elif not isinstance(tip, str) or tip not in children:
@@ -431,83 +422,178 @@ def _dh_parameters(source, names, points, dirs, tip_origin, snap):
 
     Returns (dh, base): dh rows (a, d, alpha, offset) and the pose (4x4) of DH frame 0.
     """
+    dh, base, _ = _dh_path(source, names, points, dirs, tip_origin, snap)
+    return dh, base
+
+
+def _next_origin(source, names, i, origin_prev, x_prev, u, p, w, r, snap):
+    """Origin and x axis of the DH frame on axis (r, w) that follows axis (p, u).
+
+    ``origin_prev`` (on axis (p, u)) and ``x_prev`` are those of the frame before: used when
+    the axes are parallel (the common normal through ``origin_prev``) or coincident.
+    """
+    cross = np.cross(u, w)
+    sine = float(np.linalg.norm(cross))
+    if sine < PARALLEL_TOLERANCE:
+        if sine >= _SILENT_PARALLEL:
+            warnings.warn(
+                f"URDF {source}: axes of joints {names[i]!r} and {names[i + 1]!r} are "
+                f"parallel to within {sine:.3g} rad and are treated as parallel; the DH "
+                f"model's kinematics deviate from the URDF by about {sine:.3g} x the lever "
+                f"arm", stacklevel=4)
+        origin = _foot(origin_prev, r, w)
+        v = origin - origin_prev
+        lateral = v - float(v @ u) * u
+        distance = float(np.linalg.norm(lateral))
+        x = lateral / distance if distance >= max(snap, _TINY) else x_prev
+    else:
+        normal = cross / sine
+        # Closest points s on axis i and t on axis i+1: p + s u, r + t w.
+        offset = r - p
+        b = float(u @ w)
+        denominator = sine * sine  # = 1 - b^2, without its cancellation
+        s = (float(offset @ u) - b * float(offset @ w)) / denominator
+        t = (b * float(offset @ u) - float(offset @ w)) / denominator
+        foot_i, origin = p + s * u, r + t * w
+        a = float((origin - foot_i) @ normal)
+        x = normal if abs(a) < max(snap, _TINY) else math.copysign(1.0, a) * normal
+        if max(abs(s), abs(t)) > FAR_COMMON_NORMAL:
+            warnings.warn(
+                f"URDF {source}: the common normal of the axes of joints {names[i]!r} and "
+                f"{names[i + 1]!r} (at {math.asin(min(sine, 1.0)):.3g} rad, nearly "
+                f"parallel) lies {max(abs(s), abs(t)):.3g} m away from the joints, so the "
+                f"DH parameters are ill-conditioned", stacklevel=4)
+    return origin, x
+
+
+def _dh_row(origin_prev, x_prev, z_prev, origin, x, z, snap):
+    """``(a, d, alpha, theta)`` of the DH step between two frames (origins, x and z axes)."""
+    v = origin - origin_prev
+    d = float(v @ z_prev)
+    a = float(v @ x)
+    alpha = math.atan2(float(np.cross(z_prev, z) @ x), float(z_prev @ z))
+    theta = math.atan2(float(np.cross(x_prev, x) @ z_prev), float(x_prev @ x))
+    return (_snap_length(a, snap), _snap_length(d, snap), _snap_angle(alpha, snap),
+            _snap_angle(theta, snap))
+
+
+def _dh_path(source, names, points, dirs, tip_origin, snap, start=None):
+    """Standard DH parameters of a path of axes (points[i], dirs[i]), URDF root frame.
+
+    Parameters
+    ----------
+    start : tuple, optional
+        ``(origin, x, z, name)`` of the DH frame the path hangs from (a branch point's frame, or
+        frame 0 for a second root). Default: the path starts at the base and chooses frame 0
+        (the foot of the root origin on axis 1, ``x_0 = x_1``).
+
+    Returns
+    -------
+    tuple
+        ``(dh, first, frames)``: the rows ``(a, d, alpha, offset)``; without ``start`` the pose
+        (4x4) of DH frame 0, with it the mount row ``(a, d, alpha, theta)`` from the start frame
+        to frame 0 of the path (on axis 1); ``frames[i] = (origin, x, z)`` of DH frame ``i + 1``
+        of the path (the frame of the path's link ``i``).
+    """
     n = len(dirs)
-    origins = [_foot(np.zeros(3), points[0], dirs[0])]
-    xs = [None]  # x_0 is chosen after x_1 is known
+    if start is None:
+        origins = [_foot(np.zeros(3), points[0], dirs[0])]
+        xs = [None]  # x_0 is chosen after x_1 is known
+    else:
+        start_origin, start_x, start_z, start_name = start
+        origin, x = _next_origin(source, [start_name, names[0]], 0, start_origin, start_x,
+                                 start_z, start_origin, dirs[0], points[0], snap)
+        origins, xs = [origin], [x]
     for i in range(n - 1):
-        u, w = dirs[i], dirs[i + 1]
-        p, r = points[i], points[i + 1]
-        cross = np.cross(u, w)
-        sine = float(np.linalg.norm(cross))
-        if sine < PARALLEL_TOLERANCE:
-            if sine >= _SILENT_PARALLEL:
-                warnings.warn(
-                    f"URDF {source}: axes of joints {names[i]!r} and {names[i + 1]!r} are "
-                    f"parallel to within {sine:.3g} rad and are treated as parallel; the DH "
-                    f"model's kinematics deviate from the URDF by about {sine:.3g} x the lever "
-                    f"arm", stacklevel=3)
-            origin = _foot(origins[i], r, w)
-            v = origin - origins[i]
-            lateral = v - float(v @ u) * u
-            distance = float(np.linalg.norm(lateral))
-            x = lateral / distance if distance >= max(snap, _TINY) else xs[i]
-        else:
-            normal = cross / sine
-            # Closest points s on axis i and t on axis i+1: p + s u, r + t w.
-            offset = r - p
-            b = float(u @ w)
-            denominator = sine * sine  # = 1 - b^2, without its cancellation
-            s = (float(offset @ u) - b * float(offset @ w)) / denominator
-            t = (b * float(offset @ u) - float(offset @ w)) / denominator
-            foot_i, origin = p + s * u, r + t * w
-            a = float((origin - foot_i) @ normal)
-            x = normal if abs(a) < max(snap, _TINY) else math.copysign(1.0, a) * normal
-            if max(abs(s), abs(t)) > FAR_COMMON_NORMAL:
-                warnings.warn(
-                    f"URDF {source}: the common normal of the axes of joints {names[i]!r} and "
-                    f"{names[i + 1]!r} (at {math.asin(min(sine, 1.0)):.3g} rad, nearly "
-                    f"parallel) lies {max(abs(s), abs(t)):.3g} m away from the joints, so the "
-                    f"DH parameters are ill-conditioned", stacklevel=3)
+        origin, x = _next_origin(source, names, i, origins[i], xs[i], dirs[i], points[i],
+                                 dirs[i + 1], points[i + 1], snap)
         origins.append(origin)
         xs.append(x)
     origins.append(_foot(tip_origin, points[n - 1], dirs[n - 1]))
     xs.append(xs[n - 1])
-    # Coincident leading axes (or n == 1) leave x undefined: take the first defined one, or the
-    # root frame's x (or y) axis projected on the plane normal to axis 1.
-    first = next((x for x in xs if x is not None), None)
-    if first is None:
-        for candidate in np.eye(3)[:2]:
-            projected = candidate - float(candidate @ dirs[0]) * dirs[0]
-            if np.linalg.norm(projected) > 0.1:
-                first = _unit(projected)
+    if start is None:
+        # Coincident leading axes (or n == 1) leave x undefined: take the first defined one, or
+        # the root frame's x (or y) axis projected on the plane normal to axis 1.
+        first = next((x for x in xs if x is not None), None)
+        if first is None:
+            for candidate in np.eye(3)[:2]:
+                projected = candidate - float(candidate @ dirs[0]) * dirs[0]
+                if np.linalg.norm(projected) > 0.1:
+                    first = _unit(projected)
+                    break
+        for i in range(len(xs)):
+            if xs[i] is None:
+                xs[i] = first
+            else:
                 break
-    for i in range(len(xs)):
-        if xs[i] is None:
-            xs[i] = first
-        else:
-            break
-    xs[0] = xs[1]
+        xs[0] = xs[1]
     zs = list(dirs) + [dirs[n - 1]]
     dh = np.zeros((n, 4))
     for i in range(1, n + 1):
-        z_prev, z, x_prev, x = zs[i - 1], zs[i], xs[i - 1], xs[i]
-        v = origins[i] - origins[i - 1]
-        d = float(v @ z_prev)
         if i == n:
+            d = float((origins[i] - origins[i - 1]) @ zs[i - 1])
             dh[i - 1] = (0.0, _snap_length(d, snap), 0.0, 0.0)
             continue
-        a = float(v @ x)
-        alpha = math.atan2(float(np.cross(z_prev, z) @ x), float(z_prev @ z))
-        theta = math.atan2(float(np.cross(x_prev, x) @ z_prev), float(x_prev @ x))
-        dh[i - 1] = (_snap_length(a, snap), _snap_length(d, snap), _snap_angle(alpha, snap),
-                      _snap_angle(theta, snap))
+        dh[i - 1] = _dh_row(origins[i - 1], xs[i - 1], zs[i - 1], origins[i], xs[i], zs[i],
+                            snap)
+    frames = [(origins[i], xs[i], zs[i]) for i in range(1, n + 1)]
+    if start is not None:
+        mount = _dh_row(start_origin, start_x, start_z, origins[0], xs[0], zs[0], snap)
+        return dh, mount, frames
     x0 = _unit(xs[0] - float(xs[0] @ zs[0]) * zs[0])  # exact right angle for Robot's check
     base = np.eye(4)
     base[:3, 0] = x0
     base[:3, 1] = np.cross(zs[0], x0)
     base[:3, 2] = zs[0]
     base[:3, 3] = origins[0]
-    return dh, base
+    return dh, base, frames
+
+
+def _tree_dh(source, names, points, dirs, parents, tip_origins, snap):
+    """Standard DH parameters of a tree of axes: each child's frame relative to its parent's.
+
+    Node ``i``'s DH frame lies on the axis of its first child (lowest index); a leaf's at the
+    foot of ``tip_origins[i]`` on its own axis. The path base -> first root -> first children
+    ... is built as a chain (:func:`_dh_path`, choosing frame 0); every other child (and every
+    other root) starts a new path whose mount is the DH step from its parent's frame (frame 0)
+    to the frame on its axis.
+
+    Returns
+    -------
+    tuple
+        ``(dh, mounts, base)``: rows ``(a, d, alpha, offset)`` (n, 4), mount rows
+        ``(a, d, alpha, theta)`` (n, 4), zero where the parent's frame is on the axis; the pose
+        (4x4) of DH frame 0.
+    """
+    n = len(names)
+    children = [[] for _ in range(n)]
+    roots = []
+    for i, parent in enumerate(parents):
+        (children[parent] if parent >= 0 else roots).append(i)
+    dh, mounts = np.zeros((n, 4)), np.zeros((n, 4))
+    frames = [None] * n
+    base = None
+    pending = [(root, -1) for root in roots]
+    while pending:
+        first, parent = pending.pop(0)
+        path = [first]
+        while children[path[-1]]:
+            path.append(children[path[-1]][0])
+        for node in path:
+            pending.extend((child, node) for child in children[node][1:])
+        args = (source, [names[i] for i in path], [points[i] for i in path],
+                [dirs[i] for i in path], tip_origins[path[-1]], snap)
+        if base is None:
+            rows, base, path_frames = _dh_path(*args)
+        else:
+            if parent < 0:
+                start = (base[:3, 3], base[:3, 0], base[:3, 2], "<base>")
+            else:
+                start = (*frames[parent], names[parent])
+            rows, mounts[first], path_frames = _dh_path(*args, start=start)
+        for node, row, frame in zip(path, rows, path_frames):
+            dh[node], frames[node] = row, frame
+    return dh, mounts, base
 
 
 def _rigid_inverse(transform):
@@ -544,7 +630,7 @@ def _combine(parts):
 # --------------------------------------------------------------------------------------------
 
 def load_urdf(path, tip=None, name=None, *, gravity=None, snap_tolerance=SNAP_TOLERANCE):
-    """Load a serial chain of revolute joints from a URDF file as a standard-DH :class:`Robot`.
+    """Load a chain or a tree of revolute and prismatic joints from a URDF file, standard DH.
 
     Parameters
     ----------
@@ -552,12 +638,12 @@ def load_urdf(path, tip=None, name=None, *, gravity=None, snap_tolerance=SNAP_TO
         The URDF file.
     tip : str, optional
         Name of the URDF link that ends the chain; the chain is the path from the root link to
-        it. Required when the URDF is branched (more than one sub-tree with movable joints, e.g.
-        the Panda's two finger joints). Movable joints off the path (fingers, joints beyond
-        ``tip``) are locked at zero and their links merged rigidly into the link they hang from,
-        like Pinocchio's ``buildReducedModel`` at ``q = 0``. Default: follow the tree from the
-        root while it has exactly one sub-tree with movable joints; the tip is the child link of
-        the last movable joint (fixed-only sub-trees hanging from it are merged into it).
+        it. Movable joints off the path (fingers, joints beyond ``tip``) are locked at zero and
+        their links merged rigidly into the link they hang from, like Pinocchio's
+        ``buildReducedModel`` at ``q = 0``. Default: the whole robot; an unbranched URDF gives
+        the chain to the child link of the last movable joint (fixed-only sub-trees hanging
+        from it are merged into it), a branched one (more than one sub-tree with movable joints,
+        e.g. the Panda's two finger joints, a second arm) the whole tree.
     name : str, optional
         Name of the robot; default the URDF ``<robot name>`` (or the file stem).
     gravity : array_like, shape (3,), optional
@@ -574,7 +660,8 @@ def load_urdf(path, tip=None, name=None, *, gravity=None, snap_tolerance=SNAP_TO
     Returns
     -------
     Robot
-        ``n`` links, one per revolute/continuous joint on the chain, in chain order; link ``i``
+        ``n`` links, one per revolute/continuous/prismatic joint on the chain (or in the tree,
+        depth first; ``robot.parents``, ``robot.joint_names``), in chain order; link ``i``
         is named after the URDF child link of joint ``i`` and holds, in DH frame ``i``, the
         mass, centre of mass (m) and inertia about the centre of mass (kg·m^2) of that link plus
         every link rigidly attached to it. ``q`` is the URDF joint angle (same sign and zero;
@@ -600,11 +687,8 @@ def load_urdf(path, tip=None, name=None, *, gravity=None, snap_tolerance=SNAP_TO
         links) is not physically realisable: not positive semi-definite or violating the
         triangle inequality (the message names the URDF link);
         the joints do not form one tree (a link with two parents, a cycle, several roots); there
-        are no joints, or no revolute/continuous joint between the root and the tip; the URDF
-        is branched and ``tip`` is not given (the message names the branch point and candidate
-        tips); ``tip`` is not a link; a joint is ``floating`` or ``planar``.
-    NotImplementedError
-        If a joint on the chain is ``prismatic`` (the message names it).
+        are no joints, or no movable joint between the root and the tip; ``tip`` is not a link;
+        a joint is ``floating`` or ``planar``.
 
     Warns
     -----
@@ -619,47 +703,68 @@ def load_urdf(path, tip=None, name=None, *, gravity=None, snap_tolerance=SNAP_TO
     root, parent_joint, children = _tree(source, bodies, joints)
     for joint in joints:
         if joint.type in ("floating", "planar"):
-            raise _fail(source, f"joint {joint.name!r} is {joint.type}; only fixed-base chains "
-                                f"of revolute joints are supported")
+            raise _fail(source, f"joint {joint.name!r} is {joint.type}; only fixed-base trees "
+                                f"of revolute and prismatic joints are supported")
     if not any(joint.type in _MOVABLE or joint.type == "prismatic" for joint in joints):
         raise _fail(source, "has no revolute, continuous or prismatic joint")
-    tip, path_joints = _chain_path(source, root, parent_joint, children, tip)
-    for joint in path_joints:
-        if joint.type == "prismatic":
-            raise NotImplementedError(
-                f"URDF {source}: joint {joint.name!r} on the chain to tip {tip!r} is prismatic; "
-                f"only revolute and continuous joints are implemented")
-    chain = [joint for joint in path_joints if joint.type in _MOVABLE]
-    if not chain:
-        raise _fail(source, f"has no revolute or continuous joint between root link {root!r} "
-                            f"and tip link {tip!r}")
+    if tip is None and _is_branched(root, children):
+        # The whole tree: every movable joint is a node, depth first in document order (every
+        # parent before its children, a branch's nodes one contiguous run).
+        chain, stack = [], [root]
+        while stack:
+            link = stack.pop()
+            for joint in reversed(children[link]):
+                stack.append(joint.child)
+            if link != root and parent_joint[link].type in _MOVABLE:
+                chain.append(parent_joint[link])
+    else:
+        tip, path_joints = _chain_path(source, root, parent_joint, children, tip)
+        chain = [joint for joint in path_joints if joint.type in _MOVABLE]
+        if not chain:
+            raise _fail(source, f"has no revolute or continuous joint between root link "
+                                f"{root!r} and tip link {tip!r}")
     for joint in chain:
         if joint.mimic:
             warnings.warn(f"URDF {source}: joint {joint.name!r} has a <mimic> tag, which is "
                           f"ignored: the joint is an independent joint of the chain",
                           stacklevel=2)
+    index = {joint.name: i for i, joint in enumerate(chain)}
+    parents = []
+    for joint in chain:
+        link = joint.parent
+        while link != root and parent_joint[link].name not in index:
+            link = parent_joint[link].parent
+        parents.append(-1 if link == root else index[parent_joint[link].name])
+    if tip is None:
+        # Each leaf's frame n sits at the foot of its URDF child link's origin on its axis.
+        tip = chain[-1].child
 
     poses = _zero_poses(root, children)
     names = [joint.name for joint in chain]
     points = [poses[joint.child][:3, 3] for joint in chain]
     dirs = [_unit(poses[joint.child][:3, :3] @ joint.axis) for joint in chain]
-    dh, base = _dh_parameters(source, names, points, dirs, poses[tip][:3, 3],
-                              snap_tolerance)
+    tip_origins = [poses[joint.child][:3, 3] for joint in chain]
+    tip_origins[-1] = poses[tip][:3, 3]
+    dh, mounts, base = _tree_dh(source, names, points, dirs, parents, tip_origins,
+                                snap_tolerance)
 
+    kinds = ["prismatic" if joint.type == "prismatic" else "revolute" for joint in chain]
     links = [Link(joint.child, a=row[0], d=row[1], alpha=row[2], offset=row[3],
-                  limits=joint.limits) for joint, row in zip(chain, dh)]
-    skeleton = Robot(robot_name, links, base=base)
+                  joint_type=kind, limits=joint.limits, mount=mount)
+             for joint, row, kind, mount in zip(chain, dh, kinds, mounts)]
+    skeleton = Robot(robot_name, links, base=base, parents=parents)
     frames = link_frames(skeleton, np.zeros(skeleton.n))
-    _check_axes(source, frames, names, points, dirs)
+    axis_frames = [frames[parent + 1] @ _dh_matrix(*link.mount)
+                   for parent, link in zip(parents, links)]
+    _check_axes(source, axis_frames, names, points, dirs)
 
     # Which DH link each URDF link belongs to (0: the base, dropped).
-    index = {joint.name: i + 1 for i, joint in enumerate(chain)}
     owner = {root: 0}
     stack = [root]
     while stack:
         link = stack.pop()
         for joint in children[link]:
-            owner[joint.child] = index.get(joint.name, owner[link])
+            owner[joint.child] = index[joint.name] + 1 if joint.name in index else owner[link]
             stack.append(joint.child)
     parts = [[] for _ in range(len(chain) + 1)]
     for link_name, body in bodies.items():
@@ -680,14 +785,38 @@ def load_urdf(path, tip=None, name=None, *, gravity=None, snap_tolerance=SNAP_TO
         try:
             final.append(Link(link.name, a=link.a, d=link.d, alpha=link.alpha,
                               offset=link.offset, mass=mass, com=com, inertia=inertia,
-                              limits=link.limits))
+                              joint_type=link.joint_type, limits=link.limits,
+                              mount=link.mount))
         except RobotDescriptionError as error:
             merged = [b for b in bodies if owner[b] == i]
             raise _fail(source, f"links {_quoted(merged)} merged into DH link {i}: "
                                 f"{error}") from None
     tool = _orthonormalise(_rigid_inverse(frames[-1]) @ poses[tip])
     kwargs = {} if gravity is None else {"gravity": gravity}
-    return Robot(name or robot_name, tuple(final), base=base, tool=tool, **kwargs)
+    return Robot(name or robot_name, tuple(final), base=base, tool=tool, parents=parents,
+                 joint_names=names, **kwargs)
+
+
+def _is_branched(root, children):
+    """Whether some link has more than one sub-tree holding a movable joint."""
+    order, stack = [], [root]
+    while stack:
+        order.append(stack.pop())
+        stack.extend(joint.child for joint in children[order[-1]])
+    active = {}
+    for name in reversed(order):
+        branches = [j for j in children[name] if j.type != "fixed" or active[j.child]]
+        if len(branches) > 1:
+            return True
+        active[name] = bool(branches)
+    return False
+
+
+def _dh_matrix(a, d, alpha, theta):
+    """``Rz(theta) Tz(d) Tx(a) Rx(alpha)``, shape (4, 4)."""
+    ct, st, ca, sa = math.cos(theta), math.sin(theta), math.cos(alpha), math.sin(alpha)
+    return np.array([[ct, -st * ca, st * sa, a * ct], [st, ct * ca, -ct * sa, a * st],
+                     [0.0, sa, ca, d], [0.0, 0.0, 0.0, 1.0]])
 
 
 def _check_axes(source, frames, names, points, dirs, tolerance=1e-4):

@@ -140,10 +140,9 @@ def test_a_proper_rigid_transform_is_accepted():
     assert np.array_equal(_robot(base=base).base, base)
 
 
-def test_prismatic_joint_raises_not_implemented_naming_the_link():
+def test_prismatic_joint_is_accepted():
     links = (_link("shoulder"), _link("slider", joint_type="prismatic"))
-    with pytest.raises(NotImplementedError, match=r"link 'slider' .* prismatic"):
-        Robot("arm", links)
+    assert Robot("arm", links).has_prismatic
 
 
 def test_unknown_joint_type_is_rejected():

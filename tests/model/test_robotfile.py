@@ -188,10 +188,11 @@ def test_zero_mass_with_first_moment_in_parameters_is_rejected(tmp_path):
     _expect_error(tmp_path, data, "'wrist_1_link'", "zero mass", "first moment")
 
 
-def test_prismatic_joint_in_a_file_raises_not_implemented(tmp_path):
+def test_prismatic_joint_in_a_file_is_read(tmp_path):
     data = _ur5()
     data["links"][4]["joint_type"] = "prismatic"
-    _expect_error(tmp_path, data, "'wrist_2_link'", "prismatic", error=NotImplementedError)
+    robot = read_robot_file(_write(tmp_path, data))
+    assert robot.links[4].joint_type == "prismatic"
 
 
 def test_a_link_that_is_not_an_object_is_named_by_index(tmp_path):

@@ -409,21 +409,21 @@ def test_several_roots_and_undefined_links(tmp_path):
     raises(two_link(tmp_path, l2b=link("l2")), "link 'l2' is defined twice")
 
 
-def test_branched_without_tip(tmp_path):
+def test_branched_without_tip_gives_the_tree(tmp_path):
     path = two_link(tmp_path,
                     left=link("left", 0.1), right=link("right", 0.1), tcp=link("tcp"),
                     jl=joint("jl", "l2", "left", "prismatic", axis="0 1 0"),
                     jr=joint("jr", "l2", "right", "prismatic", axis="0 -1 0"),
                     jt=joint("jt", "l2", "tcp", "fixed", axis=None, limit=""))
-    message = raises(path, "is branched at link 'l2'")
-    assert "joints 'jl', 'jr' each lead to movable joints" in message
-    assert ("choose the tip link (`--tip` on the command line, tip= in load_urdf) among "
-            "'l2', 'left', 'right', 'tcp'") in message
+    tree = load_urdf(path)
+    assert tree.parents == (-1, 0, 1, 1)
+    assert tree.joint_names == ("j1", "j2", "jl", "jr")
+    assert [link.joint_type for link in tree.links] == ["revolute", "revolute", "prismatic",
+                                                        "prismatic"]
     assert load_urdf(path, tip="l2").n == 2
     assert load_urdf(path, tip="tcp").n == 2
-    with pytest.raises(NotImplementedError, match="joint 'jl' on the chain to tip 'left' is "
-                                                  "prismatic"):
-        load_urdf(path, tip="left")
+    chain = load_urdf(path, tip="left")
+    assert chain.parents == (-1, 0, 1) and chain.links[2].joint_type == "prismatic"
 
 
 def test_unknown_tip(tmp_path):
@@ -433,15 +433,14 @@ def test_unknown_tip(tmp_path):
 
 def test_prismatic_on_chain(tmp_path):
     path = two_link(tmp_path, j2=joint("j2", "l1", "l2", "prismatic", axis="1 0 0"))
-    with pytest.raises(NotImplementedError, match="joint 'j2' on the chain to tip 'l2' is "
-                                                  "prismatic; only revolute and continuous"):
-        load_urdf(path)
+    robot = load_urdf(path)
+    assert [link.joint_type for link in robot.links] == ["revolute", "prismatic"]
 
 
 @pytest.mark.parametrize("kind", ["floating", "planar"])
 def test_floating_and_planar(tmp_path, kind):
     path = two_link(tmp_path, j1=joint("j1", "base", "l1", kind))
-    raises(path, f"joint 'j1' is {kind}; only fixed-base chains")
+    raises(path, f"joint 'j1' is {kind}; only fixed-base trees")
 
 
 def test_unknown_joint_type(tmp_path):
