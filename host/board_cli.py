@@ -120,11 +120,24 @@ def register(subparsers):
 # -- helpers -----------------------------------------------------------------------------------
 
 def _robot(name, tip):
+    """Load a robot the board can compute: a serial chain of revolute joints."""
     from linkdyn.model import RobotDescriptionError, load_robot
     try:
-        return load_robot(name, tip=tip)
+        robot = load_robot(name, tip=tip)
     except (FileNotFoundError, RobotDescriptionError, NotImplementedError) as error:
         raise CommandError(str(error)) from None
+    if not robot.is_chain:
+        leaves = [link.name for link, children in zip(robot.links, robot.children)
+                  if not children]
+        raise CommandError(f"robot {robot.name!r} is a tree ({robot.n} joints, {len(leaves)} "
+                           f"branch ends): the board computes one serial chain; choose its last "
+                           f"link with --tip, one of {', '.join(leaves[:8])}"
+                           + (", ..." if len(leaves) > 8 else ""))
+    if robot.has_prismatic:
+        joints = [link.name for link in robot.links if link.joint_type == "prismatic"]
+        raise CommandError(f"robot {robot.name!r} has prismatic joints ({', '.join(joints)}): "
+                           "the board's nodes compute revolute joints only")
+    return robot
 
 
 def _open(args):

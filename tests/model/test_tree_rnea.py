@@ -28,6 +28,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+import support
+
 pin = pytest.importorskip("pinocchio")
 
 from linkdyn.model import (Friction, Link, Robot, RobotDescriptionError, load_robot,  # noqa: E402
@@ -38,7 +40,7 @@ from linkdyn.model.library import truncate  # noqa: E402
 from linkdyn.model.reference import example_robot_data_dir  # noqa: E402
 from linkdyn.model.urdf import load_urdf  # noqa: E402
 
-LONG = bool(os.environ.get("LINKDYN_LONG"))
+LONG = support.LONG
 TOLERANCE = 1e-9
 STATES = 400 if LONG else 60
 

@@ -1,0 +1,50 @@
+"""The board commands refuse, before opening any port, a robot the board cannot compute: a tree
+(the message lists the branch ends to pass as --tip) or a chain with a prismatic joint."""
+
+import pytest
+
+from linkdyn.host.cli import main
+from linkdyn.model.reference import example_robot_data_dir
+
+BAXTER = "baxter_description/urdf/baxter.urdf"
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*has a <mimic> tag")
+
+
+def _urdf(relative):
+    try:
+        return str(example_robot_data_dir() / relative)
+    except FileNotFoundError:
+        pytest.skip("example-robot-data is not installed")
+
+
+def test_load_refuses_a_tree_and_names_the_tips(capsys):
+    # The port does not exist: the robot is refused before the port is opened.
+    status = main(["load", "--port", "/nonexistent/port", "--robot", _urdf(BAXTER)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "is a tree (19 joints" in err and "choose its last link with --tip" in err
+    assert "left_gripper" in err or "left_hand" in err or "l_gripper" in err
+
+
+def test_load_refuses_a_chain_with_a_prismatic_joint(capsys):
+    # Baxter's right-arm chain to a finger ends in a prismatic finger joint.
+    from linkdyn.model import load_robot
+    tree = load_robot(_urdf(BAXTER))
+    prismatic = [link.name for link in tree.links if link.joint_type == "prismatic"]
+    status = main(["load", "--port", "/nonexistent/port", "--robot", _urdf(BAXTER),
+                   "--tip", prismatic[0]])
+    err = capsys.readouterr().err
+    assert status == 2 and "has prismatic joints" in err and prismatic[0] in err
+
+
+def test_load_goes_on_to_the_port_with_a_revolute_chain(capsys):
+    from linkdyn.model import load_robot
+    tree = load_robot(_urdf(BAXTER))
+    revolute_tip = next(link.name for link, children in zip(tree.links, tree.children)
+                        if not children and link.joint_type == "revolute")
+    status = main(["load", "--port", "/nonexistent/port", "--robot", _urdf(BAXTER),
+                   "--tip", revolute_tip])
+    err = capsys.readouterr().err
+    assert status == 2 and "is a tree" not in err and "prismatic" not in err
+    assert "/nonexistent/port" in err
