@@ -22,7 +22,6 @@ kinematics. ``LINKDYN_LONG=1`` adds more states, more random trees and the large
 """
 
 import math
-import os
 from dataclasses import replace
 
 import numpy as np
