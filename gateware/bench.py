@@ -38,7 +38,8 @@ from amaranth.back import rtlil
 
 from linkdyn.model import load_robot
 from linkdyn.model.fixedpoint import Q15_16
-from linkdyn.model.golden import microprogram, rnea_fixed
+from linkdyn.model.golden import rnea_fixed
+from linkdyn.model.microprogram import microprogram
 from linkdyn.model.tables import CORDIC
 
 from .cordic import STEP_CYCLES, CordicArctangent

@@ -13,10 +13,11 @@ and status block (see :mod:`linkdyn.model.protocol` for its register map).
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["CONTROL_NODE", "RegisterBusSignature"]
+# The ``node`` value that selects the chain's control and status registers, defined once by
+# the protocol (re-exported here for the bus's users).
+from linkdyn.model.protocol import CONTROL_NODE
 
-#: ``node`` value that selects the chain's control and status registers.
-CONTROL_NODE = 0xFF
+__all__ = ["CONTROL_NODE", "RegisterBusSignature"]
 
 
 class RegisterBusSignature(wiring.Signature):

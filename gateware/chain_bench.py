@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from linkdyn.model.golden import microprogram
+from linkdyn.model.microprogram import microprogram
 
 from .chain import POLICIES, LinkDynChain
 from .chain_testbench import simulate
