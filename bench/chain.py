@@ -33,7 +33,7 @@ import statistics
 import sys
 import time
 
-from linkdyn.model.golden import microprogram
+from linkdyn.model.microprogram import microprogram
 
 from linkdyn.gateware.chain import POLICIES, LinkDynChain
 from linkdyn.sim.chain_testbench import simulate

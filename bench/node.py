@@ -37,7 +37,8 @@ from linkdyn.gateware.cordic import STEP_CYCLES, CordicArctangent
 from linkdyn.gateware.node import LinkDynNode
 from linkdyn.model import load_robot
 from linkdyn.model.fixedpoint import Q15_16
-from linkdyn.model.golden import microprogram, rnea_fixed
+from linkdyn.model.golden import rnea_fixed
+from linkdyn.model.microprogram import microprogram
 from linkdyn.model.tables import CORDIC
 from linkdyn.sim.node_testbench import NodeState, output_names, simulate_node
 

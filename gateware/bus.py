@@ -13,9 +13,9 @@ and status block (see :mod:`linkdyn.model.protocol` for its register map).
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-# ``node`` value that selects the chain's control and status registers (defined by the
-# protocol, re-exported here).
-from ..model.protocol import CONTROL_NODE
+# The ``node`` value that selects the chain's control and status registers, defined once by
+# the protocol (re-exported here for the bus's users).
+from linkdyn.model.protocol import CONTROL_NODE
 
 __all__ = ["CONTROL_NODE", "RegisterBusSignature"]
 

@@ -14,7 +14,7 @@ Every node is a :class:`~linkdyn.gateware.node.LinkDynNode` with one request per
 (``split_joint``, ``split_local``), no drain cycles between them (``interlock``) and an
 ``inbox`` reading the mailboxes of its neighbours (:class:`~linkdyn.gateware.mailbox.Mailbox`):
 the sender's MAC writes each message word into the mailbox as it produces it (the node's
-``result_*`` port), and the receiver reads the mailbox directly as an operand source, stalling
+``result`` port), and the receiver reads the mailbox directly as an operand source, stalling
 on a word that has not arrived yet. So a node may start a request before its neighbour has
 finished, and each hop costs only the distance between the neighbour producing a word and the
 node needing it, not a whole segment plus a copy.
@@ -55,8 +55,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH, ceil_log2
-from linkdyn.model.golden import microprogram
-from linkdyn.model.microprogram import BANKS
+from linkdyn.model.microprogram import BANKS, microprogram
 from linkdyn.model.protocol import (
     CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, MAX_NODES, RESULT_FOLLOW, RESULT_SELECT,
     ProtocolSpec, control_register,
@@ -202,21 +201,42 @@ class LinkDynChain(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        n = self._n
-        banks = self._banks
-        tickets = self._tickets
-        spec = self.spec
-        rmap = microprogram(self._fmt).registers
-        bus = self.bus
-        nodes = self.nodes
-        for i, node in enumerate(nodes):
+        for i, node in enumerate(self.nodes):
             m.submodules[f"node{i}"] = node
+        forward_boxes, backward_boxes = self._elaborate_mailboxes(m)
+        state = _ChainState(self._n, self._banks, self._tickets)
+        m.d.sync += state.now.eq(state.now + 1)
+        # The update the result reads show: the last finished one, or one the host selected
+        # (RESULT_SELECT).
+        m.d.comb += state.view_ticket.eq(Mux(state.select_follow, state.result_ticket,
+                                             state.select_ticket))
+        self._elaborate_staging(m, state)
+        triggers = self._message_triggers() if self._n > 1 else None
+        for i in range(self._n):
+            self._elaborate_progress(m, state, i, forward_boxes, backward_boxes, triggers)
+        self._elaborate_updates(m, state)
+        shadowed = self._elaborate_results(m, state)
+        self._elaborate_bus(m, state, shadowed)
+        return m
 
-        forward = message_layout("forward", self._fmt)
-        backward = message_layout("backward", self._fmt)
+    def _message_triggers(self):
+        """Return the mailbox word whose arrival issues a forward (distal) request: the first
+        word of the message the segment reads (then it stalls little: its neighbour keeps
+        producing the words ahead of it).
 
-        # A request is issued once the first mailbox word it reads has arrived (then it
-        # stalls little: its neighbour keeps producing the words ahead of it).
+        Returns
+        -------
+        (int, int)
+            Word index in the forward and in the backward message.
+
+        Raises
+        ------
+        AssertionError
+            If a segment reads no mailbox word (the microprogram is not one for a chain).
+        """
+        rmap = microprogram(self._fmt).registers
+        nodes = self.nodes
+
         def first_inbox_word(segment, layout):
             node = nodes[1] if segment == "forward" else nodes[0]
             receivers = [rmap[target].address for _, target in layout]
@@ -227,11 +247,20 @@ class LinkDynChain(wiring.Component):
                     return receivers.index(row["b"])
             raise AssertionError(f"the {segment} segment reads no mailbox word")
 
-        if n > 1:
-            forward_trigger = first_inbox_word("forward", forward)
-            backward_trigger = first_inbox_word("distal", backward)
+        return (first_inbox_word("forward", message_layout("forward", self._fmt)),
+                first_inbox_word("distal", message_layout("backward", self._fmt)))
 
-        # -- mailboxes: forward[i] node i -> i+1, backward[i] node i+1 -> node i --------------
+    def _elaborate_mailboxes(self, m):
+        """Add the mailboxes, forward[i] node i -> node i+1 and backward[i] node i+1 -> node
+        i, and wire them to the nodes' result snoop ports (senders) and inbox ports
+        (receivers).
+
+        Returns ``(forward_boxes, backward_boxes)``, ``n - 1`` each.
+        """
+        n, banks, nodes = self._n, self._banks, self.nodes
+        rmap = microprogram(self._fmt).registers
+        forward = message_layout("forward", self._fmt)
+        backward = message_layout("backward", self._fmt)
         forward_boxes, backward_boxes = [], []
         for i in range(n - 1):
             m.submodules[f"forward{i}"] = box = Mailbox(len(forward), banks)
@@ -242,23 +271,23 @@ class LinkDynChain(wiring.Component):
         def connect_sender(box, node, layout):
             # The sender's MAC results that are message words go into the mailbox.
             hit = Signal()
-            with m.Switch(node.result_addr):
+            with m.Switch(node.result.addr):
                 for word, (source, _) in enumerate(layout):
                     with m.Case(rmap[source].address):
-                        m.d.comb += [hit.eq(1), box.write_word.eq(word)]
+                        m.d.comb += [hit.eq(1), box.sender.payload.word.eq(word)]
             m.d.comb += [
-                box.write.eq(node.result_valid & hit),
-                box.write_data.eq(node.result_data),
+                box.sender.valid.eq(node.result.valid & hit),
+                box.sender.payload.data.eq(node.result.data),
             ]
             if banks > 1:
-                m.d.comb += box.write_slot.eq(node.result_bank)
+                m.d.comb += box.sender.payload.slot.eq(node.result.bank)
 
         for i in range(n - 1):
             connect_sender(forward_boxes[i], nodes[i], forward)
             connect_sender(backward_boxes[i], nodes[i + 1], backward)
 
         for i, node in enumerate(nodes):
-            if not node.inbox:
+            if not node.inbox_kinds:
                 continue
             # The node gives the word's index in its message and its direction (from its
             # schedule ROM: no address decoding on the path to the present bit and the stall).
@@ -272,10 +301,11 @@ class LinkDynChain(wiring.Component):
                                for k in range(len(boxes))]
             for k, ((box, backward_box), selected, issued) in enumerate(
                     zip(boxes, from_box, from_box_issued)):
-                m.d.comb += [selected.eq(node.inbox_backward == backward_box),
-                             box.read_word.eq(node.inbox_word)]
+                receiver = box.receiver
+                m.d.comb += [selected.eq(node.inbox.backward == backward_box),
+                             receiver.word.eq(node.inbox.word)]
                 if banks > 1:
-                    m.d.comb += box.read_slot.eq(node.inbox_bank)
+                    m.d.comb += receiver.slot.eq(node.inbox.bank)
                 m.d.sync += issued.eq(selected)
                 # The present bits the node's stall reads are a copy registered twice (the
                 # mailbox may sit far from the node; the second register sits by the node's
@@ -283,258 +313,255 @@ class LinkDynChain(wiring.Component):
                 # cleared only after its reader's last read of it, and the reader reads that
                 # slot again only in a later request, so the copy's lag in clearing them is
                 # never seen.
-                travel = Signal.like(box.words_present, name=f"node{i}_inbox_{k}_travel")
-                seen = Signal.like(box.words_present, name=f"node{i}_inbox_{k}_present")
-                m.d.sync += [travel.eq(box.words_present), seen.eq(travel)]
-                slot_bits = seen[node.inbox_bank] if banks > 1 else seen[0]
+                travel = Signal.like(receiver.words_present, name=f"node{i}_inbox_{k}_travel")
+                seen = Signal.like(receiver.words_present, name=f"node{i}_inbox_{k}_present")
+                m.d.sync += [travel.eq(receiver.words_present), seen.eq(travel)]
+                slot_bits = seen[node.inbox.bank] if banks > 1 else seen[0]
                 first = len(forward) * backward_box  # the node numbers forward, then backward
-                m.d.comb += node.inbox_present_words[first:first + box.words].eq(slot_bits)
+                m.d.comb += node.inbox.present_words[first:first + box.words].eq(slot_bits)
                 with m.If(issued):
-                    m.d.comb += node.inbox_data.eq(box.read_data)
+                    m.d.comb += node.inbox.data.eq(receiver.data)
+        return forward_boxes, backward_boxes
 
-        # -- time, tickets (updates in flight) -------------------------------------------------
-        now = Signal(_COUNTER)
-        m.d.sync += now.eq(now + 1)
-        started = Signal(range(tickets))     # ticket of the next update started
-        finished = Signal(range(tickets))    # ticket of the oldest update in flight
-        in_flight = Signal(range(tickets + 1))
-        result_ticket = Signal(range(tickets))  # ticket of the last update finished
-        ever_started = Signal()
-        start_stamp = [Signal(_COUNTER, name=f"start_stamp_{t}") for t in range(tickets)]
-        done_mask = [Signal(n, name=f"done_mask_{t}") for t in range(tickets)]
-        ticket_overflow = [Signal(n, name=f"ticket_overflow_{t}") for t in range(tickets)]
-        last_start = Signal(_COUNTER)
-        started_count = Signal(_COUNTER)
-        latency = Signal(_COUNTER)
-        interval = Signal(_COUNTER)
-        update_count = Signal(_COUNTER)
-        overflow = Signal(n)
-        overflow_sticky = Signal(n)
-
-        bank_bits = ceil_log2(banks)
-
-        def ticket_bank(ticket):
-            return ticket[:bank_bits] if banks > 1 else Const(0, 1)
-
-        # The update the result reads show: the last finished one, or one the host selected
-        # (RESULT_SELECT).
-        select_follow = Signal(init=1)
-        select_ticket = Signal(range(tickets))
-        select_number = Signal(_COUNTER)
-        view_ticket = Signal(range(tickets))
-        m.d.comb += view_ticket.eq(Mux(select_follow, result_ticket, select_ticket))
-        staging_bank = ticket_bank(started)
-        result_bank = ticket_bank(view_ticket)
-
-        # -- per node progress -----------------------------------------------------------------
-        stage = [[Signal(range(len(STAGES)), name=f"node{i}_stage_{b}") for b in range(banks)]
-                 for i in range(n)]
-        queued = [[Signal(name=f"node{i}_queued_{b}") for b in range(banks)] for i in range(n)]
-        node_overflow = [[Signal(name=f"node{i}_overflow_{b}") for b in range(banks)]
-                         for i in range(n)]
-        head_ticket = [Signal(range(tickets), name=f"node{i}_head") for i in range(n)]
-        hold = [Signal(name=f"node{i}_hold") for i in range(n)]
-
-        start_event = Signal()   # an update starts (CONTROL.start accepted)
-        clear_event = Signal()
-
-        # The staging bank is free for the next sample: every node has finished the local
-        # request of the sample that used it before (the last to read its inputs), and nothing
-        # is queued on it.
-        staging_free = Signal()
-        free_terms = [in_flight < tickets]
+    def _elaborate_staging(self, m, state):
+        """Drive ``staging_free``: the staging bank is free for the next sample, every node
+        has finished the local request of the sample that used it before (the last to read its
+        inputs), and nothing is queued on it."""
+        n, banks = self._n, self._banks
+        staging_bank = state.staging_bank
+        free_terms = [state.in_flight < self._tickets]
         for i in range(n):
             s = Signal(range(len(STAGES)), name=f"node{i}_staging_stage")
             q = Signal(name=f"node{i}_staging_queued")
-            m.d.comb += [s.eq(stage[i][0]), q.eq(queued[i][0])]
+            m.d.comb += [s.eq(state.stage[i][0]), q.eq(state.queued[i][0])]
             for b in range(1, banks):
                 with m.If(staging_bank == b):
-                    m.d.comb += [s.eq(stage[i][b]), q.eq(queued[i][b])]
+                    m.d.comb += [s.eq(state.stage[i][b]), q.eq(state.queued[i][b])]
             # The inputs are read by joint, forward and local.
             free_terms.append(~q & ((s == _FREE) | (s >= _want("backward"))))
         if banks == 1:
-            free_terms = [in_flight == 0]
-        m.d.comb += staging_free.eq(Cat(*free_terms).all())
+            free_terms = [state.in_flight == 0]
+        m.d.comb += state.staging_free.eq(Cat(*free_terms).all())
 
-        for i, node in enumerate(nodes):
-            head = ticket_bank(head_ticket[i])
-            # Eligible requests, in priority order: backward (head sample only), forward, local,
-            # joint.
-            choices = []
-            for b in range(banks):
-                is_head = (head == b) if banks > 1 else Const(1, 1)
-                out_free = Const(1, 1)
-                if i > 0:
-                    out_free = backward_boxes[i - 1].empty[b]
-                arrived = Const(1, 1)
-                if i < n - 1:
-                    arrived = backward_boxes[i].words_present[b][backward_trigger]
-                choices.append(("backward", b, (stage[i][b] == _want("backward")) & is_head
-                                & arrived & out_free))
-            for b in range(banks):
-                out_free = Const(1, 1)
-                if i < n - 1:
-                    out_free = forward_boxes[i].empty[b]
-                arrived = Const(1, 1)
-                if i > 0:
-                    arrived = forward_boxes[i - 1].words_present[b][forward_trigger]
-                choices.append(("forward", b, (stage[i][b] == _want("forward")) & arrived
-                                & out_free))
-            for b in range(banks):
-                choices.append(("local", b, stage[i][b] == _want("local")))
-            for b in range(banks):
-                if banks > 1:
-                    # joint(k+1) only after local(k) (the CORDIC latch is read in local):
-                    # unless sample k (bank b-1) is finished here, it is at its backward stage.
-                    previous = stage[i][(b - 1) % banks]
-                    after = (head == b) | (previous >= _want("backward"))
-                else:
-                    after = Const(1, 1)
-                choices.append(("joint", b, (stage[i][b] == _want("joint")) & after))
-
-            can_issue = node.ready & ~hold[i]
-            issue = {(kind, b): Signal(name=f"node{i}_issue_{kind}_{b}")
-                     for kind, b, _ in choices}
-            taken = Const(0, 1)
-            for kind, b, eligible in choices:
-                m.d.comb += issue[(kind, b)].eq(can_issue & eligible & ~taken)
-                taken = taken | eligible
-            for kind in REQUESTS:
-                start = getattr(node, f"start_{kind}")
-                m.d.comb += start.eq(Cat(*(issue[(kind, b)] for b in range(banks))).any())
-                for b in range(1, banks):
-                    with m.If(issue[(kind, b)]):
-                        m.d.comb += getattr(node, f"{kind}_bank").eq(b)
-
-            # Stage transitions: a request done, a request issued, an update started.
-            done_kind = node.request_kind
-            done_bank = node.request_bank if banks > 1 else Const(0, 1)
-            backward_done = node.request_done & (done_kind == REQUESTS.index("backward"))
-            for b in range(banks):
-                s, q = stage[i][b], queued[i][b]
-                done_here = node.request_done & (done_bank == b)
-                start_here = start_event & (staging_bank == b)
-                issued_here = Cat(*(issue[(kind, b)] for kind in REQUESTS)).any()
-                with m.If(done_here):
-                    with m.Switch(done_kind):
-                        for task, following in zip(TASKS, TASKS[1:]):
-                            with m.Case(REQUESTS.index(task)):
-                                m.d.sync += s.eq(_want(following))
-                        with m.Case(REQUESTS.index("backward")):
-                            m.d.sync += [s.eq(Mux(q | start_here, _want("joint"), _FREE)),
-                                         q.eq(0)]
-                with m.Elif(issued_here):
-                    m.d.sync += s.eq(s + 1)
-                with m.Elif(start_here & (s == _FREE)):
-                    m.d.sync += s.eq(_want("joint"))
-                with m.If(start_here & (s != _FREE) & ~(done_here & backward_done)):
-                    m.d.sync += q.eq(1)
-                # Overflow of this node's current sample in bank b.
-                with m.If(issue[("joint", b)]):
-                    m.d.sync += node_overflow[i][b].eq(0)
-                result_bank_here = (node.result_bank == b) if banks > 1 else Const(1, 1)
-                with m.If(node.result_valid & node.result_overflow & result_bank_here):
-                    m.d.sync += node_overflow[i][b].eq(1)
-
-            # Mailbox acknowledges: the inbox slot is read once the request that reads it ends.
-            forward_done = node.request_done & (done_kind == REQUESTS.index("forward"))
+    def _elaborate_progress(self, m, state, i, forward_boxes, backward_boxes, triggers):
+        """Add node ``i``'s progress scheduler: per bank, the stage of its sample
+        (:data:`STAGES`); the request it issues next (backward for the head sample only,
+        forward once its first mailbox word arrived and its outgoing mailbox slot is empty,
+        local, joint); the mailbox acknowledges; the record of a finished sample in its ticket.
+        ``triggers``: :meth:`_message_triggers` (``None`` for one node).
+        """
+        n, banks, tickets = self._n, self._banks, self._tickets
+        node = self.nodes[i]
+        stage, queued, node_overflow = state.stage[i], state.queued[i], state.node_overflow[i]
+        hold, head_ticket = state.hold[i], state.head_ticket[i]
+        if n > 1:
+            forward_trigger, backward_trigger = triggers
+        head = state.ticket_bank(head_ticket)
+        # Eligible requests, in priority order: backward (head sample only), forward, local,
+        # joint.
+        choices = []
+        for b in range(banks):
+            is_head = (head == b) if banks > 1 else Const(1, 1)
+            out_free = Const(1, 1)
             if i > 0:
-                box = forward_boxes[i - 1]
-                m.d.comb += box.ack.eq(forward_done)
-                if banks > 1:
-                    m.d.comb += box.ack_slot.eq(done_bank)
+                out_free = backward_boxes[i - 1].sender.empty[b]
+            arrived = Const(1, 1)
             if i < n - 1:
-                box = backward_boxes[i]
-                m.d.comb += box.ack.eq(backward_done)
-                if banks > 1:
-                    m.d.comb += box.ack_slot.eq(done_bank)
+                arrived = backward_boxes[i].receiver.words_present[b][backward_trigger]
+            choices.append(("backward", b, (stage[b] == _want("backward")) & is_head
+                            & arrived & out_free))
+        for b in range(banks):
+            out_free = Const(1, 1)
+            if i < n - 1:
+                out_free = forward_boxes[i].sender.empty[b]
+            arrived = Const(1, 1)
+            if i > 0:
+                arrived = forward_boxes[i - 1].receiver.words_present[b][forward_trigger]
+            choices.append(("forward", b, (stage[b] == _want("forward")) & arrived
+                            & out_free))
+        for b in range(banks):
+            choices.append(("local", b, stage[b] == _want("local")))
+        for b in range(banks):
+            if banks > 1:
+                # joint(k+1) only after local(k) (the CORDIC latch is read in local):
+                # unless sample k (bank b-1) is finished here, it is at its backward stage.
+                previous = stage[(b - 1) % banks]
+                after = (head == b) | (previous >= _want("backward"))
+            else:
+                after = Const(1, 1)
+            choices.append(("joint", b, (stage[b] == _want("joint")) & after))
 
-            # The sample finished on this node: record it in its ticket.
-            bank_overflow = Signal(name=f"node{i}_bank_overflow")
-            for b in range(banks):
-                with m.If(done_bank == b):
-                    m.d.comb += bank_overflow.eq(node_overflow[i][b])
-            with m.If(backward_done):
-                m.d.sync += head_ticket[i].eq(head_ticket[i] + 1 if tickets > 1 else 0)
-                for t in range(tickets):
-                    with m.If(head_ticket[i] == t):
-                        m.d.sync += [done_mask[t][i].eq(1),
-                                     ticket_overflow[t][i].eq(bank_overflow)]
+        can_issue = node.ready & ~hold
+        issue = {(kind, b): Signal(name=f"node{i}_issue_{kind}_{b}")
+                 for kind, b, _ in choices}
+        taken = Const(0, 1)
+        for kind, b, eligible in choices:
+            m.d.comb += issue[(kind, b)].eq(can_issue & eligible & ~taken)
+            taken = taken | eligible
+        for kind in REQUESTS:
+            request = getattr(node, kind)
+            m.d.comb += request.start.eq(Cat(*(issue[(kind, b)] for b in range(banks))).any())
+            for b in range(1, banks):
+                with m.If(issue[(kind, b)]):
+                    m.d.comb += request.bank.eq(b)
 
-        # -- update start and end --------------------------------------------------------------
-        with m.If(start_event):
+        # Stage transitions: a request done, a request issued, an update started.
+        done_kind = node.request_kind
+        done_bank = node.request_bank if banks > 1 else Const(0, 1)
+        backward_done = node.request_done & (done_kind == REQUESTS.index("backward"))
+        for b in range(banks):
+            s, q = stage[b], queued[b]
+            done_here = node.request_done & (done_bank == b)
+            start_here = state.start_event & (state.staging_bank == b)
+            issued_here = Cat(*(issue[(kind, b)] for kind in REQUESTS)).any()
+            with m.If(done_here):
+                with m.Switch(done_kind):
+                    for task, following in zip(TASKS, TASKS[1:]):
+                        with m.Case(REQUESTS.index(task)):
+                            m.d.sync += s.eq(_want(following))
+                    with m.Case(REQUESTS.index("backward")):
+                        m.d.sync += [s.eq(Mux(q | start_here, _want("joint"), _FREE)),
+                                     q.eq(0)]
+            with m.Elif(issued_here):
+                m.d.sync += s.eq(s + 1)
+            with m.Elif(start_here & (s == _FREE)):
+                m.d.sync += s.eq(_want("joint"))
+            with m.If(start_here & (s != _FREE) & ~(done_here & backward_done)):
+                m.d.sync += q.eq(1)
+            # Overflow of this node's current sample in bank b.
+            with m.If(issue[("joint", b)]):
+                m.d.sync += node_overflow[b].eq(0)
+            result_bank_here = (node.result.bank == b) if banks > 1 else Const(1, 1)
+            with m.If(node.result.valid & node.result.overflow & result_bank_here):
+                m.d.sync += node_overflow[b].eq(1)
+
+        # Mailbox acknowledges: the inbox slot is read once the request that reads it ends.
+        forward_done = node.request_done & (done_kind == REQUESTS.index("forward"))
+        if i > 0:
+            ack = forward_boxes[i - 1].ack
+            m.d.comb += ack.valid.eq(forward_done)
+            if banks > 1:
+                m.d.comb += ack.slot.eq(done_bank)
+        if i < n - 1:
+            ack = backward_boxes[i].ack
+            m.d.comb += ack.valid.eq(backward_done)
+            if banks > 1:
+                m.d.comb += ack.slot.eq(done_bank)
+
+        # The sample finished on this node: record it in its ticket.
+        bank_overflow = Signal(name=f"node{i}_bank_overflow")
+        for b in range(banks):
+            with m.If(done_bank == b):
+                m.d.comb += bank_overflow.eq(node_overflow[b])
+        with m.If(backward_done):
+            m.d.sync += head_ticket.eq(head_ticket + 1 if tickets > 1 else 0)
+            for t in range(tickets):
+                with m.If(head_ticket == t):
+                    m.d.sync += [state.done_mask[t][i].eq(1),
+                                 state.ticket_overflow[t][i].eq(bank_overflow)]
+
+    def _elaborate_updates(self, m, state):
+        """Add the update start and end: tickets, time stamps, LATENCY_CYCLES,
+        INTERVAL_CYCLES, UPDATE_COUNT, OVERFLOW, OVERFLOW_STICKY, updates in flight, ``busy``.
+        """
+        n, tickets = self._n, self._tickets
+        now = state.now
+        with m.If(state.start_event):
             m.d.sync += [
-                started.eq(started + 1 if tickets > 1 else 0),
-                started_count.eq(started_count + 1),
-                interval.eq(now - last_start),
-                last_start.eq(now),
-                ever_started.eq(1),
+                state.started.eq(state.started + 1 if tickets > 1 else 0),
+                state.started_count.eq(state.started_count + 1),
+                state.interval.eq(now - state.last_start),
+                state.last_start.eq(now),
+                state.ever_started.eq(1),
             ]
             for t in range(tickets):
-                with m.If(started == t):
-                    m.d.sync += start_stamp[t].eq(now)
+                with m.If(state.started == t):
+                    m.d.sync += state.start_stamp[t].eq(now)
         finish_event = Signal()
         finish_overflow = Signal(n)
         finish_stamp = Signal(_COUNTER)
         for t in range(tickets):
-            with m.If(finished == t):
-                m.d.comb += [finish_event.eq((in_flight != 0) & done_mask[t].all()),
-                             finish_overflow.eq(ticket_overflow[t]),
-                             finish_stamp.eq(start_stamp[t])]
+            with m.If(state.finished == t):
+                m.d.comb += [finish_event.eq((state.in_flight != 0) & state.done_mask[t].all()),
+                             finish_overflow.eq(state.ticket_overflow[t]),
+                             finish_stamp.eq(state.start_stamp[t])]
         with m.If(finish_event):
             m.d.sync += [
-                finished.eq(finished + 1 if tickets > 1 else 0),
-                result_ticket.eq(finished),
-                latency.eq(now - finish_stamp),
-                update_count.eq(update_count + 1),
-                overflow.eq(finish_overflow),
+                state.finished.eq(state.finished + 1 if tickets > 1 else 0),
+                state.result_ticket.eq(state.finished),
+                state.latency.eq(now - finish_stamp),
+                state.update_count.eq(state.update_count + 1),
+                state.overflow.eq(finish_overflow),
             ]
             for t in range(tickets):
-                with m.If(finished == t):
-                    m.d.sync += done_mask[t].eq(0)
-        m.d.sync += in_flight.eq(in_flight + start_event - finish_event)
-        with m.If(clear_event):
+                with m.If(state.finished == t):
+                    m.d.sync += state.done_mask[t].eq(0)
+        m.d.sync += state.in_flight.eq(state.in_flight + state.start_event - finish_event)
+        with m.If(state.clear_event):
             # An update finishing in the cycle of the clear keeps its flags.
-            m.d.sync += overflow_sticky.eq(Mux(finish_event, finish_overflow, 0))
+            m.d.sync += state.overflow_sticky.eq(Mux(finish_event, finish_overflow, 0))
         with m.Elif(finish_event):
-            m.d.sync += overflow_sticky.eq(overflow_sticky | finish_overflow)
-        busy = in_flight != 0
-        m.d.comb += [self.busy.eq(busy), self.overflow_sticky.eq(overflow_sticky)]
+            m.d.sync += state.overflow_sticky.eq(state.overflow_sticky | finish_overflow)
+        m.d.comb += [self.busy.eq(state.busy), self.overflow_sticky.eq(state.overflow_sticky)]
 
-        # -- the results of every update, per ticket, for reads that never wait: every node's
-        #    tau, and node 0's f_out, mu_out (the base wrench) --------------------------------
+    def _elaborate_results(self, m, state):
+        """Add the results of every update, per ticket, for reads that never wait: every
+        node's tau, and node 0's f_out, mu_out (the base wrench).
+
+        Returns
+        -------
+        dict of (int, int) to Value
+            ``(node, address)``: the word of the update the result reads show.
+        """
+        rmap = microprogram(self._fmt).registers
+        backward = message_layout("backward", self._fmt)
         shadowed = {}  # (node, address) -> word of the last finished update
-        for i, node in enumerate(nodes):
+        for i, node in enumerate(self.nodes):
             names = ["tau"] + ([source for source, _ in backward] if i == 0 else [])
             for name in names:
                 address = rmap[name].address
-                memory = Memory(shape=WORD_WIDTH, depth=tickets, init=[])
+                memory = Memory(shape=WORD_WIDTH, depth=self._tickets, init=[])
                 m.submodules[f"result{i}_{name}"] = memory
                 write = memory.write_port()
                 read = memory.read_port(domain="comb")
                 m.d.comb += [
-                    write.en.eq(node.result_valid & (node.result_addr == address)),
-                    write.data.eq(node.result_data),
-                    read.addr.eq(view_ticket),
+                    write.en.eq(node.result.valid & (node.result.addr == address)),
+                    write.data.eq(node.result.data),
+                    read.addr.eq(state.view_ticket),
                 ]
-                if tickets > 1:
-                    m.d.comb += write.addr.eq(head_ticket[i])
+                if self._tickets > 1:
+                    m.d.comb += write.addr.eq(state.head_ticket[i])
                 shadowed[(i, address)] = read.data
+        return shadowed
 
-        # -- register bus ----------------------------------------------------------------------
-        # The request is registered when it is seen (IDLE) and decoded in the next cycle
-        # (DECODE) into flip-flops: ACCESS decides from those, so neither the initiator's state
-        # decoding nor the address comparisons come before the access's own decisions.
+    def _elaborate_bus(self, m, state, shadowed):
+        """Add the register-bus target: the control block (CONTROL, STATUS, counters,
+        RESULT_SELECT) and the node register access (writes, held reads, shadowed results).
+
+        The request is registered when it is seen (IDLE) and decoded in the next cycle
+        (DECODE) into flip-flops: ACCESS decides from those, so neither the initiator's state
+        decoding nor the address comparisons come before the access's own decisions.
+        """
+        n, banks, tickets = self._n, self._banks, self._tickets
+        spec = self.spec
+        rmap = microprogram(self._fmt).registers
+        bus = self.bus
+        nodes = self.nodes
+        forward = message_layout("forward", self._fmt)
+        backward = message_layout("backward", self._fmt)
+        busy, hold = state.busy, state.hold
+        select_follow, select_ticket = state.select_follow, state.select_ticket
+        select_number, update_count = state.select_number, state.update_count
         req = Signal(data.StructLayout({"node": 8, "addr": 8, "we": 1, "wdata": 32}))
-        status = Cat(busy, ever_started & ~busy, overflow_sticky.any())
+        status = Cat(busy, state.ever_started & ~busy, state.overflow_sticky.any())
         selected_overflow = Signal(n)
         for t in range(tickets):
             with m.If(select_ticket == t):
-                m.d.comb += selected_overflow.eq(ticket_overflow[t])
+                m.d.comb += selected_overflow.eq(state.ticket_overflow[t])
         control_words = {
-            "STATUS": status, "OVERFLOW": Mux(select_follow, overflow, selected_overflow),
-            "OVERFLOW_STICKY": overflow_sticky, "LATENCY_CYCLES": latency,
-            "INTERVAL_CYCLES": interval, "UPDATE_COUNT": update_count,
+            "STATUS": status, "OVERFLOW": Mux(select_follow, state.overflow, selected_overflow),
+            "OVERFLOW_STICKY": state.overflow_sticky, "LATENCY_CYCLES": state.latency,
+            "INTERVAL_CYCLES": state.interval, "UPDATE_COUNT": update_count,
         }
         # RESULT_SELECT: update number v (1-based, as UPDATE_COUNT counts) is selectable while
         # it has finished and its ticket has not been reused: started_count - tickets < v.
@@ -543,7 +570,7 @@ class LinkDynChain(wiring.Component):
         # by side, not an adder before a comparison.
         select_value = req.wdata[:_COUNTER - 1]
         select_floor = Signal(signed(_COUNTER + 1))
-        m.d.sync += select_floor.eq(started_count - tickets)
+        m.d.sync += select_floor.eq(state.started_count - tickets)
         select_valid = ((select_value != 0) & (select_value <= update_count)
                         & (select_value > select_floor))
         control_address = control_register("CONTROL").address
@@ -594,7 +621,7 @@ class LinkDynChain(wiring.Component):
             decoded.read_target.eq(read_target),
             decoded.read_addr.eq(read_addr),
         ]
-        write_allowed = Mux(decoded.input, staging_free, ~busy)
+        write_allowed = Mux(decoded.input, state.staging_free, ~busy)
 
         node_hold = Signal()
         access_node = Signal(range(n))
@@ -606,20 +633,20 @@ class LinkDynChain(wiring.Component):
         with m.Switch(access_node):
             for i, node in enumerate(nodes):
                 with m.Case(i):
-                    m.d.comb += [read_data.eq(node.ext_read_data),
-                                 write_ready.eq(node.ext_write_ready), busy_of.eq(node.busy),
+                    m.d.comb += [read_data.eq(node.ext.read_data),
+                                 write_ready.eq(node.ext.write_ready), busy_of.eq(node.busy),
                                  held.eq(hold[i])]
         # A node's hold is a register (one cycle after the state that holds it): a node read
         # goes on once the node is idle *and* held, so it can no longer take a request.
         for i, node in enumerate(nodes):
             m.d.sync += hold[i].eq(node_hold & (access_node == i))
             m.d.comb += [
-                node.ext_addr.eq(access_addr),
-                node.ext_write_data.eq(req.wdata),
+                node.ext.addr.eq(access_addr),
+                node.ext.write_data.eq(req.wdata),
                 node.hold.eq(hold[i]),
             ]
             if banks > 1:
-                m.d.comb += node.ext_bank.eq(Mux(req.we, staging_bank, result_bank))
+                m.d.comb += node.ext.bank.eq(Mux(req.we, state.staging_bank, state.result_bank))
 
         # The answer of a transaction (ready, rdata, error) is decided in one state and
         # registered onto the bus: the initiator sees it one cycle later, in the ANSWER state,
@@ -659,11 +686,12 @@ class LinkDynChain(wiring.Component):
                                 m.d.comb += answer_error.eq(1)
                         with m.Elif(~decoded.control_address):
                             m.d.comb += answer_error.eq(1)
-                        with m.Elif(start & ~staging_free):
+                        with m.Elif(start & ~state.staging_free):
                             m.d.comb += answer_error.eq(1)
                         with m.Else():
-                            m.d.comb += [answer_rdata.eq(req.wdata), start_event.eq(start),
-                                         clear_event.eq(clear)]
+                            m.d.comb += [answer_rdata.eq(req.wdata),
+                                         state.start_event.eq(start),
+                                         state.clear_event.eq(clear)]
                     with m.Else():
                         with m.Switch(req.addr):
                             with m.Case(control_address):
@@ -695,7 +723,7 @@ class LinkDynChain(wiring.Component):
                     m.next = "READ"
             with m.State("WRITE"):
                 for i, node in enumerate(nodes):
-                    m.d.comb += node.ext_write_enable.eq(access_node == i)
+                    m.d.comb += node.ext.write_enable.eq(access_node == i)
                 with m.If(write_ready):
                     m.d.comb += [answer.eq(1), answer_rdata.eq(req.wdata)]
                     m.next = "ANSWER"
@@ -716,6 +744,77 @@ class LinkDynChain(wiring.Component):
                 # The registered answer is on the bus (ready) in this cycle.
                 m.next = "IDLE"
         return m
+
+
+class _ChainState:
+    """The signals the parts of :meth:`LinkDynChain.elaborate` share: time, tickets (updates
+    in flight), the counters of the control block, the result view, the per-node progress and
+    the update events.
+
+    Parameters
+    ----------
+    n, banks, tickets : int
+        Nodes, register banks, tickets (updates in flight at most).
+    """
+
+    def __init__(self, n, banks, tickets):
+        self._bank_bits = ceil_log2(banks)
+        self._banks = banks
+        # -- time, tickets (updates in flight) --
+        self.now = Signal(_COUNTER, name="now")
+        self.started = Signal(range(tickets), name="started")    # the next update started
+        self.finished = Signal(range(tickets), name="finished")  # the oldest in flight
+        self.in_flight = Signal(range(tickets + 1), name="in_flight")
+        self.result_ticket = Signal(range(tickets), name="result_ticket")  # the last finished
+        self.ever_started = Signal(name="ever_started")
+        self.start_stamp = [Signal(_COUNTER, name=f"start_stamp_{t}") for t in range(tickets)]
+        self.done_mask = [Signal(n, name=f"done_mask_{t}") for t in range(tickets)]
+        self.ticket_overflow = [Signal(n, name=f"ticket_overflow_{t}")
+                                for t in range(tickets)]
+        self.last_start = Signal(_COUNTER, name="last_start")
+        self.started_count = Signal(_COUNTER, name="started_count")
+        self.latency = Signal(_COUNTER, name="latency")
+        self.interval = Signal(_COUNTER, name="interval")
+        self.update_count = Signal(_COUNTER, name="update_count")
+        self.overflow = Signal(n, name="overflow")
+        self.overflow_sticky = Signal(n, name="overflow_sticky")
+        # -- the update the result reads show (RESULT_SELECT) --
+        self.select_follow = Signal(init=1, name="select_follow")
+        self.select_ticket = Signal(range(tickets), name="select_ticket")
+        self.select_number = Signal(_COUNTER, name="select_number")
+        self.view_ticket = Signal(range(tickets), name="view_ticket")
+        # -- per node progress --
+        self.stage = [[Signal(range(len(STAGES)), name=f"node{i}_stage_{b}")
+                       for b in range(banks)] for i in range(n)]
+        self.queued = [[Signal(name=f"node{i}_queued_{b}") for b in range(banks)]
+                       for i in range(n)]
+        self.node_overflow = [[Signal(name=f"node{i}_overflow_{b}") for b in range(banks)]
+                              for i in range(n)]
+        self.head_ticket = [Signal(range(tickets), name=f"node{i}_head") for i in range(n)]
+        self.hold = [Signal(name=f"node{i}_hold") for i in range(n)]
+        # -- events --
+        self.start_event = Signal(name="start_event")  # an update starts (CONTROL.start taken)
+        self.clear_event = Signal(name="clear_event")
+        self.staging_free = Signal(name="staging_free")  # the next sample's bank is free
+
+    def ticket_bank(self, ticket):
+        """Return the register bank of a ticket."""
+        return ticket[:self._bank_bits] if self._banks > 1 else Const(0, 1)
+
+    @property
+    def staging_bank(self):
+        """Value: the bank the next update's inputs are written to."""
+        return self.ticket_bank(self.started)
+
+    @property
+    def result_bank(self):
+        """Value: the bank of the update the result reads show."""
+        return self.ticket_bank(self.view_ticket)
+
+    @property
+    def busy(self):
+        """Value: an update is in flight."""
+        return self.in_flight != 0
 
 
 def parse_format(text):

@@ -32,13 +32,14 @@ the result is the same integer.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.model.fixedpoint import WORD_WIDTH, ceil_log2
-from linkdyn.model.golden import microprogram
+from linkdyn.model.microprogram import microprogram
 
-__all__ = ["MultiplyAccumulate", "accumulator_width", "product_alignments"]
+__all__ = ["MultiplyAccumulate", "accumulator_width", "product_alignments", "term_layout",
+           "result_layout"]
 
 
 def product_alignments(program):
@@ -90,15 +91,61 @@ def accumulator_width(word_width, aligns, product_aligns, shifts, max_terms):
     return max(magnitude_bits + 1, max(shifts) + word_width + 1)
 
 
+def term_layout(word_width, aligns, shifts, tag_width):
+    """Return the layout of one MAC term (the payload of :attr:`MultiplyAccumulate.term`).
+
+    Parameters
+    ----------
+    word_width : int
+        Width of the signed operands, bits.
+    aligns, shifts : sequence of int
+        The unit's alignments and final shifts (``align`` and ``shift`` index them).
+    tag_width : int
+        Width of the tag, bits.
+
+    Returns
+    -------
+    data.StructLayout
+        ``a``, ``b`` (signed ``word_width``), ``add``, ``negate``, ``align``, ``first``,
+        ``last``, ``shift``, ``wraps``, ``tag``; see :class:`MultiplyAccumulate`.
+    """
+    return data.StructLayout({
+        "a": signed(word_width),
+        "b": signed(word_width),
+        "add": 1,
+        "negate": 1,
+        "align": range(len(aligns)),
+        "first": 1,
+        "last": 1,
+        "shift": range(len(shifts)),
+        "wraps": 1,
+        "tag": tag_width,
+    })
+
+
+def result_layout(word_width, tag_width):
+    """Return the layout of one MAC result (the payload of :attr:`MultiplyAccumulate.result`).
+
+    Returns
+    -------
+    data.StructLayout
+        ``data`` (signed ``word_width``: the rounded and saturated or wrapped word), ``tag``
+        (``tag_width`` bits, the tag of the Dot's last term), ``overflow`` (the result
+        saturated).
+    """
+    return data.StructLayout({"data": signed(word_width), "tag": tag_width, "overflow": 1})
+
+
 class MultiplyAccumulate(wiring.Component):
     """Pipelined, exact fixed-point multiply-accumulate unit with rounding and saturation.
 
-    One term enters per clock cycle with ``valid``. The terms of one Dot enter on any cycles in
-    order, the first with ``first``, the last with ``last`` (a one-term Dot has both). The result
-    of a Dot whose last term entered in cycle ``c`` is presented in cycle ``c + latency``
+    One term enters per clock cycle with ``term.valid``. The terms of one Dot enter on any cycles
+    in order, the first with ``first``, the last with ``last`` (a one-term Dot has both). The
+    result of a Dot whose last term entered in cycle ``c`` is presented in cycle ``c + latency``
     (:attr:`latency` = 5: three multiply stages, the accumulator, the round register) with
-    ``result_valid`` for one cycle; a new Dot may start in the cycle
-    after the last term of the previous one.
+    ``result.valid`` for one cycle; a new Dot may start in the cycle after the last term of the
+    previous one. There is no back-pressure: a term presented is taken, a result presented is
+    gone in the next cycle (hence plain valid/payload interfaces, not :mod:`amaranth.lib.stream`).
 
     Parameters
     ----------
@@ -125,35 +172,32 @@ class MultiplyAccumulate(wiring.Component):
 
     Members
     -------
-    valid : In(1)
-        A term is presented this cycle.
-    a, b : In(signed(word_width))
-        The operands of the term.
-    add : In(1)
-        Sum term ``a + b`` instead of the product ``a * b``.
-    negate : In(1)
-        Subtract the term.
-    align : In(range(len(aligns)))
-        Index into ``aligns`` of the term's left shift (for a product term, an alignment of
-        ``product_aligns``).
-    first, last : In(1)
-        First / last term of its Dot.
-    shift : In(range(len(shifts)))
-        Index into ``shifts`` of the Dot's final right shift. Sampled with the first term (the
-        rounding constant) and with the last term (the result): give it with both.
-    wraps : In(1)
-        Wrap the result to the word instead of saturating it (phase words); sampled with the
-        last term.
-    tag : In(tag_width)
-        Sampled with the last term, returned with the result.
-    result_valid : Out(1)
-        ``result``, ``result_tag`` and ``result_overflow`` hold a Dot's result (one cycle).
-    result : Out(signed(word_width))
-        The rounded and saturated (or wrapped) result word.
-    result_tag : Out(tag_width)
-        The tag of the Dot's last term.
-    result_overflow : Out(1)
-        The result saturated.
+    term : In(MultiplyAccumulate.TermSignature(term_layout(...)))
+        ``valid``: a term is presented this cycle; ``payload`` (:func:`term_layout`):
+
+        ``a``, ``b``
+            The operands of the term.
+        ``add``
+            Sum term ``a + b`` instead of the product ``a * b``.
+        ``negate``
+            Subtract the term.
+        ``align``
+            Index into ``aligns`` of the term's left shift (for a product term, an alignment of
+            ``product_aligns``).
+        ``first``, ``last``
+            First / last term of its Dot.
+        ``shift``
+            Index into ``shifts`` of the Dot's final right shift. Sampled with the first term
+            (the rounding constant) and with the last term (the result): give it with both.
+        ``wraps``
+            Wrap the result to the word instead of saturating it (phase words); sampled with
+            the last term.
+        ``tag``
+            Sampled with the last term, returned with the result.
+    result : Out(MultiplyAccumulate.ResultSignature(result_layout(...)))
+        ``valid``: ``payload`` holds a Dot's result (one cycle); ``payload``
+        (:func:`result_layout`): ``data``, the rounded and saturated (or wrapped) result word;
+        ``tag``, the tag of the Dot's last term; ``overflow``, the result saturated.
     overflow : Out(1)
         Sticky: some result saturated since the last ``clear_overflow``.
     clear_overflow : In(1)
@@ -168,6 +212,56 @@ class MultiplyAccumulate(wiring.Component):
         an alignment exceeds ``word_width - 2``, or if ``product_aligns`` is not a subset of
         ``aligns``.
     """
+
+    class TermSignature(wiring.Signature):
+        """Signature of the MAC's term input, from the issuing side.
+
+        Parameters
+        ----------
+        layout : data.StructLayout
+            The term (:func:`term_layout`).
+
+        Members
+        -------
+        valid : Out(1)
+            A term is presented this cycle.
+        payload : Out(layout)
+            The term.
+        """
+
+        def __init__(self, layout):
+            self._layout = layout
+            super().__init__({"valid": Out(1), "payload": Out(layout)})
+
+        @property
+        def layout(self):
+            """data.StructLayout: the term."""
+            return self._layout
+
+    class ResultSignature(wiring.Signature):
+        """Signature of the MAC's result output, from the MAC's side.
+
+        Parameters
+        ----------
+        layout : data.StructLayout
+            The result (:func:`result_layout`).
+
+        Members
+        -------
+        valid : Out(1)
+            ``payload`` holds a Dot's result (one cycle).
+        payload : Out(layout)
+            The result.
+        """
+
+        def __init__(self, layout):
+            self._layout = layout
+            super().__init__({"valid": Out(1), "payload": Out(layout)})
+
+        @property
+        def layout(self):
+            """data.StructLayout: the result."""
+            return self._layout
 
     #: Cycles from a Dot's last term entering to its result being presented (the ``multiply``,
     #: ``accumulate`` and ``round`` stages of :class:`~linkdyn.model.microprogram.MacTiming`).
@@ -213,21 +307,9 @@ class MultiplyAccumulate(wiring.Component):
         self._acc_width = accumulator_width(word_width, self._aligns, self._product_aligns,
                                             self._shifts, max_terms)
         super().__init__({
-            "valid": In(1),
-            "a": In(signed(word_width)),
-            "b": In(signed(word_width)),
-            "add": In(1),
-            "negate": In(1),
-            "align": In(range(len(self._aligns))),
-            "first": In(1),
-            "last": In(1),
-            "shift": In(range(len(self._shifts))),
-            "wraps": In(1),
-            "tag": In(tag_width),
-            "result_valid": Out(1),
-            "result": Out(signed(word_width)),
-            "result_tag": Out(tag_width),
-            "result_overflow": Out(1),
+            "term": In(self.TermSignature(
+                term_layout(word_width, self._aligns, self._shifts, tag_width))),
+            "result": Out(self.ResultSignature(result_layout(word_width, tag_width))),
             "overflow": Out(1),
             "clear_overflow": In(1),
         })
@@ -258,6 +340,11 @@ class MultiplyAccumulate(wiring.Component):
         return self._max_terms
 
     @property
+    def tag_width(self):
+        """int: width of the tag carried from a Dot's last term to its result, bits."""
+        return self._tag_width
+
+    @property
     def accumulator_width(self):
         """int: width of the accumulator, bits (sign included)."""
         return self._acc_width
@@ -267,6 +354,8 @@ class MultiplyAccumulate(wiring.Component):
         w = self._word_width
         acc_width = self._acc_width
         product_width = 2 * w  # |a * b| <= 2**(2w - 2), |(a + b) * 2**align| <= 2**(2w - 2)
+        term = self.term.payload
+        shift_shape = range(len(self._shifts))
 
         # Control bits travel beside the data, one register per stage.
         # Product alignments applied after the multiplier (0 for sum terms).
@@ -277,33 +366,33 @@ class MultiplyAccumulate(wiring.Component):
         op_a = Signal(signed(w + 1))
         op_b = Signal(signed(w))
         sum_scale = Signal(signed(w))
-        with m.Switch(self.align):
+        with m.Switch(term.align):
             for index, align in enumerate(self._aligns):
                 with m.Case(index):
                     m.d.comb += sum_scale.eq(1 << align)
         post = Signal(range(len(post_aligns)))
-        with m.Switch(self.align):
+        with m.Switch(term.align):
             for index, align in enumerate(self._aligns):
                 if align in post_aligns and align:
                     with m.Case(index):
-                        m.d.comb += post.eq(Mux(self.add, 0, post_aligns.index(align)))
+                        m.d.comb += post.eq(Mux(term.add, 0, post_aligns.index(align)))
         s1_valid, s1_negate, s1_first, s1_last, s1_wraps = (Signal(name=f"s1_{n}") for n in
                                                              ("valid", "negate", "first", "last",
                                                               "wraps"))
         s1_post = Signal.like(post, name="s1_post")
-        s1_shift = Signal.like(self.shift, name="s1_shift")
-        s1_tag = Signal.like(self.tag, name="s1_tag")
+        s1_shift = Signal(shift_shape, name="s1_shift")
+        s1_tag = Signal(self._tag_width, name="s1_tag")
         m.d.sync += [
-            op_a.eq(self.a + Mux(self.add, self.b, 0)),
-            op_b.eq(Mux(self.add, sum_scale, self.b)),
-            s1_valid.eq(self.valid),
-            s1_negate.eq(self.negate),
-            s1_first.eq(self.first),
-            s1_last.eq(self.last),
-            s1_wraps.eq(self.wraps),
+            op_a.eq(term.a + Mux(term.add, term.b, 0)),
+            op_b.eq(Mux(term.add, sum_scale, term.b)),
+            s1_valid.eq(self.term.valid),
+            s1_negate.eq(term.negate),
+            s1_first.eq(term.first),
+            s1_last.eq(term.last),
+            s1_wraps.eq(term.wraps),
             s1_post.eq(post),
-            s1_shift.eq(self.shift),
-            s1_tag.eq(self.tag),
+            s1_shift.eq(term.shift),
+            s1_tag.eq(term.tag),
         ]
 
         # -- multiply stage 2: four 18 x 18 signed partial products, registered (the inputs are
@@ -321,8 +410,8 @@ class MultiplyAccumulate(wiring.Component):
                                                              ("valid", "negate", "first", "last",
                                                               "wraps"))
         s2_post = Signal.like(post, name="s2_post")
-        s2_shift = Signal.like(self.shift, name="s2_shift")
-        s2_tag = Signal.like(self.tag, name="s2_tag")
+        s2_shift = Signal(shift_shape, name="s2_shift")
+        s2_tag = Signal(self._tag_width, name="s2_tag")
         m.d.sync += [
             pp_ll.eq((a_lo * b_lo)[:2 * low]),
             pp_lh.eq(a_lo * b_hi),
@@ -345,8 +434,8 @@ class MultiplyAccumulate(wiring.Component):
                                                              ("valid", "negate", "first", "last",
                                                               "wraps"))
         s3_post = Signal.like(post, name="s3_post")
-        s3_shift = Signal.like(self.shift, name="s3_shift")
-        s3_tag = Signal.like(self.tag, name="s3_tag")
+        s3_shift = Signal(shift_shape, name="s3_shift")
+        s3_tag = Signal(self._tag_width, name="s3_tag")
         outer = Cat(pp_ll, pp_hh).as_signed()
         cross = Signal(signed(max(len(pp_lh), len(pp_hl)) + 1))
         m.d.comb += cross.eq(pp_lh + pp_hl)
@@ -382,8 +471,8 @@ class MultiplyAccumulate(wiring.Component):
         m.d.comb += inverted.eq(aligned ^ s3_negate.replicate(acc_width).as_signed())
         s4_result = Signal()  # the accumulator holds a finished Dot
         s4_wraps = Signal()
-        s4_shift = Signal.like(self.shift, name="s4_shift")
-        s4_tag = Signal.like(self.tag, name="s4_tag")
+        s4_shift = Signal(shift_shape, name="s4_shift")
+        s4_tag = Signal(self._tag_width, name="s4_tag")
         with m.If(s3_valid):
             m.d.sync += acc.eq(base + inverted + s3_negate)
         m.d.sync += [
@@ -411,17 +500,23 @@ class MultiplyAccumulate(wiring.Component):
         rounded = Signal(signed(w))
         clamped = Signal()
         negative = Signal()
+        result_tag = Signal(self._tag_width, name="result_tag")
+        result_overflow = Signal(name="result_overflow")
         m.d.sync += [
             rounded.eq(shifted),
             clamped.eq(clamp),
             negative.eq(acc[-1]),
-            self.result_valid.eq(s4_result),
-            self.result_tag.eq(s4_tag),
-            self.result_overflow.eq(s4_result & clamp),
+            self.result.valid.eq(s4_result),
+            result_tag.eq(s4_tag),
+            result_overflow.eq(s4_result & clamp),
         ]
         saturated = Mux(negative, Const(-(1 << (w - 1)), signed(w)),
                         Const((1 << (w - 1)) - 1, signed(w)))
-        m.d.comb += self.result.eq(Mux(clamped, saturated, rounded))
+        m.d.comb += [
+            self.result.payload.data.eq(Mux(clamped, saturated, rounded)),
+            self.result.payload.tag.eq(result_tag),
+            self.result.payload.overflow.eq(result_overflow),
+        ]
         with m.If(self.clear_overflow):
             m.d.sync += self.overflow.eq(0)
         with m.If(s4_result & clamp):

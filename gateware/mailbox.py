@@ -27,7 +27,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.model.fixedpoint import Q15_16, WORD_WIDTH, ceil_log2
-from linkdyn.model.golden import microprogram
+from linkdyn.model.microprogram import microprogram
 
 __all__ = ["Mailbox", "DIRECTIONS", "message_layout", "message_table"]
 
@@ -94,29 +94,18 @@ class Mailbox(wiring.Component):
 
     Members
     -------
-    write : In(1)
-        Sender: write ``write_data`` to word ``write_word`` of slot ``write_slot``; the word is
-        present from the next cycle.
-    write_slot : In(range(slots))
-    write_word : In(range(words))
-    write_data : In(signed(32))
-    empty : Out(slots)
-        Per slot: no word is present (the sender may start a message).
-    full : Out(slots)
-        Per slot: every word is present (the whole message arrived).
-    words_present : Out(data.ArrayLayout(words, slots))
-        Per slot, the present bit of every word (``words_present[slot][word]``).
-    read_slot : In(range(slots))
-        Receiver: slot of the word to read.
-    read_word : In(range(words))
-        Receiver: word to read; its data follows in the next cycle.
-    read_data : Out(signed(32))
-        The word addressed in the previous cycle.
-    present : Out(1)
-        The word addressed by ``read_slot``/``read_word`` is present (combinational).
-    ack : In(1)
-        Receiver: the message in slot ``ack_slot`` has been read; clear the slot.
-    ack_slot : In(range(slots))
+    sender : In(Mailbox.SenderSignature(words, slots))
+        The write side: ``valid`` writes ``payload.data`` to word ``payload.word`` of slot
+        ``payload.slot`` (the word is present from the next cycle); ``empty``, per slot: no
+        word is present (the sender may start a message).
+    receiver : In(Mailbox.ReceiverSignature(words, slots))
+        The read side: ``slot`` and ``word`` address a word, its ``data`` follows in the next
+        cycle; ``present``: the word addressed is present (combinational); ``full``, per slot:
+        every word is present (the whole message arrived); ``words_present``, per slot, the
+        present bit of every word (``words_present[slot][word]``).
+    ack : In(Mailbox.AckSignature(slots))
+        The receiver's acknowledge: ``valid``, the message in slot ``slot`` has been read;
+        clear the slot.
 
     Raises
     ------
@@ -125,6 +114,70 @@ class Mailbox(wiring.Component):
     ValueError
         If ``words`` is not 1 .. 16 or ``slots`` is not 1 .. 4.
     """
+
+    class SenderSignature(wiring.Signature):
+        """Signature of a mailbox's write side, from the sender's side.
+
+        Members
+        -------
+        valid : Out(1)
+            Write ``payload`` this cycle.
+        payload : Out(data.StructLayout({"slot": range(slots), "word": range(words),
+                                         "data": signed(32)}))
+            The word written and where.
+        empty : In(slots)
+            Per slot: no word is present.
+        """
+
+        def __init__(self, words, slots):
+            super().__init__({
+                "valid": Out(1),
+                "payload": Out(data.StructLayout({
+                    "slot": range(slots), "word": range(words), "data": signed(WORD_WIDTH)})),
+                "empty": In(slots),
+            })
+
+    class ReceiverSignature(wiring.Signature):
+        """Signature of a mailbox's read side, from the receiver's side.
+
+        Members
+        -------
+        slot : Out(range(slots))
+            Slot of the word to read.
+        word : Out(range(words))
+            Word to read; its data follows in the next cycle.
+        data : In(signed(32))
+            The word addressed in the previous cycle.
+        present : In(1)
+            The word addressed is present (combinational).
+        full : In(slots)
+            Per slot: every word is present.
+        words_present : In(data.ArrayLayout(words, slots))
+            Per slot, the present bit of every word.
+        """
+
+        def __init__(self, words, slots):
+            super().__init__({
+                "slot": Out(range(slots)),
+                "word": Out(range(words)),
+                "data": In(signed(WORD_WIDTH)),
+                "present": In(1),
+                "full": In(slots),
+                "words_present": In(data.ArrayLayout(words, slots)),
+            })
+
+    class AckSignature(wiring.Signature):
+        """Signature of a mailbox's acknowledge, from the receiver's side.
+
+        Members
+        -------
+        valid : Out(1)
+            The message in slot ``slot`` has been read: clear the slot.
+        slot : Out(range(slots))
+        """
+
+        def __init__(self, slots):
+            super().__init__({"valid": Out(1), "slot": Out(range(slots))})
 
     def __init__(self, words, slots=1):
         for name, value, low, high in (("Word count", words, 1, 16), ("Slot count", slots, 1, 4)):
@@ -135,19 +188,9 @@ class Mailbox(wiring.Component):
         self._words = words
         self._slots = slots
         super().__init__({
-            "write": In(1),
-            "write_slot": In(range(slots)),
-            "write_word": In(range(words)),
-            "write_data": In(signed(WORD_WIDTH)),
-            "empty": Out(slots),
-            "full": Out(slots),
-            "words_present": Out(data.ArrayLayout(words, slots)),
-            "read_slot": In(range(slots)),
-            "read_word": In(range(words)),
-            "read_data": Out(signed(WORD_WIDTH)),
-            "present": Out(1),
-            "ack": In(1),
-            "ack_slot": In(range(slots)),
+            "sender": In(self.SenderSignature(words, slots)),
+            "receiver": In(self.ReceiverSignature(words, slots)),
+            "ack": In(self.AckSignature(slots)),
         })
 
     @property
@@ -168,29 +211,30 @@ class Mailbox(wiring.Component):
             shape=signed(WORD_WIDTH), depth=self._slots << word_bits, init=[])
         write_port = memory.write_port()
         read_port = memory.read_port()
+        write, receiver, ack = self.sender.payload, self.receiver, self.ack
 
         def address(slot, word):
             return Cat(word[:word_bits], slot[:slot_bits]) if slot_bits else word[:word_bits]
 
         m.d.comb += [
-            write_port.en.eq(self.write),
-            write_port.addr.eq(address(self.write_slot, self.write_word)),
-            write_port.data.eq(self.write_data),
-            read_port.addr.eq(address(self.read_slot, self.read_word)),
-            self.read_data.eq(read_port.data),
+            write_port.en.eq(self.sender.valid),
+            write_port.addr.eq(address(write.slot, write.word)),
+            write_port.data.eq(write.data),
+            read_port.addr.eq(address(receiver.slot, receiver.word)),
+            receiver.data.eq(read_port.data),
         ]
 
         present = [Signal(self._words, name=f"present_{slot}") for slot in range(self._slots)]
         for slot, bits in enumerate(present):
-            with m.If(self.ack & (self.ack_slot == slot)):
+            with m.If(ack.valid & (ack.slot == slot)):
                 m.d.sync += bits.eq(0)
-            with m.If(self.write & (self.write_slot == slot)):
-                m.d.sync += bits.bit_select(self.write_word, 1).eq(1)
+            with m.If(self.sender.valid & (write.slot == slot)):
+                m.d.sync += bits.bit_select(write.word, 1).eq(1)
             m.d.comb += [
-                self.empty[slot].eq(~bits.any()),
-                self.full[slot].eq(bits.all()),
-                self.words_present[slot].eq(bits),
+                self.sender.empty[slot].eq(~bits.any()),
+                receiver.full[slot].eq(bits.all()),
+                receiver.words_present[slot].eq(bits),
             ]
-            with m.If(self.read_slot == slot):
-                m.d.comb += self.present.eq(bits.bit_select(self.read_word, 1))
+            with m.If(receiver.slot == slot):
+                m.d.comb += receiver.present.eq(bits.bit_select(receiver.word, 1))
         return m

@@ -14,10 +14,10 @@ read at the operand addresses ``depth - 7 .. depth - 1``. The sequencer walks a 
 ``build_microprogram().segments[name].slots``, one slot per clock, each segment followed by the
 cycles that drain its last results, so that a segment lasts exactly its ``.cycles``:
 
-* ``start_forward`` runs ``joint``, ``forward`` and ``local`` back to back;
+* the ``forward`` request runs ``joint``, ``forward`` and ``local`` back to back;
   ``forward_done`` pulses when the forward outputs are in the register file (the local segment
   goes on); the overflow flag is cleared when the request is taken.
-* ``start_backward`` runs ``distal``; ``backward_done`` pulses when it has finished.
+* the ``backward`` request runs ``distal``; ``backward_done`` pulses when it has finished.
 
 Pipeline of one term issued in cycle ``t`` (its slot is the schedule ROM's output register):
 operand addresses to the block RAMs (``t``), the words out of the RAMs into registers
@@ -31,10 +31,10 @@ register file.
 
 Chain options (:mod:`linkdyn.gateware.chain`; all off by default, the node above):
 
-* ``split_joint``: ``start_joint`` runs ``joint`` alone and ``start_forward`` runs ``forward``
+* ``split_joint``: the ``joint`` request runs ``joint`` alone and ``forward`` runs ``forward``
   and ``local``, so that every node of a chain runs its ``joint`` segment at the start of an
-  update, without waiting for its proximal neighbour. ``split_local``: ``start_local`` runs
-  ``local`` alone and ``start_forward`` stops after ``forward`` (finer requests interleave
+  update, without waiting for its proximal neighbour. ``split_local``: the ``local`` request
+  runs ``local`` alone and ``forward`` stops after ``forward`` (finer requests interleave
   better in a pipelined chain).
 * ``interlock``: no drain cycles after ``joint``, ``forward`` and ``local`` (the ``distal``
   segment, which ends an update, keeps its drain); instead, an issue that may read a result of
@@ -43,7 +43,7 @@ Chain options (:mod:`linkdyn.gateware.chain`; all off by default, the node above
   in the ROM). Within a segment the schedule never reads a result early; across requests the
   next one may start while the previous one drains.
 * ``inbox``: the ``forward_in`` and/or ``backward_in`` words are read from a neighbour's mailbox
-  (``inbox_*`` ports) instead of the register file. A term that reads an inbox word which is not
+  (the ``inbox`` port) instead of the register file. A term that reads an inbox word which is not
   present yet *stalls* the sequencer (the slot is issued again in the next cycle, the MAC sees a
   bubble), so a request may start before its mailbox is complete and run as the words arrive.
 * ``banks``: 2 or 4 banks of the registers a sample writes or produces
@@ -52,21 +52,24 @@ Chain options (:mod:`linkdyn.gateware.chain`; all off by default, the node above
   are accepted while the node runs (in cycles without a MAC write).
 """
 
+from dataclasses import dataclass
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH, ceil_log2
-from linkdyn.model.golden import microprogram
-from linkdyn.model.microprogram import LATCHES, SEGMENTS
+from linkdyn.model.microprogram import BANK_COUNTS, LATCHES, SEGMENTS, microprogram
 from linkdyn.model.tables import CORDIC
 
 from .cordic import CordicArctangent
 from .mac import MultiplyAccumulate
 from .sincos import SineCosineLookup
 
-__all__ = ["LinkDynNode", "ScheduleRom", "SLOT_OPS", "COUNTER_WIDTH", "REQUESTS", "INBOX_KINDS"]
+__all__ = ["LinkDynNode", "ScheduleRom", "RegisterPortSignature", "ResultSnoopSignature",
+           "InboxSignature", "RequestSignature", "SLOT_OPS", "COUNTER_WIDTH", "REQUESTS",
+           "INBOX_KINDS"]
 
 #: Slot operations, encoded as their index in the schedule ROM.
 SLOT_OPS = ("nop", "term", "lookup", "atan")
@@ -81,15 +84,170 @@ INBOX_KINDS = ("forward_in", "backward_in")
 #: Width of the cycle counters, bits.
 COUNTER_WIDTH = 16
 
-#: Words of the longest neighbour message (the forward one: omega, omega_dot, p_ddot).
-_MESSAGE_WORDS = 9
-
-#: Words of both messages (``inbox_present_words``: the forward words, then the backward ones).
-_INBOX_WORDS = 9 + 6
-
 #: The pipeline the gateware implements, as :class:`~linkdyn.model.microprogram.MacTiming`
 #: fields; the microprogram must be scheduled for it.
 _PIPELINE = {"read": 2, "multiply": 3, "accumulate": 1, "round": 1, "write": 1}
+
+
+class RegisterPortSignature(wiring.Signature):
+    """Signature of a node's external register port, from the initiator's side (a bus, a test).
+
+    Parameters
+    ----------
+    addr_width : int
+        Register-file address width, bits (:attr:`LinkDynNode.addr_width`).
+    banks : int
+        Register banks of the node (1: no ``bank`` member).
+
+    Members
+    -------
+    addr : Out(addr_width)
+        Register-file address (the unbanked map).
+    bank : Out(range(banks))
+        Banked node only: the bank of ``addr`` (for banked registers).
+    write_data : Out(signed(32))
+        Word to write.
+    write_enable : Out(1)
+        Write ``write_data`` to ``addr`` (only with ``write_ready``).
+    write_ready : In(1)
+        A write presented in this cycle is accepted.
+    read_data : In(signed(32))
+        The word at the ``addr`` of :attr:`LinkDynNode.ext_read_latency` cycles before.
+    """
+
+    def __init__(self, addr_width, banks=1):
+        members = {"addr": Out(addr_width)}
+        if banks > 1:
+            members["bank"] = Out(range(banks))
+        members.update({
+            "write_data": Out(signed(WORD_WIDTH)),
+            "write_enable": Out(1),
+            "write_ready": In(1),
+            "read_data": In(signed(WORD_WIDTH)),
+        })
+        super().__init__(members)
+
+
+class ResultSnoopSignature(wiring.Signature):
+    """Signature of a node's result snoop port, from the node's side: the MAC's register-file
+    writes as they happen (for mailboxes that forward the outputs while the node runs on).
+
+    Parameters
+    ----------
+    addr_width : int
+        Register-file address width, bits.
+    banks : int
+        Register banks of the node (1: no ``bank`` member).
+
+    Members
+    -------
+    valid : Out(1)
+        The MAC writes ``data`` to ``addr`` in this cycle.
+    addr : Out(addr_width)
+        The register written (the unbanked map).
+    data : Out(signed(32))
+        The word written.
+    overflow : Out(1)
+        With ``valid``: the result saturated.
+    bank : Out(range(banks))
+        Banked node only: with ``valid``, the bank written.
+    """
+
+    def __init__(self, addr_width, banks=1):
+        members = {
+            "valid": Out(1),
+            "addr": Out(addr_width),
+            "data": Out(signed(WORD_WIDTH)),
+            "overflow": Out(1),
+        }
+        if banks > 1:
+            members["bank"] = Out(range(banks))
+        super().__init__(members)
+
+
+class InboxSignature(wiring.Signature):
+    """Signature of a node's inbox port, from the node's (the reader's) side: the words of a
+    neighbour's mailbox read as operands.
+
+    Parameters
+    ----------
+    addr_width : int
+        Register-file address width, bits.
+    banks : int
+        Register banks of the node (mailbox slots).
+    message_words : int
+        Words of the longest neighbour message (``word`` indexes a message).
+    inbox_words : int
+        Words of both messages (the width of ``present_words``).
+
+    Members
+    -------
+    read : Out(1)
+        The slot at issue reads the inbox word ``addr`` (its register address) of bank
+        ``bank``; the word must be addressed in this cycle and its data given in the next.
+    addr : Out(addr_width)
+        The register address of the inbox word.
+    word : Out(range(message_words))
+        The same word as its index in its mailbox message (``forward_in`` / ``backward_in``
+        registers in address order: :func:`~linkdyn.gateware.mailbox.message_layout`), from
+        the schedule ROM.
+    backward : Out(1)
+        The inbox word is a ``backward_in`` word (else ``forward_in``).
+    bank : Out(range(banks))
+        The bank of the running request (the mailbox slot).
+    present : In(1)
+        The inbox word addressed is present (else the issue stalls); default 1.
+    present_words : In(inbox_words)
+        Another way to say it (a chain uses this one, a test bench may use either): per word of
+        both messages (the ``forward_in`` words, then the ``backward_in`` words, each in message
+        order), whether it is present in the mailbox slot of the running request's bank;
+        default all ones. The issue stalls unless both say the word is present. A registered
+        (late) copy of the mailbox's present bits is fine: a word seen late only stalls longer.
+        The word is selected by a one-hot field of the schedule ROM, so the stall depends on no
+        address decoding.
+    data : In(signed(32))
+        The word addressed in the previous cycle.
+    """
+
+    def __init__(self, addr_width, banks, message_words, inbox_words):
+        super().__init__({
+            "read": Out(1),
+            "addr": Out(addr_width),
+            "word": Out(range(message_words)),
+            "backward": Out(1),
+            "bank": Out(range(banks)),
+            "present": In(1, init=1),
+            "present_words": In(inbox_words, init=(1 << inbox_words) - 1),
+            "data": In(signed(WORD_WIDTH)),
+        })
+
+
+class RequestSignature(wiring.Signature):
+    """Signature of one request of a node (``forward``, ``backward``, ``joint``, ``local``),
+    from the requester's side.
+
+    Parameters
+    ----------
+    banks : int
+        Register banks of the node (1: no ``bank`` member).
+
+    Members
+    -------
+    start : Out(1)
+        Make the request pending (sticky until it is taken).
+    bank : Out(range(banks))
+        Banked node only: the bank of the request, sampled with ``start``.
+    ack : In(1)
+        Pulses in the cycle the request is taken.
+    """
+
+    def __init__(self, banks=1):
+        members = {"start": Out(1)}
+        if banks > 1:
+            members["bank"] = Out(range(banks))
+        members["ack"] = In(1)
+        super().__init__(members)
+
 
 
 class ScheduleRom(wiring.Component):
@@ -137,20 +295,20 @@ class ScheduleRom(wiring.Component):
 class LinkDynNode(wiring.Component):
     """One LinkDyn node: register file, schedule ROM, sequencer, shared MAC, sine table, CORDIC.
 
-    Requests: a cycle with ``start_forward`` (``start_backward``, ``start_joint``,
-    ``start_local``) high makes the request pending (sticky). While the node is idle and
+    Requests: a cycle with ``forward.start`` (``backward.start``, ``joint.start``,
+    ``local.start``) high makes the request pending (sticky). While the node is idle and
     ``hold`` is low, a pending request is taken (backward first, then forward, local, joint):
-    ``forward_ack`` (``backward_ack``, ...) pulses for that cycle, and the run starts in the
+    ``forward.ack`` (``backward.ack``, ...) pulses for that cycle, and the run starts in the
     next. A request input high in the cycle its request is taken belongs to that request (a
     trigger held until its acknowledge starts one run). A running computation is never
     interrupted; requests arriving meanwhile wait.
 
-    External port: ``ext_addr`` selects a register-file word. A write (``ext_write_enable``) is
-    accepted in a cycle with ``ext_write_ready`` (while ``ready``; in a banked node, in every
-    cycle without a MAC write), else ignored. ``ext_read_data`` is the word at the ``ext_addr``
-    of :attr:`ext_read_latency` (2) cycles before if the node was not ``busy`` in that cycle
-    (while busy it shows the sequencer's operands): the block RAM's read and the register
-    behind it. ``result_*`` show every register-file write of the MAC as it
+    External port (``ext``): ``ext.addr`` selects a register-file word. A write
+    (``ext.write_enable``) is accepted in a cycle with ``ext.write_ready`` (while ``ready``; in
+    a banked node, in every cycle without a MAC write), else ignored. ``ext.read_data`` is the
+    word at the ``ext.addr`` of :attr:`ext_read_latency` (2) cycles before if the node was not
+    ``busy`` in that cycle (while busy it shows the sequencer's operands): the block RAM's read
+    and the register behind it. ``result`` shows every register-file write of the MAC as it
     happens, e.g. for a mailbox that forwards the outputs while the node runs on.
 
     Parameters
@@ -158,15 +316,15 @@ class LinkDynNode(wiring.Component):
     fmt : QFormat
         Word format of the node (default Q15.16); its width must be 32 bits.
     split_joint : bool
-        ``start_joint`` runs the ``joint`` segment; ``start_forward`` no longer does.
+        The ``joint`` request runs the ``joint`` segment; ``forward`` no longer does.
     split_local : bool
-        ``start_local`` runs the ``local`` segment; ``start_forward`` no longer does.
+        The ``local`` request runs the ``local`` segment; ``forward`` no longer does.
     interlock : bool
         Drop the drain cycles after ``joint``, ``forward`` and ``local``; stall an issue that
         may read a result of the previous request still in the MAC pipeline (see the module
         docstring).
     inbox : sequence of str
-        Register kinds of :data:`INBOX_KINDS` read from the ``inbox_*`` port (a neighbour's
+        Register kinds of :data:`INBOX_KINDS` read from the ``inbox`` port (a neighbour's
         mailbox) instead of the register file.
     banks : int
         Register banks: 1 (no banks), 2 or 4 copies of the registers of
@@ -181,19 +339,17 @@ class LinkDynNode(wiring.Component):
 
     Members
     -------
-    start_forward : In(1)
-        Request ``joint``, ``forward``, ``local`` (without the segments split off).
-    start_backward : In(1)
+    forward : In(RequestSignature(banks))
+        Request ``joint``, ``forward``, ``local`` (without the segments split off): ``start``,
+        ``bank`` (banked node: sampled with ``start``), ``ack`` (pulses in the cycle the request
+        is taken).
+    backward : In(RequestSignature(banks))
         Request ``distal``.
-    start_joint, start_local : In(1)
+    joint, local : In(RequestSignature(banks))
         With ``split_joint`` (``split_local``): request ``joint`` (``local``).
-    forward_bank, backward_bank, joint_bank, local_bank : In(range(banks))
-        Banked node: the bank of the request, sampled with its ``start_*``.
     hold : In(1)
         Take no pending request (the running one goes on): the node becomes idle, e.g. for
         external reads.
-    forward_ack, backward_ack, joint_ack, local_ack : Out(1)
-        Pulse in the cycle the request is taken.
     forward_done : Out(1)
         Pulses in the first cycle the forward outputs (``omega``, ``omega_dot``, ``p_ddot``)
         are in the register file (without ``interlock``; with it, after their last issue).
@@ -217,50 +373,15 @@ class LinkDynNode(wiring.Component):
     forward_cycles, backward_cycles : Out(16)
         Duration of the last forward (backward) run, clock cycles from its first issue to its
         last write (stall cycles included).
-    ext_addr : In(addr_width)
-        Register-file address of the external port (the unbanked map).
-    ext_bank : In(range(banks))
-        Banked node: the bank of ``ext_addr`` (for banked registers).
-    ext_write_data : In(signed(32))
-        Word to write.
-    ext_write_enable : In(1)
-        Write ``ext_write_data`` to ``ext_addr`` (only with ``ext_write_ready``).
-    ext_write_ready : Out(1)
-        A write presented in this cycle is accepted.
-    ext_read_data : Out(signed(32))
-        The word at the ``ext_addr`` of two cycles before (a register).
-    result_valid, result_addr, result_data : Out(1), Out(addr_width), Out(signed(32))
-        The MAC's register-file writes as they happen (for mailboxes that snoop the outputs).
-    result_overflow : Out(1)
-        With ``result_valid``: the result saturated.
-    result_bank : Out(range(banks))
-        Banked node: with ``result_valid``, the bank written.
-    inbox_read : Out(1)
-        With ``inbox``: the slot at issue reads the inbox word ``inbox_addr`` (its register
-        address) of bank ``inbox_bank``; the word must be addressed in this cycle and its data
-        given in the next.
-    inbox_addr : Out(addr_width)
-        The register address of the inbox word.
-    inbox_word : Out(range(9))
-        The same word as its index in its mailbox message (``forward_in`` / ``backward_in``
-        registers in address order: :func:`~linkdyn.gateware.mailbox.message_layout`), from
-        the schedule ROM.
-    inbox_backward : Out(1)
-        The inbox word is a ``backward_in`` word (else ``forward_in``).
-    inbox_bank : Out(range(banks))
-        The bank of the running request (the mailbox slot).
-    inbox_present : In(1)
-        The inbox word addressed is present (else the issue stalls); default 1.
-    inbox_present_words : In(15)
-        Another way to say it (a chain uses this one, a test bench may use either): per word of
-        both messages (bits 0 .. 8 the ``forward_in`` words, 9 .. 14 the ``backward_in`` words,
-        each in message order), whether it is present in the mailbox slot of the running
-        request's bank; default all ones. The issue stalls unless both say the word is present.
-        A registered (late) copy of the mailbox's present bits is fine: a word seen late only
-        stalls longer. The word is selected by a one-hot field of the schedule ROM, so the
-        stall depends on no address decoding.
-    inbox_data : In(signed(32))
-        The word addressed in the previous cycle.
+    ext : In(RegisterPortSignature(addr_width, banks))
+        The external register port: ``addr``, ``bank`` (banked node), ``write_data``,
+        ``write_enable``, ``write_ready``, ``read_data``.
+    result : Out(ResultSnoopSignature(addr_width, banks))
+        The MAC's register-file writes as they happen: ``valid``, ``addr``, ``data``,
+        ``overflow``, ``bank`` (banked node).
+    inbox : Out(InboxSignature(addr_width, banks, message_words, inbox_words))
+        With ``inbox``: the neighbour mailboxes' words, read as operands (``message_words``:
+        the longest message of the register map, 9; ``inbox_words``: both messages, 15).
     stall : Out(1)
         The slot at issue waits (inbox word missing, or operand interlock).
 
@@ -275,7 +396,7 @@ class LinkDynNode(wiring.Component):
         or ``cordic_step_cycles`` is not 1 or 2.
     """
 
-    #: Cycles from ``ext_addr`` to its word on ``ext_read_data`` (block-RAM read, register).
+    #: Cycles from ``ext.addr`` to its word on ``ext.read_data`` (block-RAM read, register).
     ext_read_latency = 2
 
     def __init__(self, fmt=Q15_16, *, split_joint=False, split_local=False, interlock=False,
@@ -290,8 +411,8 @@ class LinkDynNode(wiring.Component):
         for kind in inbox:
             if kind not in INBOX_KINDS:
                 raise ValueError(f"inbox kinds must be of {INBOX_KINDS!r}, not {kind!r}")
-        if banks not in (1, 2, 4):
-            raise ValueError(f"banks must be 1, 2 or 4, not {banks!r}")
+        if banks not in BANK_COUNTS:
+            raise ValueError(f"banks must be one of {BANK_COUNTS}, not {banks!r}")
         # One check of the step timing, the CORDIC's own (its message names this parameter).
         CordicArctangent.check_step_cycles(cordic_step_cycles, name="cordic_step_cycles")
 
@@ -323,6 +444,10 @@ class LinkDynNode(wiring.Component):
         self._bank_bits = ceil_log2(banks)
         rmap = program.registers
         self._addr_width = ceil_log2(rmap.depth)
+        # The neighbour messages of the register map: the longest one (the forward one, omega,
+        # omega_dot, p_ddot) sizes a word index, both together the inbox's present bits.
+        self._message_words = max(len(rmap.forward_message), len(rmap.backward_message))
+        self._inbox_words = len(rmap.forward_message) + len(rmap.backward_message)
         fields = {
             "op": range(len(SLOT_OPS)),
             "a": self._addr_width,
@@ -338,8 +463,8 @@ class LinkDynNode(wiring.Component):
         if self._banked:
             fields.update({"a_banked": 1, "b_banked": 1})
         if self._inbox:
-            fields.update({"b_inbox": 1, "b_word": range(_MESSAGE_WORDS),
-                           "b_backward": 1, "b_wait_on": _INBOX_WORDS})
+            fields.update({"b_inbox": 1, "b_word": range(self._message_words),
+                           "b_backward": 1, "b_wait_on": self._inbox_words})
         if self._interlock:
             fields["wait"] = range(program.timing.latency + 1)
         self._slot_layout = data.StructLayout(fields)
@@ -362,8 +487,7 @@ class LinkDynNode(wiring.Component):
         self._requests = {name: spans[name] for name in REQUESTS if name in spans}
         members = {"hold": In(1)}
         for name in self._requests:
-            members[f"start_{name}"] = In(1)
-            members[f"{name}_ack"] = Out(1)
+            members[name] = In(RequestSignature(banks))
         members.update({
             "forward_done": Out(1),
             "backward_done": Out(1),
@@ -376,29 +500,14 @@ class LinkDynNode(wiring.Component):
             "overflow": Out(1),
             "forward_cycles": Out(COUNTER_WIDTH),
             "backward_cycles": Out(COUNTER_WIDTH),
-            "ext_addr": In(self._addr_width),
-            "ext_write_data": In(signed(WORD_WIDTH)),
-            "ext_write_enable": In(1),
-            "ext_write_ready": Out(1),
-            "ext_read_data": Out(signed(WORD_WIDTH)),
-            "result_valid": Out(1),
-            "result_addr": Out(self._addr_width),
-            "result_data": Out(signed(WORD_WIDTH)),
-            "result_overflow": Out(1),
+            "ext": In(RegisterPortSignature(self._addr_width, banks)),
+            "result": Out(ResultSnoopSignature(self._addr_width, banks)),
         })
         if self._banked:
-            bank_shape = range(banks)
-            for name in self._requests:
-                members[f"{name}_bank"] = In(bank_shape)
-            members.update({"bank": Out(bank_shape), "ext_bank": In(bank_shape),
-                            "result_bank": Out(bank_shape), "request_bank": Out(bank_shape)})
+            members.update({"bank": Out(range(banks)), "request_bank": Out(range(banks))})
         if self._inbox:
-            members.update({"inbox_read": Out(1), "inbox_addr": Out(self._addr_width),
-                            "inbox_word": Out(range(_MESSAGE_WORDS)), "inbox_backward": Out(1),
-                            "inbox_bank": Out(range(banks)), "inbox_present": In(1, init=1),
-                            "inbox_present_words": In(_INBOX_WORDS,
-                                                      init=(1 << _INBOX_WORDS) - 1),
-                            "inbox_data": In(signed(WORD_WIDTH))})
+            members["inbox"] = Out(InboxSignature(self._addr_width, banks, self._message_words,
+                                                  self._inbox_words))
         super().__init__(members)
 
     @staticmethod
@@ -496,7 +605,8 @@ class LinkDynNode(wiring.Component):
                         if is_inbox(b):
                             kind = by_address[b].kind
                             words = [reg.address for reg in rmap.of_kind(kind)]
-                            offset = 0 if kind == "forward_in" else _MESSAGE_WORDS
+                            offset = (0 if kind == "forward_in"
+                                      else len(rmap.forward_message))
                             row.update({"b_word": words.index(b),
                                         "b_backward": int(kind == "backward_in"),
                                         "b_wait_on": 1 << (offset + words.index(b))})
@@ -570,8 +680,8 @@ class LinkDynNode(wiring.Component):
         return dict(self._requests)
 
     @property
-    def inbox(self):
-        """tuple of str: the register kinds read from the inbox port."""
+    def inbox_kinds(self):
+        """tuple of str: the register kinds read from the ``inbox`` port."""
         return self._inbox
 
     @property
@@ -632,38 +742,62 @@ class LinkDynNode(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         program = self._program
-        rmap = program.registers
-        starts = self._segment_start
-        banked = self._banked
-        bank_bits = self._bank_bits
-        width = self._addr_width
-        term_op = SLOT_OPS.index("term")
-
         m.submodules.mac = mac = MultiplyAccumulate(
             aligns=program.aligns, shifts=program.shifts, max_terms=program.max_terms,
-            tag_width=width + bank_bits)
+            tag_width=self._addr_width + self._bank_bits)
         m.submodules.sincos = sincos = SineCosineLookup()
         m.submodules.cordic = cordic = CordicArctangent(step_cycles=self._cordic_step_cycles)
+        (read_a, write_a), (read_b, write_b) = self._elaborate_register_file(m)
+        # The schedule ROM, read one cycle ahead: its output register holds the slot of `pc`,
+        # the slot that issues in this cycle (see _elaborate_sequencer for its address).
+        m.submodules.schedule = rom_port = ScheduleRom(self._slot_layout, self._rom)
+        sequencer = self._elaborate_sequencer(m, rom_port, mac)
+        ext_address, word_a, word_b = self._elaborate_issue(m, sequencer, read_a, read_b)
+        self._elaborate_stall(m, sequencer)
+        fetched = self._elaborate_pipeline(m, sequencer)
+        operand_a, operand_b = self._elaborate_operand_mux(m, sequencer.slot, word_a, word_b,
+                                                           sincos, cordic)
+        self._elaborate_execute(m, fetched, operand_a, operand_b, word_a, mac, sincos, cordic)
+        self._elaborate_write_back(m, mac, write_a, write_b, ext_address)
+        return m
 
-        # -- register file: two copies, one read port each, written together --
-        depth = rmap.banked_depth(self._banks)
+    def _physical(self, address, is_banked, which_bank):
+        """Return the block-RAM address of register ``address`` in bank ``which_bank`` (if
+        ``is_banked``): the bank number above the unbanked map's address bits."""
+        if not self._banked:
+            return address
+        return Cat(address, which_bank & is_banked.replicate(self._bank_bits))
+
+    def _elaborate_register_file(self, m):
+        """Add the register file: two block-RAM copies, one read port each, written together.
+
+        Returns ``((read_a, write_a), (read_b, write_b))``.
+        """
+        depth = self._program.registers.banked_depth(self._banks)
         copies = []
         for name in ("registers_a", "registers_b"):
             memory = Memory(shape=signed(WORD_WIDTH), depth=depth, init=[])
             m.submodules[name] = memory
             copies.append((memory.read_port(), memory.write_port()))
-        (read_a, write_a), (read_b, write_b) = copies
+        return copies
 
-        # -- schedule ROM, read one cycle ahead: its output register holds the slot of `pc`,
-        #    the slot that issues in this cycle. It is addressed with `pc + 1` while running
-        #    (the first slot of the pending request a take would pick while idle) whatever
-        #    happens, and a stall only disables its output register. The address itself is a
-        #    register, computed a cycle earlier from the next `pc`, running flag and pending
-        #    requests, so that no adder, stall or take decision comes before the ROM's logic. --
-        m.submodules.schedule = rom_port = ScheduleRom(self._slot_layout, self._rom)
+    def _elaborate_sequencer(self, m, rom_port, mac):
+        """Add the sequencer: pending requests and their take, the program counter, the
+        schedule ROM's address, the done pulses and cycle counters, ``segment``.
+
+        The ROM is addressed with `pc + 1` while running (the first slot of the pending request
+        a take would pick while idle) whatever happens, and a stall only disables its output
+        register. The address itself is a register, computed a cycle earlier from the next
+        `pc`, running flag and pending requests, so that no adder, stall or take decision comes
+        before the ROM's logic.
+
+        Returns
+        -------
+        _Sequencer
+            The slot at issue and the sequencer state the later stages use.
+        """
+        starts = self._segment_start
         slot = rom_port.data
-
-        # -- sequencer --
         pc = Signal(range(len(self._rom)))
         pc_next = Signal.like(pc)
         rom_addr = Signal(range(len(self._rom) + 1))
@@ -696,13 +830,13 @@ class LinkDynNode(wiring.Component):
             self.request_kind.eq(kind),
         ]
         for name in names:
-            start = getattr(self, f"start_{name}")
-            m.d.comb += getattr(self, f"{name}_ack").eq(take[name])
-            m.d.sync += pending[name].eq((pending[name] | start) & ~take[name])
-            if banked:
-                with m.If(start):
-                    m.d.sync += pending_bank[name].eq(getattr(self, f"{name}_bank"))
-        if banked:
+            request = getattr(self, name)
+            m.d.comb += request.ack.eq(take[name])
+            m.d.sync += pending[name].eq((pending[name] | request.start) & ~take[name])
+            if self._banked:
+                with m.If(request.start):
+                    m.d.sync += pending_bank[name].eq(request.bank)
+        if self._banked:
             m.d.comb += [self.bank.eq(bank), self.request_bank.eq(bank)]
         m.d.sync += [
             self.forward_done.eq(0),
@@ -721,8 +855,7 @@ class LinkDynNode(wiring.Component):
         # issue ends the request, the first row of the next pending request.
         pending_start_next = Signal.like(rom_addr)
         for name in names:  # the last (highest priority) pending one wins
-            start = getattr(self, f"start_{name}")
-            with m.If((pending[name] | start) & ~take[name]):
+            with m.If((pending[name] | getattr(self, name).start) & ~take[name]):
                 m.d.comb += pending_start_next.eq(self.request_span(name)[0])
         at_end = Signal()  # the slot of `pc` is the last of the running request
         for name in names:
@@ -771,45 +904,54 @@ class LinkDynNode(wiring.Component):
         for index, name in enumerate(SEGMENTS[1:], start=1):
             with m.If(pc >= starts[name]):
                 m.d.comb += self.segment.eq(index)
+        return _Sequencer(slot=slot, running=running, bank=bank, stall=stall, take_any=take_any)
 
-        # -- issue: operand addresses to the block RAMs; the slot moves to the read stage --
-        def physical(address, is_banked, which_bank):
-            if not banked:
-                return address
-            return Cat(address, which_bank & is_banked.replicate(bank_bits))
+    def _elaborate_issue(self, m, sequencer, read_a, read_b):
+        """Add the issue stage: operand addresses to the block RAMs (the external port's
+        address while idle), the words read registered behind them.
 
+        Returns ``(ext_address, word_a, word_b)``: the external port's block-RAM address and
+        the two words read.
+        """
+        rmap = self._program.registers
+        slot, bank = sequencer.slot, sequencer.bank
         ext_banked = Signal()
-        if banked:
+        if self._banked:
             for start, stop in rmap.banked_ranges:
-                with m.If((self.ext_addr >= start) & (self.ext_addr < stop)):
+                with m.If((self.ext.addr >= start) & (self.ext.addr < stop)):
                     m.d.comb += ext_banked.eq(1)
-        ext_address = physical(self.ext_addr, ext_banked, self.ext_bank if banked else 0)
-        slot_a = physical(slot.a, slot.a_banked if banked else None, bank)
-        slot_b = physical(slot.b, slot.b_banked if banked else None, bank)
+        ext_address = self._physical(self.ext.addr, ext_banked,
+                                     self.ext.bank if self._banked else 0)
+        slot_a = self._physical(slot.a, slot.a_banked if self._banked else None, bank)
+        slot_b = self._physical(slot.b, slot.b_banked if self._banked else None, bank)
         # The words read, registered behind the block RAMs (the read stage's second cycle).
         word_a = Signal(signed(WORD_WIDTH), name="word_a")
         word_b = Signal(signed(WORD_WIDTH), name="word_b")
         m.d.sync += [word_a.eq(read_a.data), word_b.eq(read_b.data)]
         m.d.comb += [
-            read_a.addr.eq(Mux(running, slot_a, ext_address)),
+            read_a.addr.eq(Mux(sequencer.running, slot_a, ext_address)),
             read_b.addr.eq(slot_b),
-            self.ext_read_data.eq(word_a),
+            self.ext.read_data.eq(word_a),
         ]
+        return ext_address, word_a, word_b
 
-        # -- stalls: an inbox word not present yet; an operand still in the MAC pipeline --
-        is_term_slot = slot.op == term_op
+    def _elaborate_stall(self, m, sequencer):
+        """Drive the sequencer's stall: an inbox word not present yet (``inbox``); an operand
+        still in the MAC pipeline (``interlock``)."""
+        slot, running, stall = sequencer.slot, sequencer.running, sequencer.stall
+        is_term_slot = slot.op == SLOT_OPS.index("term")
         stall_terms = []
         if self._inbox:
             reads_inbox = is_term_slot & slot.b_inbox
             m.d.comb += [
-                self.inbox_read.eq(running & reads_inbox),
-                self.inbox_addr.eq(slot.b),
-                self.inbox_word.eq(slot.b_word),
-                self.inbox_backward.eq(slot.b_backward),
-                self.inbox_bank.eq(bank),
+                self.inbox.read.eq(running & reads_inbox),
+                self.inbox.addr.eq(slot.b),
+                self.inbox.word.eq(slot.b_word),
+                self.inbox.backward.eq(slot.b_backward),
+                self.inbox.bank.eq(sequencer.bank),
             ]
-            stall_terms.append(reads_inbox & ~self.inbox_present)
-            stall_terms.append(is_term_slot & (slot.b_wait_on & ~self.inbox_present_words).any())
+            stall_terms.append(reads_inbox & ~self.inbox.present)
+            stall_terms.append(is_term_slot & (slot.b_wait_on & ~self.inbox.present_words).any())
         if self._interlock:
             # A request's first slots may read results of the request before it that are still
             # in the MAC pipeline (no drain cycles between requests): a slot stalls until
@@ -819,7 +961,7 @@ class LinkDynNode(wiring.Component):
             # issued; `since`: the same, counted from the previous request's last one (both
             # saturate at `latency`). No address comparison: the stall is a small compare of
             # registers.
-            latency = program.timing.latency
+            latency = self._program.timing.latency
             age = Signal(range(latency + 1), init=latency)
             since = Signal(range(latency + 1), init=latency)
             issues_last = running & ~stall & is_term_slot & slot.last
@@ -827,7 +969,7 @@ class LinkDynNode(wiring.Component):
                 m.d.sync += age.eq(1)
             with m.Elif(age != latency):
                 m.d.sync += age.eq(age + 1)
-            with m.If(take_any):
+            with m.If(sequencer.take_any):
                 m.d.sync += since.eq(Mux(age == latency, latency, age + 1))
             with m.Elif(since != latency):
                 m.d.sync += since.eq(since + 1)
@@ -835,15 +977,26 @@ class LinkDynNode(wiring.Component):
         if stall_terms:
             m.d.comb += stall.eq(running & Cat(*stall_terms).any())
 
-        # The slot follows its operands: `issued` while the block RAMs read, `fetched` when the
-        # words are in their registers and go to the MAC.
+    def _elaborate_pipeline(self, m, sequencer):
+        """Add the slot's pipeline registers: it follows its operands, `issued` while the block
+        RAMs read, `fetched` when the words are in their registers and go to the MAC.
+
+        Returns
+        -------
+        _Fetched
+            The fetched slot and what is decoded from it.
+        """
+        term_op = SLOT_OPS.index("term")
+        bank = sequencer.bank
         issued = Signal(self._slot_layout, name="issued")
         issued_valid = Signal()
         issued_bank = Signal.like(bank)
         fetched = Signal(self._slot_layout, name="fetched")
         fetched_valid = Signal()
         fetched_bank = Signal.like(bank)
-        m.d.sync += [issued.eq(slot), issued_valid.eq(running & ~stall), issued_bank.eq(bank),
+        m.d.sync += [issued.eq(sequencer.slot),
+                     issued_valid.eq(sequencer.running & ~sequencer.stall),
+                     issued_bank.eq(bank),
                      fetched.eq(issued), fetched_valid.eq(issued_valid),
                      fetched_bank.eq(issued_bank)]
         is_term = fetched_valid & (fetched.op == term_op)
@@ -854,11 +1007,18 @@ class LinkDynNode(wiring.Component):
             m.d.sync += dot_open.eq(~fetched.last)
         is_lookup = fetched_valid & (fetched.op == SLOT_OPS.index("lookup"))
         is_atan = fetched_valid & (fetched.op == SLOT_OPS.index("atan"))
+        return _Fetched(slot=fetched, bank=fetched_bank, is_term=is_term, dot_open=dot_open,
+                        is_lookup=is_lookup, is_atan=is_atan)
 
-        # -- read stage: operand mux (block RAM word, a latch at the top of the address space,
-        #    or the inbox word), all from registers. The source a term reads is decoded from its
-        #    slot at issue and registered as a small index (0: the block RAM), so the mux itself
-        #    has few select inputs.
+    def _elaborate_operand_mux(self, m, slot, word_a, word_b, sincos, cordic):
+        """Add the operand mux of the read stage: the block-RAM word, a latch at the top of the
+        address space, or the inbox word, all from registers. The source a term reads is
+        decoded from its slot at issue and registered as a small index (0: the block RAM), so
+        the mux itself has few select inputs.
+
+        Returns ``(operand_a, operand_b)``.
+        """
+        rmap = self._program.registers
         latch_values = {
             "sin_base": sincos.sin_base, "sin_delta": sincos.sin_delta,
             "sin_fraction": sincos.sin_fraction, "cos_base": sincos.cos_base,
@@ -867,7 +1027,7 @@ class LinkDynNode(wiring.Component):
         }
         inbox_word = Signal(signed(WORD_WIDTH), name="inbox_word")
         if self._inbox:
-            m.d.sync += inbox_word.eq(self.inbox_data)
+            m.d.sync += inbox_word.eq(self.inbox.data)
         operands = []
         for side, word in (("a", word_a), ("b", word_b)):
             # Only the latches the program reads on this side get a mux input.
@@ -896,43 +1056,72 @@ class LinkDynNode(wiring.Component):
                 with m.Default():
                     m.d.comb += operand.eq(word)
             operands.append(operand)
-        operand_a, operand_b = operands
+        return tuple(operands)
 
+    def _elaborate_execute(self, m, fetched, operand_a, operand_b, word_a, mac, sincos, cordic):
+        """Feed the fetched slot to its unit: a term to the MAC, a Lookup to the sine table, an
+        Atan to the CORDIC."""
+        slot = fetched.slot
+        term = mac.term.payload
         m.d.comb += [
-            mac.valid.eq(is_term),
-            mac.a.eq(operand_a),
-            mac.b.eq(operand_b),
-            mac.add.eq(fetched.add),
-            mac.negate.eq(fetched.negate),
-            mac.align.eq(fetched.align),
-            mac.first.eq(~dot_open),
-            mac.last.eq(fetched.last),
-            mac.shift.eq(fetched.shift),
-            mac.wraps.eq(fetched.wraps),
-            mac.tag.eq(physical(fetched.dst, Const(1, 1), fetched_bank)),
+            mac.term.valid.eq(fetched.is_term),
+            term.a.eq(operand_a),
+            term.b.eq(operand_b),
+            term.add.eq(slot.add),
+            term.negate.eq(slot.negate),
+            term.align.eq(slot.align),
+            term.first.eq(~fetched.dot_open),
+            term.last.eq(slot.last),
+            term.shift.eq(slot.shift),
+            term.wraps.eq(slot.wraps),
+            term.tag.eq(self._physical(slot.dst, Const(1, 1), fetched.bank)),
             # Lookup and Atan read a register (phase, k qd): the block RAM's word.
-            sincos.start.eq(is_lookup),
+            sincos.start.eq(fetched.is_lookup),
             sincos.phase.eq(word_a),
-            cordic.start.eq(is_atan),
+            cordic.start.eq(fetched.is_atan),
             cordic.x.eq(word_a),
         ]
 
-        # -- write: MAC results, or the external port (while ready; banked: in any cycle
-        #    without a MAC result) --
-        m.d.comb += self.ext_write_ready.eq(~mac.result_valid if banked else self.ready)
-        ext_write = self.ext_write_enable & self.ext_write_ready
+    def _elaborate_write_back(self, m, mac, write_a, write_b, ext_address):
+        """Add the register-file writes: MAC results, or the external port (while ready;
+        banked: in any cycle without a MAC result); and the result snoop port."""
+        result = mac.result
+        m.d.comb += self.ext.write_ready.eq(~result.valid if self._banked else self.ready)
+        ext_write = self.ext.write_enable & self.ext.write_ready
         for port in (write_a, write_b):
             m.d.comb += [
-                port.en.eq(mac.result_valid | ext_write),
-                port.addr.eq(Mux(mac.result_valid, mac.result_tag, ext_address)),
-                port.data.eq(Mux(mac.result_valid, mac.result, self.ext_write_data)),
+                port.en.eq(result.valid | ext_write),
+                port.addr.eq(Mux(result.valid, result.payload.tag, ext_address)),
+                port.data.eq(Mux(result.valid, result.payload.data, self.ext.write_data)),
             ]
         m.d.comb += [
-            self.result_valid.eq(mac.result_valid),
-            self.result_addr.eq(mac.result_tag[:width]),
-            self.result_data.eq(mac.result),
-            self.result_overflow.eq(mac.result_overflow),
+            self.result.valid.eq(result.valid),
+            self.result.addr.eq(result.payload.tag[:self._addr_width]),
+            self.result.data.eq(result.payload.data),
+            self.result.overflow.eq(result.payload.overflow),
         ]
-        if banked:
-            m.d.comb += self.result_bank.eq(mac.result_tag[width:])
-        return m
+        if self._banked:
+            m.d.comb += self.result.bank.eq(result.payload.tag[self._addr_width:])
+
+
+@dataclass(frozen=True)
+class _Sequencer:
+    """The sequencer's signals the later stages of :meth:`LinkDynNode.elaborate` use."""
+
+    slot: object       #: the slot at issue (the schedule ROM's output register)
+    running: object    #: a request runs
+    bank: object       #: the bank of the running request
+    stall: object      #: the slot at issue waits (driven by _elaborate_stall)
+    take_any: object   #: a pending request is taken in this cycle
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """The slot whose operands go to its unit in this cycle, and what is decoded from it."""
+
+    slot: object       #: the slot (schedule ROM layout)
+    bank: object       #: its request's bank
+    is_term: object    #: a term is valid
+    dot_open: object   #: the term before it left its Dot open (this one is not the first)
+    is_lookup: object  #: a Lookup is valid
+    is_atan: object    #: an Atan is valid

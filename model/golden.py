@@ -10,24 +10,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from .fixedpoint import Q15_16, FixedPointRangeError, QFormat, saturate, wrap, WORD_WIDTH
-from .microprogram import SEGMENTS, Atan, Dot, Lookup, build_microprogram
+from .microprogram import SEGMENTS, Atan, Dot, Lookup, microprogram  # re-exported (one cache)
 from .rnea import link_offset_vector
 from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
 
 __all__ = ["microprogram", "encode_robot", "encode_base_motion", "run_segment", "rnea_fixed",
            "FixedResult", "FixedPointRangeError"]
-
-
-@lru_cache(maxsize=None)
-def microprogram(fmt=Q15_16):
-    """Return the (cached) :class:`~linkdyn.model.microprogram.Microprogram` for a format."""
-    return build_microprogram(fmt)
 
 
 def _phase_word(turns):

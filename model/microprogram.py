@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from .fixedpoint import Q15_16, QFormat, WORD_WIDTH
 from .tables import CORDIC, SINE_TABLE
@@ -43,6 +43,7 @@ from .tables import CORDIC, SINE_TABLE
 __all__ = [
     "RegisterFormat", "Register", "RegisterMap", "Term", "mul", "add", "Dot", "Lookup", "Atan",
     "MacTiming", "MAC_TIMING", "Segment", "Slot", "Microprogram", "build_microprogram",
+    "microprogram",
     "SEGMENTS", "IN_ORDER_SEGMENTS", "LATCHES", "BANKS", "BANK_COUNTS", "BANKED_KINDS",
 ]
 
@@ -910,3 +911,27 @@ class Microprogram:
 def build_microprogram(fmt=Q15_16, timing=MAC_TIMING):
     """Return the :class:`Microprogram` for a word format and pipeline timing."""
     return Microprogram(fmt, timing)
+
+
+def microprogram(fmt=Q15_16):
+    """Return the (cached) :class:`Microprogram` for a word format (the default pipeline timing).
+
+    The one microprogram the golden model and the gateware share: built once per format by
+    :func:`build_microprogram` and then returned again (the same object, whether the format is
+    given or the default is used).
+
+    Parameters
+    ----------
+    fmt : QFormat
+        Word format of the nodes (default Q15.16).
+
+    Returns
+    -------
+    Microprogram
+    """
+    return _cached_microprogram(fmt)
+
+
+@lru_cache(maxsize=None)
+def _cached_microprogram(fmt):
+    return build_microprogram(fmt)

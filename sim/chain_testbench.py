@@ -6,7 +6,7 @@ runs register-bus transactions (one at a time, ``valid`` held until ``ready``, a
 :class:`~linkdyn.gateware.protocol.ProtocolEngine`) and counts the cycles; :func:`run_updates`
 loads a robot and runs joint states, one update at a time or as a pipelined stream, and returns
 every update's words and cycle figures, with the cycle each node wrote its ``tau`` (seen on the
-node's ``result_*`` port).
+node's ``result`` port).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from amaranth.sim import Simulator
 
 from linkdyn.model.fixedpoint import signed_word
-from linkdyn.model.golden import microprogram
+from linkdyn.model.microprogram import microprogram
 from linkdyn.model.protocol import (
     CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, RESULT_SELECT, STATUS_BUSY, STATUS_DONE,
     control_register,
@@ -238,7 +238,7 @@ def simulate(chain, constants, base_motion, states, *, pipelined=False, window=3
                           window=window, records=records, taus=taus)
 
     async def monitor(ctx):
-        signals = [(node.result_valid, node.result_addr) for node in chain.nodes]
+        signals = [(node.result.valid, node.result.addr) for node in chain.nodes]
         flat = [s for pair in signals for s in pair]
         edge = 0
         # Counts the same clock edges as `host.cycle` (the host waits on every one of them).

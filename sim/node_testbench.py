@@ -87,11 +87,11 @@ async def write_registers(ctx, node, words):
     """Write ``{register name: word}`` through the external port, one word per cycle."""
     registers = node.program.registers
     for name, word in words.items():
-        ctx.set(node.ext_addr, registers[name].address)
-        ctx.set(node.ext_write_data, int(word))
-        ctx.set(node.ext_write_enable, 1)
+        ctx.set(node.ext.addr, registers[name].address)
+        ctx.set(node.ext.write_data, int(word))
+        ctx.set(node.ext.write_enable, 1)
         await ctx.tick()
-    ctx.set(node.ext_write_enable, 0)
+    ctx.set(node.ext.write_enable, 0)
 
 
 async def read_registers(ctx, node, names):
@@ -99,16 +99,16 @@ async def read_registers(ctx, node, names):
     registers = node.program.registers
     words = {}
     for name in names:
-        ctx.set(node.ext_addr, registers[name].address)
+        ctx.set(node.ext.addr, registers[name].address)
         # The address is sampled at the first edge; the word follows ext_read_latency edges on.
         await ctx.tick().repeat(node.ext_read_latency)
-        words[name] = ctx.get(node.ext_read_data)
+        words[name] = ctx.get(node.ext.read_data)
     return words
 
 
 async def run_request(ctx, node, start, ack, done, measure=True, measure_segments=False):
-    """Request a run of an idle node (``start``/``ack``/``done`` of one request) and wait for
-    it to end.
+    """Request a run of an idle node (``start``/``ack`` of one request port, e.g.
+    ``node.forward.start``, ``node.forward.ack``, and its ``done``) and wait for it to end.
 
     Returns
     -------
@@ -160,11 +160,11 @@ async def run_states(ctx, node, constants, states, results, *, measure_every=1,
             await write_registers(ctx, node, state.constants)
         await write_registers(ctx, node, {**state.inputs, **state.forward_in})
         forward, forward_done, segments = await run_request(
-            ctx, node, node.start_forward, node.forward_ack, node.forward_done,
+            ctx, node, node.forward.start, node.forward.ack, node.forward_done,
             measure, measure_segments)
         await write_registers(ctx, node, state.backward_in)
         backward, _, distal = await run_request(
-            ctx, node, node.start_backward, node.backward_ack, node.backward_done,
+            ctx, node, node.backward.start, node.backward.ack, node.backward_done,
             measure, measure_segments)
         segments.update(distal)
         words = await read_registers(ctx, node, names)

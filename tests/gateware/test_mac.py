@@ -14,7 +14,7 @@ from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
 from linkdyn.gateware.mac import MultiplyAccumulate, accumulator_width, product_alignments
-from linkdyn.model.golden import microprogram
+from linkdyn.model.microprogram import microprogram
 
 WORD_MIN, WORD_MAX = -(1 << 31), (1 << 31) - 1
 EXTREMES = (WORD_MIN, WORD_MIN + 1, -(1 << 16), -1, 0, 1, 1 << 16, WORD_MAX - 1, WORD_MAX)
@@ -83,29 +83,23 @@ def run_dots(dut, dots, rng, gap_probability=0.3):
         for tag, (terms, shift, wraps) in enumerate(dots):
             for k, (a, b, add, negate, align) in enumerate(terms):
                 while rng.random() < gap_probability:
-                    ctx.set(dut.valid, 0)
+                    ctx.set(dut.term.valid, 0)
                     await ctx.tick()
-                ctx.set(dut.valid, 1)
-                ctx.set(dut.a, a)
-                ctx.set(dut.b, b)
-                ctx.set(dut.add, add)
-                ctx.set(dut.negate, negate)
-                ctx.set(dut.align, align)
-                ctx.set(dut.first, k == 0)
-                ctx.set(dut.last, k == len(terms) - 1)
-                ctx.set(dut.shift, shift)
-                ctx.set(dut.wraps, wraps)
-                ctx.set(dut.tag, tag % (1 << 7))
+                ctx.set(dut.term.valid, 1)
+                ctx.set(dut.term.payload, {
+                    "a": a, "b": b, "add": add, "negate": negate, "align": align,
+                    "first": k == 0, "last": k == len(terms) - 1, "shift": shift,
+                    "wraps": wraps, "tag": tag % (1 << 7)})
                 await ctx.tick()
-        ctx.set(dut.valid, 0)
+        ctx.set(dut.term.valid, 0)
         await ctx.tick().repeat(dut.latency + 1)
         sticky.append(ctx.get(dut.overflow))
 
     async def collect(ctx):
-        async for _, _, valid, result, tag, overflow in ctx.tick().sample(
-                dut.result_valid, dut.result, dut.result_tag, dut.result_overflow):
+        async for _, _, valid, result in ctx.tick().sample(dut.result.valid,
+                                                            dut.result.payload):
             if valid:
-                results.append((result, overflow, tag))
+                results.append((result.data, result.overflow, result.tag))
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -215,13 +209,10 @@ def test_clear_overflow_clears_the_sticky_flag():
     seen = []
 
     async def bench(ctx):
-        ctx.set(dut.valid, 1)
-        ctx.set(dut.a, WORD_MAX)
-        ctx.set(dut.b, WORD_MAX)
-        ctx.set(dut.first, 1)
-        ctx.set(dut.last, 1)
+        ctx.set(dut.term.valid, 1)
+        ctx.set(dut.term.payload, {"a": WORD_MAX, "b": WORD_MAX, "first": 1, "last": 1})
         await ctx.tick()
-        ctx.set(dut.valid, 0)
+        ctx.set(dut.term.valid, 0)
         await ctx.tick().repeat(dut.latency)
         seen.append(ctx.get(dut.overflow))
         ctx.set(dut.clear_overflow, 1)

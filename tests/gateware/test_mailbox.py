@@ -65,44 +65,41 @@ def test_words_are_present_the_cycle_after_their_write_and_read_back():
     seen = {}
 
     async def bench(ctx):
-        assert ctx.get(box.empty) == 0b11 and ctx.get(box.full) == 0
-        ctx.set(box.read_slot, 1)
-        ctx.set(box.read_word, 4)
-        assert not ctx.get(box.present)
-        ctx.set(box.write, 1)
-        ctx.set(box.write_slot, 1)
-        ctx.set(box.write_word, 4)
-        ctx.set(box.write_data, -123456)
-        assert not ctx.get(box.present), "present only after the write's clock edge"
+        sender, receiver = box.sender, box.receiver
+        assert ctx.get(sender.empty) == 0b11 and ctx.get(receiver.full) == 0
+        ctx.set(receiver.slot, 1)
+        ctx.set(receiver.word, 4)
+        assert not ctx.get(receiver.present)
+        ctx.set(sender.valid, 1)
+        ctx.set(sender.payload, {"slot": 1, "word": 4, "data": -123456})
+        assert not ctx.get(receiver.present), "present only after the write's clock edge"
         await ctx.tick()
-        ctx.set(box.write, 0)
-        assert ctx.get(box.present)
-        assert ctx.get(box.empty) == 0b01, "slot 1 is no longer empty, slot 0 still is"
+        ctx.set(sender.valid, 0)
+        assert ctx.get(receiver.present)
+        assert ctx.get(sender.empty) == 0b01, "slot 1 is no longer empty, slot 0 still is"
         await ctx.tick()  # the address of this cycle is read at this edge
-        seen["word"] = ctx.get(box.read_data)
-        ctx.set(box.read_slot, 0)
-        assert not ctx.get(box.present), "slot 0 has no word 4"
+        seen["word"] = ctx.get(receiver.data)
+        ctx.set(receiver.slot, 0)
+        assert not ctx.get(receiver.present), "slot 0 has no word 4"
         # Fill slot 1 completely: full.
         for word in range(9):
-            ctx.set(box.write, 1)
-            ctx.set(box.write_slot, 1)
-            ctx.set(box.write_word, word)
-            ctx.set(box.write_data, word * 1000)
+            ctx.set(sender.valid, 1)
+            ctx.set(sender.payload, {"slot": 1, "word": word, "data": word * 1000})
             await ctx.tick()
-        ctx.set(box.write, 0)
-        assert ctx.get(box.full) == 0b10
-        assert ctx.get(box.words_present[1]) == 0x1FF
+        ctx.set(sender.valid, 0)
+        assert ctx.get(receiver.full) == 0b10
+        assert ctx.get(receiver.words_present[1]) == 0x1FF
         # Acknowledge: empty again, nothing present, the data stays in the RAM.
-        ctx.set(box.ack, 1)
-        ctx.set(box.ack_slot, 1)
+        ctx.set(box.ack.valid, 1)
+        ctx.set(box.ack.slot, 1)
         await ctx.tick()
-        ctx.set(box.ack, 0)
-        assert ctx.get(box.empty) == 0b11 and ctx.get(box.full) == 0
-        ctx.set(box.read_slot, 1)
-        ctx.set(box.read_word, 8)
-        assert not ctx.get(box.present)
+        ctx.set(box.ack.valid, 0)
+        assert ctx.get(sender.empty) == 0b11 and ctx.get(receiver.full) == 0
+        ctx.set(receiver.slot, 1)
+        ctx.set(receiver.word, 8)
+        assert not ctx.get(receiver.present)
         await ctx.tick()
-        seen["stale"] = ctx.get(box.read_data)
+        seen["stale"] = ctx.get(receiver.data)
 
     simulate(box, bench)
     assert seen == {"word": -123456, "stale": 8000}
@@ -114,16 +111,15 @@ def test_a_write_in_the_cycle_of_the_acknowledge_wins():
 
     async def bench(ctx):
         for word in (0, 1):
-            ctx.set(box.write, 1)
-            ctx.set(box.write_word, word)
-            ctx.set(box.write_data, 7)
+            ctx.set(box.sender.valid, 1)
+            ctx.set(box.sender.payload, {"word": word, "data": 7})
             await ctx.tick()
-        ctx.set(box.ack, 1)
-        ctx.set(box.write_word, 5)
+        ctx.set(box.ack.valid, 1)
+        ctx.set(box.sender.payload, {"word": 5, "data": 7})
         await ctx.tick()
-        ctx.set(box.ack, 0)
-        ctx.set(box.write, 0)
-        flags.append(ctx.get(box.words_present[0]))
+        ctx.set(box.ack.valid, 0)
+        ctx.set(box.sender.valid, 0)
+        flags.append(ctx.get(box.receiver.words_present[0]))
 
     simulate(box, bench)
     assert flags == [0b100000]
@@ -145,22 +141,22 @@ def test_random_traffic_matches_the_handshake_model(words, slots, seed):
         for cycle in range(3000):
             # Check the model against the outputs of this cycle (before driving).
             for slot in range(slots):
-                if bool(ctx.get(box.empty) >> slot & 1) != (not any(present[slot])):
+                if bool(ctx.get(box.sender.empty) >> slot & 1) != (not any(present[slot])):
                     errors.append((cycle, "empty", slot))
-                if bool(ctx.get(box.full) >> slot & 1) != all(present[slot]):
+                if bool(ctx.get(box.receiver.full) >> slot & 1) != all(present[slot]):
                     errors.append((cycle, "full", slot))
             # Drive the receiver side.
             read_slot, read_word = rng.randrange(slots), rng.randrange(words)
-            ctx.set(box.read_slot, read_slot)
-            ctx.set(box.read_word, read_word)
-            if ctx.get(box.present) != present[read_slot][read_word]:
+            ctx.set(box.receiver.slot, read_slot)
+            ctx.set(box.receiver.word, read_word)
+            if ctx.get(box.receiver.present) != present[read_slot][read_word]:
                 errors.append((cycle, "present", read_slot, read_word))
             ack = None
             full = [slot for slot in range(slots) if all(present[slot])]
             if full and rng.random() < 0.3:
                 ack = rng.choice(full)
-            ctx.set(box.ack, ack is not None)
-            ctx.set(box.ack_slot, ack or 0)
+            ctx.set(box.ack.valid, ack is not None)
+            ctx.set(box.ack.slot, ack or 0)
             # Drive the sender side.
             write = None
             owned = [slot for slot in range(slots)
@@ -170,14 +166,12 @@ def test_random_traffic_matches_the_handshake_model(words, slots, seed):
                 missing = [w for w in range(words) if not present[slot][w]]
                 word = rng.choice(missing) if missing else rng.randrange(words)
                 write = (slot, word, rng.randrange(-(1 << 31), 1 << 31))
-            ctx.set(box.write, write is not None)
+            ctx.set(box.sender.valid, write is not None)
             if write is not None:
-                ctx.set(box.write_slot, write[0])
-                ctx.set(box.write_word, write[1])
-                ctx.set(box.write_data, write[2])
+                ctx.set(box.sender.payload, dict(zip(("slot", "word", "data"), write)))
             await ctx.tick()
             # The read port returns the word as it was before this edge's write.
-            if ctx.get(box.read_data) != memory[read_slot][read_word]:
+            if ctx.get(box.receiver.data) != memory[read_slot][read_word]:
                 errors.append((cycle, "read_data", read_slot, read_word))
             if ack is not None:
                 present[ack] = [False] * words

@@ -280,17 +280,18 @@ def test_requests_are_acknowledged_and_done_pulses_come_on_time():
         await write_registers(ctx, node, {**state.constants, **state.inputs,
                                           **state.forward_in, **state.backward_in})
         assert ctx.get(node.ready) and not ctx.get(node.busy)
-        ctx.set(node.start_forward, 1)
+        ctx.set(node.forward.start, 1)
         await ctx.tick()
-        ctx.set(node.start_forward, 0)
+        ctx.set(node.forward.start, 0)
         for cycle in range(FORWARD_CYCLES + BACKWARD_CYCLES + 10):
-            trace.append({name: ctx.get(getattr(node, name)) for name in (
-                "forward_ack", "backward_ack", "forward_done", "backward_done", "busy",
-                "ready")})
+            trace.append({name: ctx.get(signal) for name, signal in (
+                ("forward_ack", node.forward.ack), ("backward_ack", node.backward.ack),
+                ("forward_done", node.forward_done), ("backward_done", node.backward_done),
+                ("busy", node.busy), ("ready", node.ready))})
             if cycle == 100:  # a backward request during the forward run: it waits
-                ctx.set(node.start_backward, 1)
+                ctx.set(node.backward.start, 1)
             await ctx.tick()
-            ctx.set(node.start_backward, 0)
+            ctx.set(node.backward.start, 0)
         words = await read_registers(ctx, node, list(want))
         assert words == want
 
@@ -313,17 +314,17 @@ def test_both_requests_pending_run_backward_first_and_held_trigger_runs_once():
     acks = []
 
     async def bench(ctx):
-        ctx.set(node.start_forward, 1)
-        ctx.set(node.start_backward, 1)
+        ctx.set(node.forward.start, 1)
+        ctx.set(node.backward.start, 1)
         await ctx.tick()
-        ctx.set(node.start_backward, 0)
+        ctx.set(node.backward.start, 0)
         # The forward trigger is held until its acknowledge, as a requester would.
         for cycle in range(2 * (FORWARD_CYCLES + BACKWARD_CYCLES)):
-            if ctx.get(node.forward_ack):
-                ctx.set(node.start_forward, 0)
-            acks.append((ctx.get(node.forward_ack), ctx.get(node.backward_ack)))
+            if ctx.get(node.forward.ack):
+                ctx.set(node.forward.start, 0)
+            acks.append((ctx.get(node.forward.ack), ctx.get(node.backward.ack)))
             await ctx.tick()
-        ctx.set(node.start_forward, 0)
+        ctx.set(node.forward.start, 0)
 
     simulate(node, bench)
     forward = [c for c, (f, _) in enumerate(acks) if f]
@@ -341,20 +342,20 @@ def test_external_writes_are_refused_while_busy_and_the_run_is_not_disturbed():
     async def bench(ctx):
         await write_registers(ctx, node, {**state.constants, **state.inputs,
                                           **state.forward_in, **state.backward_in})
-        ctx.set(node.start_forward, 1)
+        ctx.set(node.forward.start, 1)
         await ctx.tick()
-        ctx.set(node.start_forward, 0)
+        ctx.set(node.forward.start, 0)
         await ctx.tick()
         # Hammer the external port while the forward run goes on: every write is ignored.
         while ctx.get(node.busy):
             assert not ctx.get(node.ready)
-            ctx.set(node.ext_addr, qd_address)
-            ctx.set(node.ext_write_data, 12345)
-            ctx.set(node.ext_write_enable, 1)
+            ctx.set(node.ext.addr, qd_address)
+            ctx.set(node.ext.write_data, 12345)
+            ctx.set(node.ext.write_enable, 1)
             await ctx.tick()
-        ctx.set(node.ext_write_enable, 0)
+        ctx.set(node.ext.write_enable, 0)
         seen["qd"] = (await read_registers(ctx, node, ["qd"]))["qd"]
-        await run_request(ctx, node, node.start_backward, node.backward_ack, node.backward_done)
+        await run_request(ctx, node, node.backward.start, node.backward.ack, node.backward_done)
         seen["words"] = await read_registers(ctx, node, list(want))
         # Idle again: writes are accepted.
         await write_registers(ctx, node, {"qd": 12345})
@@ -382,11 +383,11 @@ def test_overflow_is_sticky_until_the_next_forward_request():
         await write_registers(ctx, node, states[0].constants)
         for state in states:
             await write_registers(ctx, node, {**state.inputs, **state.forward_in})
-            await run_request(ctx, node, node.start_forward, node.forward_ack,
+            await run_request(ctx, node, node.forward.start, node.forward.ack,
                               node.forward_done)
             flags.append(ctx.get(node.overflow))
             await write_registers(ctx, node, state.backward_in)
-            await run_request(ctx, node, node.start_backward, node.backward_ack,
+            await run_request(ctx, node, node.backward.start, node.backward.ack,
                               node.backward_done)
             flags.append(ctx.get(node.overflow))
 

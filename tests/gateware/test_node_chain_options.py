@@ -59,12 +59,12 @@ def test_chain_node_equals_golden_model_with_stalls_and_banks(seed):
         return {**forward, **backward}
 
     async def write(ctx, name, word, bank=0):
-        ctx.set(node.ext_addr, REGISTERS[name].address)
-        ctx.set(node.ext_bank, bank)
-        ctx.set(node.ext_write_data, word)
-        ctx.set(node.ext_write_enable, 1)
+        ctx.set(node.ext.addr, REGISTERS[name].address)
+        ctx.set(node.ext.bank, bank)
+        ctx.set(node.ext.write_data, word)
+        ctx.set(node.ext.write_enable, 1)
         await ctx.tick()
-        ctx.set(node.ext_write_enable, 0)
+        ctx.set(node.ext.write_enable, 0)
 
     async def bench(ctx):
         # The constants are shared by the banks, the inputs are per bank.
@@ -79,25 +79,26 @@ def test_chain_node_equals_golden_model_with_stalls_and_banks(seed):
             state, bank = jobs[job]
             mailbox = inbox_words(state, link)
             arrival = {name: rng.randrange(0, 40) for name in mailbox}
-            ctx.set(getattr(node, f"start_{kind}"), 1)
-            ctx.set(getattr(node, f"{kind}_bank"), bank)
+            request = getattr(node, kind)
+            ctx.set(request.start, 1)
+            ctx.set(request.bank, bank)
             await ctx.tick()
-            ctx.set(getattr(node, f"start_{kind}"), 0)
+            ctx.set(request.start, 0)
             cycle = 0
             data = None
             while True:
                 # The inbox: present after the word's arrival cycle; data one cycle after the
                 # address.
-                ctx.set(node.inbox_data, data if data is not None else 0)
+                ctx.set(node.inbox.data, data if data is not None else 0)
                 name = None
-                if ctx.get(node.inbox_read):
-                    address = ctx.get(node.inbox_addr)
+                if ctx.get(node.inbox.read):
+                    address = ctx.get(node.inbox.addr)
                     name = next(r.name for r in REGISTERS if r.address == address)
-                    assert ctx.get(node.inbox_bank) == bank
-                    ctx.set(node.inbox_present, cycle >= arrival[name])
+                    assert ctx.get(node.inbox.bank) == bank
+                    ctx.set(node.inbox.present, cycle >= arrival[name])
                     stalls.append(cycle < arrival[name])
                 else:
-                    ctx.set(node.inbox_present, 0)
+                    ctx.set(node.inbox.present, 0)
                 done = ctx.get(node.request_done)
                 await ctx.tick()
                 data = mailbox[name] if name is not None else None
@@ -109,10 +110,10 @@ def test_chain_node_equals_golden_model_with_stalls_and_banks(seed):
         await ctx.tick().repeat(8)
         for job, (state, bank) in jobs.items():
             for name in output_names(REGISTERS):
-                ctx.set(node.ext_addr, REGISTERS[name].address)
-                ctx.set(node.ext_bank, bank)
+                ctx.set(node.ext.addr, REGISTERS[name].address)
+                ctx.set(node.ext.bank, bank)
                 await ctx.tick().repeat(node.ext_read_latency)
-                words[(job, name)] = ctx.get(node.ext_read_data)
+                words[(job, name)] = ctx.get(node.ext.read_data)
 
     sim = Simulator(node)
     sim.add_clock(1e-8)
