@@ -1,4 +1,4 @@
-"""Amaranth gateware of the LinkDyn node (DESIGN.md Sect. 5).
+"""Amaranth gateware of the LinkDyn node (docs/architecture.md, *Gateware blocks*).
 
 - :class:`MultiplyAccumulate` — the shared fixed-point multiply-accumulate unit (:mod:`.mac`);
 - :class:`SineCosineLookup` — the quarter-wave sine table with interpolation operands

@@ -1,5 +1,5 @@
 """The chain: n LinkDyn nodes wired proximal to distal over neighbour mailboxes, behind the
-host's register bus (source paper Sect. 3, Fig. 8; DESIGN.md Sect. 2, 5).
+host's register bus (source paper Sect. 3, Fig. 8; docs/architecture.md, *Gateware blocks*).
 
 Structure::
 

@@ -1,4 +1,5 @@
-"""The node's shared fixed-point multiply-accumulate unit (source paper Fig. 6; DESIGN.md Sect. 4).
+"""The node's shared fixed-point multiply-accumulate unit (source paper Fig. 6; the fixed-point
+contract of docs/architecture.md).
 
 It executes the terms of the microprogram's dot products (:class:`linkdyn.model.microprogram.Dot`)
 with exactly the arithmetic of :mod:`linkdyn.model.fixedpoint`::

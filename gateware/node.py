@@ -1,6 +1,6 @@
 """The LinkDyn node: one link's inverse dynamics, sequenced from the microprogram's schedule.
 
-Structure (source paper Fig. 5-6; DESIGN.md Sect. 5)::
+Structure (source paper Fig. 5-6; docs/architecture.md, *Gateware blocks*)::
 
     host / neighbours --ext port--> register file (2 copies in block RAM, written together)
                                         |  read a        |  read b

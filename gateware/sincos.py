@@ -1,7 +1,7 @@
 """The quarter-wave sine table: phase word in, the six interpolation operands out.
 
-Bit-exact with :meth:`linkdyn.model.tables.SineTable.lookup` (source paper Sect. 3.1; DESIGN.md
-Sect. 4): the phase word ``[31:30] quadrant, [29:f] index, [f-1:0] fraction`` (``f`` =
+Bit-exact with :meth:`linkdyn.model.tables.SineTable.lookup` (source paper Sect. 3.1; the
+fixed-point contract of docs/architecture.md): the phase word ``[31:30] quadrant, [29:f] index, [f-1:0] fraction`` (``f`` =
 ``fraction_bits``) is mirrored for quadrants 1 and 3 (``v = 2**30 - u``), the table is read at
 ``k = v >> f`` and ``k + 1``, the entry ``T[size]`` (full scale, not stored) is produced by the
 address decoder, the difference is zero when ``k = size``, and quadrants 2 and 3 negate. The

@@ -2,9 +2,9 @@
 
 ``python -m linkdyn.model.accuracy [--states 10000] [--out docs/accuracy.md]``
 
-The golden model (:func:`linkdyn.model.golden.rnea_fixed`, Q15.16 words, DESIGN.md Sect. 4) is
-compared with the float model (:func:`linkdyn.model.rnea`, float64) on random joint states of
-real robots (DESIGN.md Sect. 7, step 2):
+The golden model (:func:`linkdyn.model.golden.rnea_fixed`, Q15.16 words, the fixed-point contract
+of docs/architecture.md) is compared with the float model (:func:`linkdyn.model.rnea`, float64)
+on random joint states of real robots (docs/architecture.md, *Verification*, step 2):
 
 * UR5, UR10 and Puma 560: the built-in robots of :func:`linkdyn.model.library.load_robot`;
 * Panda: ``panda_description/urdf/panda.urdf`` of example-robot-data up to ``panda_hand``.
@@ -688,7 +688,8 @@ def report(results, *, states, seed, command, date, cores):
       f"rerun the command.")
     w("")
     w("The fixed-point golden model (`linkdyn.model.golden.rnea_fixed`: the node microprogram "
-      f"on {fmt.name} words, the arithmetic of DESIGN.md Sect. 4) against the float model "
+      f"on {fmt.name} words, the fixed-point contract of docs/architecture.md) against the "
+      "float model "
       "(`linkdyn.model.rnea`, float64) on the same joint states. Error = fixed - float, N·m.")
     w("")
     w("## States and robots")
@@ -735,10 +736,11 @@ def report(results, *, states, seed, command, date, cores):
     above = [f"{_TITLES[name]} (friction {case})" for name, entry in results.items()
              for case, result in entry["cases"].items() if result["random"]["max"] > goal]
     if above:
-        w(f"The goal of DESIGN.md Sect. 4, {goal:g} N·m, is **not met** in the worst case by: "
+        w(f"The accuracy goal of docs/architecture.md, {goal:g} N·m, is **not met** in the "
+          "worst case by: "
           + ", ".join(above) + ". The error budget below says why.")
     else:
-        w(f"Every robot meets the goal of DESIGN.md Sect. 4, {goal:g} N·m.")
+        w(f"Every robot meets the accuracy goal of docs/architecture.md, {goal:g} N·m.")
     w("")
     w("### Per joint (random states)")
     w("")
@@ -910,7 +912,8 @@ def _budget_text(results):
     lines += [
         "",
         f"- *q*: rounding `q` to {Q15_16.name} moves an angle by up to 2^-17 = {lsb:.2e} rad; "
-        f"a gravity torque of G N·m moves by about {lsb:.2e} G (DESIGN.md Sect. 4).",
+        f"a gravity torque of G N·m moves by about {lsb:.2e} G (the fixed-point contract of "
+        "docs/architecture.md).",
         "- *qd* with friction on: the Coulomb term F_c atan(k qd) has the slope F_c k at "
         f"qd = 0, so rounding `qd` by up to {lsb:.2e} rad/s costs up to {lsb:.2e} max(F_c k) "
         f"N·m; max(F_c k) with friction on: {slopes}. This is the friction model's own "

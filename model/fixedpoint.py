@@ -2,7 +2,7 @@
 
 Every register of a LinkDyn node is a signed two's-complement word of :data:`WORD_WIDTH` bits
 whose value is ``word * 2**-fraction_bits``; the *format* of a register only says how many of
-those bits are fractional (DESIGN.md Sect. 4).
+those bits are fractional (docs/architecture.md, *The fixed-point contract*).
 
 The one arithmetic operation is the dot product of a microprogram instruction
 (:class:`linkdyn.model.microprogram.Dot`)::
@@ -166,7 +166,8 @@ class QFormat:
         return not bool(np.any(self._round(array)[1]))
 
 
-#: The default number format: 32-bit signed, 16 fractional bits (source paper; DESIGN.md Sect. 4).
+#: The default number format: 32-bit signed, 16 fractional bits (source paper; the fixed-point
+#: contract of docs/architecture.md).
 Q15_16 = QFormat(15, 16)
 
 

@@ -225,9 +225,9 @@ def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
                keep_registers=False):
     """Compute the inverse dynamics with the node microprogram in fixed point, node by node.
 
-    This is the golden model of the gateware (DESIGN.md Sect. 4): the forward segments run from
-    node 1 to node n, each node's forward outputs becoming the next node's forward mailbox; the
-    backward segments run from node n (zero incoming wrench) to node 1.
+    This is the golden model of the gateware (the fixed-point contract of docs/architecture.md):
+    the forward segments run from node 1 to node n, each node's forward outputs becoming the
+    next node's forward mailbox; the backward segments run from node n (zero incoming wrench) to node 1.
 
     Parameters
     ----------

@@ -4,7 +4,8 @@ The one forward kinematics of the project: the URDF import checks its DH constru
 excitation design (Cartesian limits on link origins) and the trajectory tools (inverse
 kinematics, virtual forward dynamics) use it.
 
-Frames and conventions (DESIGN.md Sect. 3): the world frame is the robot's reference frame;
+Frames and conventions (the per-node algorithm of docs/architecture.md): the world frame is the
+robot's reference frame;
 ``robot.base`` is the pose of DH frame 0 in it; DH frame ``i`` (``i = 1..n``) is attached to link
 ``i`` with its origin on the axis of joint ``i + 1``, and ``T^{i-1}_i = Rz(q_i + offset_i)
 Tz(d_i) Tx(a_i) Rx(alpha_i)``; the tool frame is ``frames[n] @ robot.tool``. Joint ``i`` turns

@@ -22,7 +22,8 @@ import numpy as np
 from .robot import RobotDescriptionError
 from .robotfile import read_robot_dict, robot_from_dict, robot_source as _source_text, save_robot
 
-__all__ = ["BUILTIN_ROBOTS", "ROBOT_FORMATS", "load_robot", "save_robot", "robot_source", "truncate"]
+__all__ = ["BUILTIN_ROBOTS", "ROBOT_FORMATS", "load_robot", "save_robot", "robot_source",
+           "truncate"]
 
 #: Names of the built-in robots, accepted by :func:`load_robot`.
 BUILTIN_ROBOTS = ("ur5", "ur10", "puma560")

