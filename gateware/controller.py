@@ -1,0 +1,512 @@
+"""The joint controller of a LinkDyn node (source paper Sect. 3.1, Fig. 7), generated from its program.
+
+The arithmetic is defined once in :mod:`linkdyn.model.controller` (registers, formats and the
+operation list :data:`~linkdyn.model.controller.PROGRAM`); this component executes that list,
+one operation per clock cycle, on one ALU and one multiplier::
+
+    sensor q, qd ------+                                   (captured when a segment starts)
+    reference q,qd,qdd-+--> input registers --+
+    model.tau ---------+                      |  a (register file or an input)
+                                              v
+    register port --> register file (LUT RAM, 2 read ports) --b--> ALU / multiplier --+
+         ^                   ^ write                                                   |
+         |                   +--------------------- result ---------------------------+
+    special registers: mode, counter limits, fault           |-> flags (1 bit)
+                                                             |-> output registers (model q, qd,
+                                                             |   qdd, tau_guard, tau_cmd)
+                                                             '-> safety: counters, fault latch,
+                                                                 actuator i_ref, enable
+
+Operation timing: every operation takes one cycle (operands read from the LUT-RAM register file
+combinationally, result written at the clock edge) except ``mul``, which takes four: operand
+registers, the product register (four DSP48A1 / MULT18X18D), rounding and saturation into a
+register, the write. :data:`CYCLES` gives each segment's cycles.
+
+Requests: ``start`` runs the ``feedback`` segment (sensor and reference ports are captured in the
+cycle it starts); ``model.valid`` pulses when ``model.q, qd, qdd`` hold its results;
+``model.tau_valid`` runs the ``output`` segment (``model.tau`` captured when it starts); ``done``
+pulses when ``actuator.i_ref`` and ``actuator.enable`` are updated. A request that comes while
+the controller is busy waits (``output`` before ``feedback``), as does ``fault_clear``.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from linkdyn.model.controller import (COUNT_MAX, COUNT_WIDTH, FAULTS, FLAGS, INPUTS, MODE_BITS,
+                                      OUTPUT_PORTS, PROGRAM, REGISTER_FILE_DEPTH, REGISTERS,
+                                      SEGMENTS, SPECIAL_REGISTERS, mul_shift)
+from linkdyn.model.fixedpoint import WORD_WIDTH
+
+__all__ = ["JointController", "SensorSignature", "ReferenceSignature", "ModelSignature",
+           "ActuatorSignature", "RegisterPortSignature", "ALU_OPS", "CYCLES", "MUL_CYCLES",
+           "op_index"]
+
+#: ALU operation codes, in encoding order.
+ALU_OPS = ("copy", "add", "sub", "mul", "clamp", "max", "min", "select", "ge", "le", "within",
+           "and", "safety")
+#: Cycles of one ``mul`` operation (operands, product, round/saturate, write).
+MUL_CYCLES = 4
+#: Width of the register port address: the register file below 64, special registers above.
+ADDRESS_WIDTH = 7
+#: Input sources of operand ``a``: 0 is the register file, then :data:`INPUTS` in order.
+SOURCES = ("register", *INPUTS)
+#: The flags ops write (the mode bits come first in :data:`FLAGS` and are read-only).
+_WRITTEN_FLAGS = FLAGS[len(MODE_BITS):]
+
+W = WORD_WIDTH
+
+
+def _cycles(ops):
+    return sum(MUL_CYCLES if op.kind == "mul" else 1 for op in ops)
+
+
+#: Cycles of each segment, from its first operation to its result (``done`` / ``model.valid``).
+CYCLES = {name: _cycles(PROGRAM[name]) for name in SEGMENTS}
+
+
+def _flat_program():
+    ops = []
+    for name in SEGMENTS:
+        for index, op in enumerate(PROGRAM[name]):
+            ops.append((name, op, index == len(PROGRAM[name]) - 1))
+    return ops
+
+
+_FLAT = _flat_program()
+#: ROM index of the first operation of each segment.
+SEGMENT_START = {name: next(i for i, (seg, _, _) in enumerate(_FLAT) if seg == name)
+                 for name in SEGMENTS}
+
+
+def op_index(segment, dst):
+    """Return the ROM index of the operation of ``segment`` that writes ``dst``.
+
+    Raises
+    ------
+    KeyError
+        If there is none.
+    """
+    for index, (seg, op, _) in enumerate(_FLAT):
+        if seg == segment and op.dst == dst:
+            return index
+    raise KeyError(f"no operation writes {dst!r} in segment {segment!r}")
+
+
+SensorSignature = wiring.Signature({"q": Out(signed(W)), "qd": Out(signed(W))})
+SensorSignature.__doc__ = "Joint sensor (driver side): position ``q`` (rad), velocity ``qd`` (rad/s), Q15.16."
+
+ReferenceSignature = wiring.Signature({
+    "q": Out(signed(W)), "qd": Out(signed(W)), "qdd": Out(signed(W)), "strobe": Out(1)})
+
+ModelSignature = wiring.Signature({
+    "q": Out(signed(W)), "qd": Out(signed(W)), "qdd": Out(signed(W)), "valid": Out(1),
+    "tau": In(signed(W)), "tau_valid": In(1)})
+
+ActuatorSignature = wiring.Signature({"i_ref": Out(signed(W)), "enable": Out(1)})
+
+RegisterPortSignature = wiring.Signature({
+    "addr": Out(ADDRESS_WIDTH), "w_en": Out(1), "w_data": Out(W), "w_ready": In(1),
+    "r_data": In(W)})
+
+
+class _Probe:
+    """Internal signals exposed for formal properties (not ports; driven by the component)."""
+
+    def __init__(self):
+        self.executing = Signal(name="probe_executing")   # an operation's result is written
+        self.index = Signal(range(len(_FLAT)), name="probe_index")
+        self.a = Signal(signed(W), name="probe_a")
+        self.b = Signal(signed(W), name="probe_b")
+        self.b_addr = Signal(range(REGISTER_FILE_DEPTH), name="probe_b_addr")
+        self.result = Signal(signed(W), name="probe_result")
+        self.flags = Signal(len(FLAGS), name="probe_flags")
+        self.flag_result = Signal(name="probe_flag_result")
+        self.cause = Signal(len(FAULTS), name="probe_cause")
+        self.clear = Signal(name="probe_clear")
+
+
+class JointController(wiring.Component):
+    """The joint controller of paper Fig. 7, executing :data:`linkdyn.model.controller.PROGRAM`.
+
+    Bit for bit equal to :class:`linkdyn.model.controller.JointControllerModel`.
+
+    Members
+    -------
+    sensor : In(SensorSignature)
+        Measured ``q`` (rad), ``qd`` (rad/s), Q15.16; captured when ``feedback`` starts.
+    reference : In(ReferenceSignature)
+        ``q, qd, qdd`` reference (Q15.16), captured when ``feedback`` starts; ``strobe``: a new
+        reference arrived (feeds the reference watchdog).
+    model : Out(ModelSignature)
+        To the node: ``q, qd, qdd`` (the state MUX's output and ``qdd_cmd``), ``valid`` (one
+        cycle when they are updated); from the node: ``tau`` (N·m, Q15.16) with ``tau_valid``
+        (starts ``output``).
+    actuator : Out(ActuatorSignature)
+        ``i_ref``: the current reference (A, Q15.16), 0 while off or faulted; ``enable``.
+    reg : In(RegisterPortSignature)
+        Register access: ``addr`` (the register file's words at
+        :attr:`Register.address <linkdyn.model.controller.Register>`, special registers at
+        64+), ``w_en`` / ``w_data`` write (taken when ``w_ready``, i.e. not busy; hold it until
+        then), ``r_data`` the word at ``addr`` (combinational; valid while not busy).
+    start : In(1)
+        Run ``feedback``.
+    message_strobe : In(1)
+        A neighbour message arrived (feeds the message watchdog).
+    fault_clear : In(1)
+        Clear the fault latch and the shut-off's counters (when not busy; else after the step).
+    busy : Out(1)
+        A segment runs.
+    done : Out(1)
+        One cycle when ``output`` has finished (``actuator`` updated).
+    fault : Out(1)
+        A fault is latched.
+    fault_code : Out(3)
+        The first fault's code (:data:`~linkdyn.model.controller.FAULTS`), 0 none.
+    tau_cmd, tau_guard : Out(signed(32))
+        Commanded and guard torque of the last ``output`` (N·m, Q15.16).
+    """
+
+    def __init__(self):
+        super().__init__({
+            "sensor": In(SensorSignature),
+            "reference": In(ReferenceSignature),
+            "model": Out(ModelSignature),
+            "actuator": Out(ActuatorSignature),
+            "reg": In(RegisterPortSignature),
+            "start": In(1),
+            "message_strobe": In(1),
+            "fault_clear": In(1),
+            "busy": Out(1),
+            "done": Out(1),
+            "fault": Out(1),
+            "fault_code": Out(3),
+            "tau_cmd": Out(signed(W)),
+            "tau_guard": Out(signed(W)),
+        })
+        self.probe = _Probe()
+
+    # The limiting arithmetic, one method each so that a test can build a deliberately broken
+    # copy (the formal proofs must fail on it).
+
+    def clamp(self, m, a, b):
+        """Return ``(result, active)`` of ``clamp``: ``min(max(a, -L), L)``, ``|a| > L``,
+        ``L = max(b, 0)`` (Amaranth values)."""
+        limit = Mux(b < 0, 0, b)
+        high = a > limit
+        low = a < -limit
+        return Mux(high, limit, Mux(low, -limit, a)), high | low
+
+    def elaborate(self, platform):
+        m = Module()
+        probe = self.probe
+
+        # -- register file: LUT RAM, read ports a and b (combinational), one write port --
+        m.submodules.rf = rf = Memory(shape=signed(W), depth=REGISTER_FILE_DEPTH, init=[])
+        read_a = rf.read_port(domain="comb")
+        read_b = rf.read_port(domain="comb")
+        write = rf.write_port()
+
+        # -- special registers --
+        mode = Signal(len(MODE_BITS))
+        limits = {name: Signal(COUNT_WIDTH, init=COUNT_MAX, name=name)
+                  for name in ("tau_saturation_cycles", "watchdog_cycles")}
+        counters = {name: Signal(COUNT_WIDTH, name=name)
+                    for name in ("sat_count", "ref_age", "msg_age")}
+        cause = Signal(len(FAULTS))
+        code = Signal(3)
+        ref_seen = Signal()
+        msg_seen = Signal()
+
+        # -- input registers, captured when a segment starts --
+        inputs = {name: Signal(signed(W), name=f"in_{name}") for name in INPUTS}
+
+        # -- flags: mode bits (read-only) then the written flags --
+        written = Signal(len(_WRITTEN_FLAGS))
+        flags = Cat(mode, written)
+
+        def flag_value(name):
+            invert = name.startswith("~")
+            value = flags[FLAGS.index(name.lstrip("~"))]
+            return ~value if invert else value
+
+        # -- sequencer state --
+        running = Signal()
+        pc = Signal(range(len(_FLAT)))
+        phase = Signal(range(MUL_CYCLES))
+        pending_feedback = Signal()
+        pending_output = Signal()
+        pending_clear = Signal()
+
+        m.d.comb += self.busy.eq(running)
+        m.d.comb += self.reg.w_ready.eq(~running)
+        m.d.comb += self.fault.eq(cause.any())
+        m.d.comb += self.fault_code.eq(code)
+
+        # -- decode of the operation at pc (the ROM is this switch; Yosys makes it LUTs) --
+        alu_op = Signal(range(len(ALU_OPS)))
+        a_source = Signal(range(len(SOURCES)))
+        a_addr = Signal(range(REGISTER_FILE_DEPTH))
+        b_addr = Signal(range(REGISTER_FILE_DEPTH))
+        dst_addr = Signal(range(REGISTER_FILE_DEPTH))
+        writes_word = Signal()
+        flag_dst = Signal(range(len(_WRITTEN_FLAGS)))
+        writes_flag = Signal()
+        clamp_flag = Signal(range(len(_WRITTEN_FLAGS)))
+        writes_clamp_flag = Signal()
+        cond = Signal()             # select's flag; and's first flag
+        cond_b = Signal()           # and's second flag
+        shift_28 = Signal()         # mul: shift 28 instead of 16
+        last = Signal()
+        port_write = {name: Signal(name=f"port_write_{name}") for name in OUTPUT_PORTS}
+        shifts = sorted({mul_shift(op) for _, op, _ in _FLAT if op.kind == "mul"})
+        if not set(shifts) <= {16, 28}:
+            raise ValueError(f"the multiplier implements the shifts 16 and 28, the program "
+                             f"uses {shifts}")
+
+        with m.Switch(pc):
+            for index, (segment, op, is_last) in enumerate(_FLAT):
+                with m.Case(index):
+                    m.d.comb += [alu_op.eq(ALU_OPS.index(op.kind)), last.eq(is_last)]
+                    if op.kind == "and":
+                        m.d.comb += [cond.eq(flag_value(op.a)), cond_b.eq(flag_value(op.b))]
+                    else:
+                        if op.a in INPUTS:
+                            m.d.comb += a_source.eq(SOURCES.index(op.a))
+                        else:
+                            m.d.comb += a_addr.eq(REGISTERS[op.a].address)
+                        if op.b:
+                            m.d.comb += b_addr.eq(REGISTERS[op.b].address)
+                    if op.kind == "select":
+                        m.d.comb += cond.eq(flag_value(op.flag))
+                    if op.kind == "mul":
+                        m.d.comb += shift_28.eq(mul_shift(op) == 28)
+                    if op.dst in REGISTERS:
+                        m.d.comb += [writes_word.eq(1), dst_addr.eq(REGISTERS[op.dst].address)]
+                        if op.dst in port_write:
+                            m.d.comb += port_write[op.dst].eq(1)
+                    else:
+                        m.d.comb += [writes_flag.eq(1),
+                                     flag_dst.eq(_WRITTEN_FLAGS.index(op.dst))]
+                    if op.kind == "clamp" and op.flag:
+                        m.d.comb += [writes_clamp_flag.eq(1),
+                                     clamp_flag.eq(_WRITTEN_FLAGS.index(op.flag))]
+
+        # -- operands --
+        idle = ~running
+        m.d.comb += [
+            read_a.addr.eq(Mux(idle, self.reg.addr[:len(read_a.addr)], a_addr)),
+            read_b.addr.eq(b_addr),
+        ]
+        a = Signal(signed(W))
+        with m.Switch(a_source):
+            with m.Case(0):
+                m.d.comb += a.eq(read_a.data)
+            for index, name in enumerate(INPUTS, start=1):
+                with m.Case(index):
+                    m.d.comb += a.eq(inputs[name])
+        b = read_b.data
+
+        # -- ALU (one cycle) --
+        def saturate(value):
+            high = value[W - 1:]
+            fits = high.all() | ~high.any()
+            top = Const((1 << (W - 1)) - 1, signed(W))
+            bottom = Const(-(1 << (W - 1)), signed(W))
+            return Mux(fits, value[:W].as_signed(), Mux(value[-1], bottom, top))
+
+        total = Signal(signed(W + 1))
+        negate_b = Signal()
+        m.d.comb += negate_b.eq(alu_op != ALU_OPS.index("add"))
+        m.d.comb += total.eq(a + Mux(negate_b, -b, b))   # a + b or a - b, exact in 33 bits
+        a_less = total[-1]                                # a - b < 0 (for sub/max/min/ge/le)
+        a_equal = total == 0
+        clamped, clamp_active = self.clamp(m, a, b)
+        result = Signal(signed(W))
+        flag_result = Signal()
+        with m.Switch(alu_op):
+            with m.Case(ALU_OPS.index("copy")):
+                m.d.comb += result.eq(a)
+            with m.Case(ALU_OPS.index("add"), ALU_OPS.index("sub")):
+                m.d.comb += result.eq(saturate(total))
+            with m.Case(ALU_OPS.index("clamp")):
+                m.d.comb += result.eq(clamped)
+            with m.Case(ALU_OPS.index("max")):
+                m.d.comb += result.eq(Mux(a_less, b, a))
+            with m.Case(ALU_OPS.index("min")):
+                m.d.comb += result.eq(Mux(a_less, a, b))
+            with m.Case(ALU_OPS.index("select")):
+                m.d.comb += result.eq(Mux(cond, a, b))
+            with m.Case(ALU_OPS.index("ge")):
+                m.d.comb += flag_result.eq(~a_less)
+            with m.Case(ALU_OPS.index("le")):
+                m.d.comb += flag_result.eq(a_less | a_equal)
+            with m.Case(ALU_OPS.index("within")):
+                m.d.comb += flag_result.eq(~clamp_active)
+            with m.Case(ALU_OPS.index("and")):
+                m.d.comb += flag_result.eq(cond & cond_b)
+
+        # -- multiplier: operands, product, round half up + saturate, write --
+        mul_a = Signal(signed(W))
+        mul_b = Signal(signed(W))
+        mul_shift_28 = Signal()
+        product = Signal(signed(2 * W))
+        product_shift_28 = Signal()
+        mul_result = Signal(signed(W))
+        m.d.sync += [mul_a.eq(a), mul_b.eq(b), mul_shift_28.eq(shift_28),
+                     product.eq(mul_a * mul_b), product_shift_28.eq(mul_shift_28)]
+        rounded = Signal(signed(2 * W - 15))
+        m.d.comb += rounded.eq(Mux(product_shift_28,
+                                   (product + (1 << 27)) >> 28,
+                                   (product + (1 << 15)) >> 16))
+        m.d.sync += mul_result.eq(saturate(rounded))
+
+        is_mul = alu_op == ALU_OPS.index("mul")
+        is_safety = alu_op == ALU_OPS.index("safety")
+        # An operation finishes in this cycle (a mul in its last phase).
+        finishing = Signal()
+        m.d.comb += finishing.eq(running & (~is_mul | (phase == MUL_CYCLES - 1)))
+        value = Signal(signed(W))
+        m.d.comb += value.eq(Mux(is_mul, mul_result, result))
+
+        # -- safety: counters, fault latch, actuator outputs --
+        def count(counter, condition):
+            return Mux(condition, Mux(counter == COUNT_MAX, COUNT_MAX, counter + 1), 0)
+
+        new_counters = {
+            "sat_count": count(counters["sat_count"], flag_value("tau_at_limit")),
+            "ref_age": count(counters["ref_age"], ~ref_seen),
+            "msg_age": count(counters["msg_age"], ~msg_seen),
+        }
+        new_sat = Signal(COUNT_WIDTH)
+        new_ref = Signal(COUNT_WIDTH)
+        new_msg = Signal(COUNT_WIDTH)
+        m.d.comb += [new_sat.eq(new_counters["sat_count"]), new_ref.eq(new_counters["ref_age"]),
+                     new_msg.eq(new_counters["msg_age"])]
+        causes = Signal(len(FAULTS))
+        m.d.comb += causes.eq(Cat(
+            ~flag_value("hard_pos_ok"),
+            ~flag_value("hard_vel_ok"),
+            new_sat > limits["tau_saturation_cycles"],
+            flag_value("watchdog_reference") & (new_ref > limits["watchdog_cycles"]),
+            flag_value("watchdog_message") & (new_msg > limits["watchdog_cycles"]),
+        ))
+        first = Signal(3)
+        for index in reversed(range(len(FAULTS))):
+            with m.If(causes[index]):
+                m.d.comb += first.eq(index + 1)
+        new_cause = Signal(len(FAULTS))
+        m.d.comb += new_cause.eq(cause | causes)
+        run_ok = Signal()
+        m.d.comb += run_ok.eq(~new_cause.any() & flag_value("drive_enable"))
+        with m.If(is_safety):
+            m.d.comb += flag_result.eq(run_ok)
+
+        # -- probe (formal properties) --
+        m.d.comb += [
+            probe.executing.eq(finishing),
+            probe.index.eq(pc),
+            probe.a.eq(a),
+            probe.b.eq(b),
+            probe.b_addr.eq(b_addr),
+            probe.result.eq(value),
+            probe.flags.eq(flags),
+            probe.flag_result.eq(flag_result),
+            probe.cause.eq(cause),
+        ]
+
+        # -- strobes --
+        with m.If(self.reference.strobe):
+            m.d.sync += ref_seen.eq(1)
+        with m.If(self.message_strobe):
+            m.d.sync += msg_seen.eq(1)
+        with m.If(self.start):
+            m.d.sync += pending_feedback.eq(1)
+        with m.If(self.model.tau_valid):
+            m.d.sync += pending_output.eq(1)
+        with m.If(self.fault_clear):
+            m.d.sync += pending_clear.eq(1)
+
+        m.d.sync += [self.model.valid.eq(0), self.done.eq(0)]
+
+        # -- execution --
+        with m.If(finishing):
+            with m.If(writes_word):
+                m.d.comb += [write.addr.eq(dst_addr), write.data.eq(value), write.en.eq(1)]
+                for name, strobe in port_write.items():
+                    target = {"q_model": self.model.q, "qd_model": self.model.qd,
+                              "qdd_cmd": self.model.qdd, "tau_guard": self.tau_guard,
+                              "tau_cmd": self.tau_cmd}[name]
+                    with m.If(strobe):
+                        m.d.sync += target.eq(value)
+            with m.If(writes_flag):
+                m.d.sync += written.bit_select(flag_dst, 1).eq(flag_result)
+            with m.If(writes_clamp_flag):
+                m.d.sync += written.bit_select(clamp_flag, 1).eq(clamp_active)
+            with m.If(is_safety):
+                m.d.sync += [
+                    counters["sat_count"].eq(new_sat),
+                    counters["ref_age"].eq(new_ref),
+                    counters["msg_age"].eq(new_msg),
+                    cause.eq(new_cause),
+                    self.actuator.i_ref.eq(Mux(run_ok, a, 0)),
+                    self.actuator.enable.eq(run_ok),
+                    # A strobe in this cycle counts for the next step.
+                    ref_seen.eq(self.reference.strobe),
+                    msg_seen.eq(self.message_strobe),
+                ]
+                with m.If(code == 0):
+                    m.d.sync += code.eq(first)
+            with m.If(last):
+                m.d.sync += running.eq(0)
+                with m.If(pc == len(PROGRAM["feedback"]) - 1):
+                    m.d.sync += self.model.valid.eq(1)
+                with m.Else():
+                    m.d.sync += self.done.eq(1)
+            with m.Else():
+                m.d.sync += pc.eq(pc + 1)
+            m.d.sync += phase.eq(0)
+        with m.Elif(running):
+            m.d.sync += phase.eq(phase + 1)
+
+        # -- idle: register port, clear, requests --
+        with m.If(idle):
+            m.d.comb += self.reg.r_data.eq(read_a.data)
+            with m.Switch(self.reg.addr):
+                with m.Case(SPECIAL_REGISTERS["mode"].address):
+                    m.d.comb += self.reg.r_data.eq(mode)
+                for name, signal in limits.items():
+                    with m.Case(SPECIAL_REGISTERS[name].address):
+                        m.d.comb += self.reg.r_data.eq(signal)
+                with m.Case(SPECIAL_REGISTERS["fault"].address):
+                    m.d.comb += self.reg.r_data.eq(Cat(code, Const(0, 5), cause))
+                with m.Case(f"1{'-' * (ADDRESS_WIDTH - 1)}"):
+                    m.d.comb += self.reg.r_data.eq(0)   # unused special addresses read 0
+            with m.If(self.reg.w_en):
+                with m.If(self.reg.addr < 64):
+                    m.d.comb += [write.addr.eq(self.reg.addr), write.data.eq(self.reg.w_data),
+                                 write.en.eq(1)]
+                with m.Switch(self.reg.addr):
+                    with m.Case(SPECIAL_REGISTERS["mode"].address):
+                        m.d.sync += mode.eq(self.reg.w_data)
+                    for name, signal in limits.items():
+                        with m.Case(SPECIAL_REGISTERS[name].address):
+                            m.d.sync += signal.eq(self.reg.w_data)
+            clear = pending_clear | self.fault_clear
+            m.d.comb += probe.clear.eq(clear)
+            with m.If(clear):
+                m.d.sync += [pending_clear.eq(0), cause.eq(0), code.eq(0)]
+                m.d.sync += [counter.eq(0) for counter in counters.values()]
+            with m.If(pending_output | self.model.tau_valid):
+                m.d.sync += [pending_output.eq(0), running.eq(1),
+                             pc.eq(SEGMENT_START["output"]), phase.eq(0),
+                             inputs["tau_model"].eq(self.model.tau)]
+            with m.Elif(pending_feedback | self.start):
+                m.d.sync += [pending_feedback.eq(0), running.eq(1),
+                             pc.eq(SEGMENT_START["feedback"]), phase.eq(0),
+                             inputs["q"].eq(self.sensor.q), inputs["qd"].eq(self.sensor.qd),
+                             inputs["q_ref"].eq(self.reference.q),
+                             inputs["qd_ref"].eq(self.reference.qd),
+                             inputs["qdd_ref"].eq(self.reference.qdd)]
+        return m
