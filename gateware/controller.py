@@ -30,7 +30,7 @@ the controller is busy waits (``output`` before ``feedback``), as does ``fault_c
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
@@ -78,6 +78,68 @@ _FLAT = _flat_program()
 #: ROM index of the first operation of each segment.
 SEGMENT_START = {name: next(i for i, (seg, _, _) in enumerate(_FLAT) if seg == name)
                  for name in SEGMENTS}
+
+
+#: One word of the program ROM: the decoded operation.
+CONTROL_LAYOUT = data.StructLayout({
+    "alu_op": range(len(ALU_OPS)),
+    "a_source": range(len(SOURCES)),
+    "a_addr": range(REGISTER_FILE_DEPTH),
+    "b_addr": range(REGISTER_FILE_DEPTH),
+    "dst_addr": range(REGISTER_FILE_DEPTH),
+    "writes_word": 1,
+    "writes_flag": 1,
+    "flag_dst": range(len(_WRITTEN_FLAGS)),
+    "cond": range(len(FLAGS)),
+    "cond_invert": 1,
+    "cond_b": range(len(FLAGS)),
+    "cond_b_invert": 1,
+    "shift_28": 1,
+    "last": 1,
+    "port": range(len(OUTPUT_PORTS) + 1),
+})
+
+
+def _control(op, is_last):
+    word = {"alu_op": ALU_OPS.index(op.kind), "last": int(is_last)}
+
+    def flag(field, name):
+        word[field] = FLAGS.index(name.lstrip("~"))
+        word[field + "_invert"] = int(name.startswith("~"))
+
+    if op.kind == "and":
+        flag("cond", op.a)
+        flag("cond_b", op.b)
+    else:
+        if op.a in INPUTS:
+            word["a_source"] = SOURCES.index(op.a)
+        else:
+            word["a_addr"] = REGISTERS[op.a].address
+        if op.b:
+            word["b_addr"] = REGISTERS[op.b].address
+    if op.kind == "select":
+        flag("cond", op.flag)
+    if op.kind == "mul":
+        shift = mul_shift(op)
+        if shift not in (16, 28):
+            raise ValueError(f"the multiplier implements the shifts 16 and 28, not {shift} "
+                             f"(mul into {op.dst!r})")
+        word["shift_28"] = int(shift == 28)
+    if op.dst in REGISTERS:
+        word.update(writes_word=1, dst_addr=REGISTERS[op.dst].address)
+        if op.dst in OUTPUT_PORTS:
+            word["port"] = OUTPUT_PORTS.index(op.dst) + 1
+    else:
+        word.update(writes_flag=1, flag_dst=_WRITTEN_FLAGS.index(op.dst))
+    if op.kind == "clamp" and op.flag:
+        word.update(writes_flag=1, flag_dst=_WRITTEN_FLAGS.index(op.flag))
+    return word
+
+
+def control_words():
+    """Return the program ROM's words (dicts of :data:`CONTROL_LAYOUT` fields), one per
+    operation of :data:`~linkdyn.model.controller.PROGRAM`, segments in order."""
+    return [_control(op, is_last) for _, op, is_last in _FLAT]
 
 
 def op_index(segment, dst):
@@ -226,7 +288,7 @@ class JointController(wiring.Component):
         written = Signal(len(_WRITTEN_FLAGS))
         flags = Cat(mode, written)
 
-        def flag_value(name):
+        def flag_value(name):   # a fixed flag (safety logic)
             invert = name.startswith("~")
             value = flags[FLAGS.index(name.lstrip("~"))]
             return ~value if invert else value
@@ -244,54 +306,23 @@ class JointController(wiring.Component):
         m.d.comb += self.fault.eq(cause.any())
         m.d.comb += self.fault_code.eq(code)
 
-        # -- decode of the operation at pc (the ROM is this switch; Yosys makes it LUTs) --
-        alu_op = Signal(range(len(ALU_OPS)))
-        a_source = Signal(range(len(SOURCES)))
-        a_addr = Signal(range(REGISTER_FILE_DEPTH))
-        b_addr = Signal(range(REGISTER_FILE_DEPTH))
-        dst_addr = Signal(range(REGISTER_FILE_DEPTH))
-        writes_word = Signal()
-        flag_dst = Signal(range(len(_WRITTEN_FLAGS)))
-        writes_flag = Signal()
-        clamp_flag = Signal(range(len(_WRITTEN_FLAGS)))
-        writes_clamp_flag = Signal()
+        # -- the operation at pc, from the program ROM (LUTs) --
+        m.submodules.rom = rom = Memory(shape=CONTROL_LAYOUT, depth=len(_FLAT),
+                                        init=control_words())
+        rom_read = rom.read_port(domain="comb")
+        m.d.comb += rom_read.addr.eq(pc)
+        control = rom_read.data
+        alu_op, a_source, a_addr, b_addr, dst_addr = (
+            control.alu_op, control.a_source, control.a_addr, control.b_addr, control.dst_addr)
+        writes_word, writes_flag, flag_dst, shift_28, last = (
+            control.writes_word, control.writes_flag, control.flag_dst, control.shift_28,
+            control.last)
         cond = Signal()             # select's flag; and's first flag
         cond_b = Signal()           # and's second flag
-        shift_28 = Signal()         # mul: shift 28 instead of 16
-        last = Signal()
-        port_write = {name: Signal(name=f"port_write_{name}") for name in OUTPUT_PORTS}
-        shifts = sorted({mul_shift(op) for _, op, _ in _FLAT if op.kind == "mul"})
-        if not set(shifts) <= {16, 28}:
-            raise ValueError(f"the multiplier implements the shifts 16 and 28, the program "
-                             f"uses {shifts}")
-
-        with m.Switch(pc):
-            for index, (segment, op, is_last) in enumerate(_FLAT):
-                with m.Case(index):
-                    m.d.comb += [alu_op.eq(ALU_OPS.index(op.kind)), last.eq(is_last)]
-                    if op.kind == "and":
-                        m.d.comb += [cond.eq(flag_value(op.a)), cond_b.eq(flag_value(op.b))]
-                    else:
-                        if op.a in INPUTS:
-                            m.d.comb += a_source.eq(SOURCES.index(op.a))
-                        else:
-                            m.d.comb += a_addr.eq(REGISTERS[op.a].address)
-                        if op.b:
-                            m.d.comb += b_addr.eq(REGISTERS[op.b].address)
-                    if op.kind == "select":
-                        m.d.comb += cond.eq(flag_value(op.flag))
-                    if op.kind == "mul":
-                        m.d.comb += shift_28.eq(mul_shift(op) == 28)
-                    if op.dst in REGISTERS:
-                        m.d.comb += [writes_word.eq(1), dst_addr.eq(REGISTERS[op.dst].address)]
-                        if op.dst in port_write:
-                            m.d.comb += port_write[op.dst].eq(1)
-                    else:
-                        m.d.comb += [writes_flag.eq(1),
-                                     flag_dst.eq(_WRITTEN_FLAGS.index(op.dst))]
-                    if op.kind == "clamp" and op.flag:
-                        m.d.comb += [writes_clamp_flag.eq(1),
-                                     clamp_flag.eq(_WRITTEN_FLAGS.index(op.flag))]
+        m.d.comb += [cond.eq(flags.bit_select(control.cond, 1) ^ control.cond_invert),
+                     cond_b.eq(flags.bit_select(control.cond_b, 1) ^ control.cond_b_invert)]
+        port_write = {name: control.port == index + 1
+                      for index, name in enumerate(OUTPUT_PORTS)}
 
         # -- operands --
         idle = ~running
@@ -441,9 +472,8 @@ class JointController(wiring.Component):
                     with m.If(strobe):
                         m.d.sync += target.eq(value)
             with m.If(writes_flag):
-                m.d.sync += written.bit_select(flag_dst, 1).eq(flag_result)
-            with m.If(writes_clamp_flag):
-                m.d.sync += written.bit_select(clamp_flag, 1).eq(clamp_active)
+                m.d.sync += written.bit_select(flag_dst, 1).eq(
+                    Mux(alu_op == ALU_OPS.index("clamp"), clamp_active, flag_result))
             with m.If(is_safety):
                 m.d.sync += [
                     counters["sat_count"].eq(new_sat),
