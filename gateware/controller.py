@@ -34,20 +34,22 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from linkdyn.model.controller import (COUNT_MAX, COUNT_WIDTH, FAULTS, FLAGS, INPUTS, MODE_BITS,
-                                      OUTPUT_PORTS, PROGRAM, REGISTER_FILE_DEPTH, REGISTERS,
-                                      SEGMENTS, SPECIAL_REGISTERS, mul_shift)
+from linkdyn.model.controller import (FAULTS, FLAGS, INPUTS, MODE_BITS, OUTPUT_PORTS, PROGRAM,
+                                      REGISTER_FILE_DEPTH, REGISTERS, SEGMENTS,
+                                      SPECIAL_REGISTERS, mul_shift)
 from linkdyn.model.fixedpoint import WORD_WIDTH
 
 __all__ = ["JointController", "SensorSignature", "ReferenceSignature", "ModelSignature",
-           "ActuatorSignature", "RegisterPortSignature", "ALU_OPS", "CYCLES", "MUL_CYCLES",
+           "ActuatorSignature", "RegisterPortSignature", "ALU_OPS", "CYCLES", "OP_CYCLES", "MUL_CYCLES",
            "op_index"]
 
 #: ALU operation codes, in encoding order.
 ALU_OPS = ("copy", "add", "sub", "mul", "clamp", "max", "min", "select", "ge", "le", "within",
-           "and", "safety")
-#: Cycles of one ``mul`` operation (operands, product, round/saturate, write).
-MUL_CYCLES = 4
+           "and", "count", "safety", "clear_fault")
+#: Cycles of an operation: register-file read, then compute and write.
+OP_CYCLES = 2
+#: Cycles of a ``mul`` operation: read, operand registers, product, round/saturate, write.
+MUL_CYCLES = 5
 #: Width of the register port address: the register file below 64, special registers above.
 ADDRESS_WIDTH = 7
 #: Input sources of operand ``a``: 0 is the register file, then :data:`INPUTS` in order.
@@ -59,7 +61,7 @@ W = WORD_WIDTH
 
 
 def _cycles(ops):
-    return sum(MUL_CYCLES if op.kind == "mul" else 1 for op in ops)
+    return sum(MUL_CYCLES if op.kind == "mul" else OP_CYCLES for op in ops)
 
 
 #: Cycles of each segment, from its first operation to its result (``done`` / ``model.valid``).
@@ -78,6 +80,8 @@ _FLAT = _flat_program()
 #: ROM index of the first operation of each segment.
 SEGMENT_START = {name: next(i for i, (seg, _, _) in enumerate(_FLAT) if seg == name)
                  for name in SEGMENTS}
+#: ROM index of the last operation of each segment.
+SEGMENT_END = {name: SEGMENT_START[name] + len(PROGRAM[name]) - 1 for name in SEGMENTS}
 
 
 #: One word of the program ROM: the decoded operation.
@@ -117,7 +121,7 @@ def _control(op, is_last):
             word["a_addr"] = REGISTERS[op.a].address
         if op.b:
             word["b_addr"] = REGISTERS[op.b].address
-    if op.kind == "select":
+    if op.kind in ("select", "count"):
         flag("cond", op.flag)
     if op.kind == "mul":
         shift = mul_shift(op)
@@ -129,7 +133,7 @@ def _control(op, is_last):
         word.update(writes_word=1, dst_addr=REGISTERS[op.dst].address)
         if op.dst in OUTPUT_PORTS:
             word["port"] = OUTPUT_PORTS.index(op.dst) + 1
-    else:
+    elif op.dst:
         word.update(writes_flag=1, flag_dst=_WRITTEN_FLAGS.index(op.dst))
     if op.kind == "clamp" and op.flag:
         word.update(writes_flag=1, flag_dst=_WRITTEN_FLAGS.index(op.flag))
@@ -186,7 +190,6 @@ class _Probe:
         self.flags = Signal(len(FLAGS), name="probe_flags")
         self.flag_result = Signal(name="probe_flag_result")
         self.cause = Signal(len(FAULTS), name="probe_cause")
-        self.clear = Signal(name="probe_clear")
 
 
 class JointController(wiring.Component):
@@ -264,47 +267,42 @@ class JointController(wiring.Component):
         m = Module()
         probe = self.probe
 
-        # -- register file: LUT RAM, read ports a and b (combinational), one write port --
-        m.submodules.rf = rf = Memory(shape=signed(W), depth=REGISTER_FILE_DEPTH, init=[])
-        read_a = rf.read_port(domain="comb")
-        read_b = rf.read_port(domain="comb")
+        # -- register file: block RAM (two copies, written together: read ports a and b,
+        #    synchronous), one write port --
+        m.submodules.rf = rf = Memory(shape=signed(W), depth=REGISTER_FILE_DEPTH, init=[],
+                                      attrs={"ram_style": "block"})
+        read_a = rf.read_port(transparent_for=())
+        read_b = rf.read_port(transparent_for=())
         write = rf.write_port()
 
-        # -- special registers --
+        # -- special registers: mode bits, fault latch --
         mode = Signal(len(MODE_BITS))
-        limits = {name: Signal(COUNT_WIDTH, init=COUNT_MAX, name=name)
-                  for name in ("tau_saturation_cycles", "watchdog_cycles")}
-        counters = {name: Signal(COUNT_WIDTH, name=name)
-                    for name in ("sat_count", "ref_age", "msg_age")}
         cause = Signal(len(FAULTS))
         code = Signal(3)
-        ref_seen = Signal()
-        msg_seen = Signal()
 
-        # -- input registers, captured when a segment starts --
+        # -- input registers, captured when a segment starts; constant inputs --
         inputs = {name: Signal(signed(W), name=f"in_{name}") for name in INPUTS}
+        m.d.comb += [inputs["zero"].eq(0), inputs["one"].eq(1)]
 
-        # -- flags: mode bits (read-only) then the written flags --
+        # -- flags: mode bits (read-only), then the written flags --
         written = Signal(len(_WRITTEN_FLAGS))
         flags = Cat(mode, written)
 
-        def flag_value(name):   # a fixed flag (safety logic)
-            invert = name.startswith("~")
-            value = flags[FLAGS.index(name.lstrip("~"))]
-            return ~value if invert else value
+        def flag(name):
+            return flags[FLAGS.index(name)]
 
         # -- sequencer state --
         running = Signal()
         pc = Signal(range(len(_FLAT)))
         phase = Signal(range(MUL_CYCLES))
-        pending_feedback = Signal()
-        pending_output = Signal()
-        pending_clear = Signal()
+        pending = {name: Signal(name=f"pending_{name}") for name in SEGMENTS}
 
-        m.d.comb += self.busy.eq(running)
-        m.d.comb += self.reg.w_ready.eq(~running)
-        m.d.comb += self.fault.eq(cause.any())
-        m.d.comb += self.fault_code.eq(code)
+        m.d.comb += [
+            self.busy.eq(running),
+            self.reg.w_ready.eq(~running),
+            self.fault.eq(cause.any()),
+            self.fault_code.eq(code),
+        ]
 
         # -- the operation at pc, from the program ROM (LUTs) --
         m.submodules.rom = rom = Memory(shape=CONTROL_LAYOUT, depth=len(_FLAT),
@@ -312,26 +310,23 @@ class JointController(wiring.Component):
         rom_read = rom.read_port(domain="comb")
         m.d.comb += rom_read.addr.eq(pc)
         control = rom_read.data
-        alu_op, a_source, a_addr, b_addr, dst_addr = (
-            control.alu_op, control.a_source, control.a_addr, control.b_addr, control.dst_addr)
-        writes_word, writes_flag, flag_dst, shift_28, last = (
-            control.writes_word, control.writes_flag, control.flag_dst, control.shift_28,
-            control.last)
-        cond = Signal()             # select's flag; and's first flag
+        alu_op = control.alu_op
+        cond = Signal()             # select's / count's flag; and's first flag
         cond_b = Signal()           # and's second flag
         m.d.comb += [cond.eq(flags.bit_select(control.cond, 1) ^ control.cond_invert),
                      cond_b.eq(flags.bit_select(control.cond_b, 1) ^ control.cond_b_invert)]
-        port_write = {name: control.port == index + 1
-                      for index, name in enumerate(OUTPUT_PORTS)}
 
-        # -- operands --
+        def is_op(*kinds):
+            return alu_op.matches(*(ALU_OPS.index(kind) for kind in kinds))
+
+        # -- operands: addresses in the first cycle of an operation, words in the second --
         idle = ~running
         m.d.comb += [
-            read_a.addr.eq(Mux(idle, self.reg.addr[:len(read_a.addr)], a_addr)),
-            read_b.addr.eq(b_addr),
+            read_a.addr.eq(Mux(idle, self.reg.addr[:len(read_a.addr)], control.a_addr)),
+            read_b.addr.eq(control.b_addr),
         ]
         a = Signal(signed(W))
-        with m.Switch(a_source):
+        with m.Switch(control.a_source):
             with m.Case(0):
                 m.d.comb += a.eq(read_a.data)
             for index, name in enumerate(INPUTS, start=1):
@@ -348,10 +343,10 @@ class JointController(wiring.Component):
             return Mux(fits, value[:W].as_signed(), Mux(value[-1], bottom, top))
 
         total = Signal(signed(W + 1))
-        negate_b = Signal()
-        m.d.comb += negate_b.eq(alu_op != ALU_OPS.index("add"))
-        m.d.comb += total.eq(a + Mux(negate_b, -b, b))   # a + b or a - b, exact in 33 bits
-        a_less = total[-1]                                # a - b < 0 (for sub/max/min/ge/le)
+        subtract = Signal()
+        m.d.comb += subtract.eq(~is_op("add", "count"))
+        m.d.comb += total.eq(Mux(subtract, a - b, a + b))   # exact in 33 bits
+        a_less = total[-1]                                   # a - b < 0
         a_equal = total == 0
         clamped, clamp_active = self.clamp(m, a, b)
         result = Signal(signed(W))
@@ -361,8 +356,10 @@ class JointController(wiring.Component):
                 m.d.comb += result.eq(a)
             with m.Case(ALU_OPS.index("add"), ALU_OPS.index("sub")):
                 m.d.comb += result.eq(saturate(total))
+            with m.Case(ALU_OPS.index("count")):
+                m.d.comb += result.eq(Mux(cond, saturate(total), 0))
             with m.Case(ALU_OPS.index("clamp")):
-                m.d.comb += result.eq(clamped)
+                m.d.comb += [result.eq(clamped), flag_result.eq(clamp_active)]
             with m.Case(ALU_OPS.index("max")):
                 m.d.comb += result.eq(Mux(a_less, b, a))
             with m.Case(ALU_OPS.index("min")):
@@ -385,7 +382,7 @@ class JointController(wiring.Component):
         product = Signal(signed(2 * W))
         product_shift_28 = Signal()
         mul_result = Signal(signed(W))
-        m.d.sync += [mul_a.eq(a), mul_b.eq(b), mul_shift_28.eq(shift_28),
+        m.d.sync += [mul_a.eq(a), mul_b.eq(b), mul_shift_28.eq(control.shift_28),
                      product.eq(mul_a * mul_b), product_shift_28.eq(mul_shift_28)]
         rounded = Signal(signed(2 * W - 15))
         m.d.comb += rounded.eq(Mux(product_shift_28,
@@ -393,35 +390,21 @@ class JointController(wiring.Component):
                                    (product + (1 << 15)) >> 16))
         m.d.sync += mul_result.eq(saturate(rounded))
 
-        is_mul = alu_op == ALU_OPS.index("mul")
-        is_safety = alu_op == ALU_OPS.index("safety")
-        # An operation finishes in this cycle (a mul in its last phase).
+        # An operation finishes in this cycle: its second (a mul: its last) cycle.
         finishing = Signal()
-        m.d.comb += finishing.eq(running & (~is_mul | (phase == MUL_CYCLES - 1)))
+        m.d.comb += finishing.eq(running & (phase == Mux(is_op("mul"), MUL_CYCLES - 1,
+                                                         OP_CYCLES - 1)))
         value = Signal(signed(W))
-        m.d.comb += value.eq(Mux(is_mul, mul_result, result))
+        m.d.comb += value.eq(Mux(is_op("mul"), mul_result, result))
 
-        # -- safety: counters, fault latch, actuator outputs --
-        def count(counter, condition):
-            return Mux(condition, Mux(counter == COUNT_MAX, COUNT_MAX, counter + 1), 0)
-
-        new_counters = {
-            "sat_count": count(counters["sat_count"], flag_value("tau_at_limit")),
-            "ref_age": count(counters["ref_age"], ~ref_seen),
-            "msg_age": count(counters["msg_age"], ~msg_seen),
-        }
-        new_sat = Signal(COUNT_WIDTH)
-        new_ref = Signal(COUNT_WIDTH)
-        new_msg = Signal(COUNT_WIDTH)
-        m.d.comb += [new_sat.eq(new_counters["sat_count"]), new_ref.eq(new_counters["ref_age"]),
-                     new_msg.eq(new_counters["msg_age"])]
+        # -- safety: the step's causes, the fault latch, run_ok --
         causes = Signal(len(FAULTS))
         m.d.comb += causes.eq(Cat(
-            ~flag_value("hard_pos_ok"),
-            ~flag_value("hard_vel_ok"),
-            new_sat > limits["tau_saturation_cycles"],
-            flag_value("watchdog_reference") & (new_ref > limits["watchdog_cycles"]),
-            flag_value("watchdog_message") & (new_msg > limits["watchdog_cycles"]),
+            ~flag("hard_pos_ok"),
+            ~flag("hard_vel_ok"),
+            ~flag("sat_ok"),
+            flag("watchdog_reference") & ~flag("ref_ok"),
+            flag("watchdog_message") & ~flag("msg_ok"),
         ))
         first = Signal(3)
         for index in reversed(range(len(FAULTS))):
@@ -430,8 +413,8 @@ class JointController(wiring.Component):
         new_cause = Signal(len(FAULTS))
         m.d.comb += new_cause.eq(cause | causes)
         run_ok = Signal()
-        m.d.comb += run_ok.eq(~new_cause.any() & flag_value("drive_enable"))
-        with m.If(is_safety):
+        m.d.comb += run_ok.eq(~new_cause.any() & flag("drive_enable"))
+        with m.If(is_op("safety")):
             m.d.comb += flag_result.eq(run_ok)
 
         # -- probe (formal properties) --
@@ -440,102 +423,98 @@ class JointController(wiring.Component):
             probe.index.eq(pc),
             probe.a.eq(a),
             probe.b.eq(b),
-            probe.b_addr.eq(b_addr),
+            probe.b_addr.eq(control.b_addr),
             probe.result.eq(value),
             probe.flags.eq(flags),
             probe.flag_result.eq(flag_result),
             probe.cause.eq(cause),
         ]
 
-        # -- strobes --
-        with m.If(self.reference.strobe):
-            m.d.sync += ref_seen.eq(1)
-        with m.If(self.message_strobe):
-            m.d.sync += msg_seen.eq(1)
-        with m.If(self.start):
-            m.d.sync += pending_feedback.eq(1)
-        with m.If(self.model.tau_valid):
-            m.d.sync += pending_output.eq(1)
-        with m.If(self.fault_clear):
-            m.d.sync += pending_clear.eq(1)
-
+        # -- requests and strobes --
+        for name, signal in (("feedback", self.start), ("output", self.model.tau_valid),
+                             ("clear", self.fault_clear)):
+            with m.If(signal):
+                m.d.sync += pending[name].eq(1)
+        strobe_flags = {"ref_seen": self.reference.strobe, "msg_seen": self.message_strobe}
         m.d.sync += [self.model.valid.eq(0), self.done.eq(0)]
 
         # -- execution --
         with m.If(finishing):
-            with m.If(writes_word):
-                m.d.comb += [write.addr.eq(dst_addr), write.data.eq(value), write.en.eq(1)]
-                for name, strobe in port_write.items():
-                    target = {"q_model": self.model.q, "qd_model": self.model.qd,
-                              "qdd_cmd": self.model.qdd, "tau_guard": self.tau_guard,
-                              "tau_cmd": self.tau_cmd}[name]
-                    with m.If(strobe):
-                        m.d.sync += target.eq(value)
-            with m.If(writes_flag):
-                m.d.sync += written.bit_select(flag_dst, 1).eq(
-                    Mux(alu_op == ALU_OPS.index("clamp"), clamp_active, flag_result))
-            with m.If(is_safety):
+            with m.If(control.writes_word):
+                m.d.comb += [write.addr.eq(control.dst_addr), write.data.eq(value),
+                             write.en.eq(1)]
+                targets = {"q_model": self.model.q, "qd_model": self.model.qd,
+                           "qdd_cmd": self.model.qdd, "tau_guard": self.tau_guard,
+                           "tau_cmd": self.tau_cmd}
+                for index, name in enumerate(OUTPUT_PORTS):
+                    with m.If(control.port == index + 1):
+                        m.d.sync += targets[name].eq(value)
+            with m.If(control.writes_flag):
+                m.d.sync += written.bit_select(control.flag_dst, 1).eq(flag_result)
+            with m.If(is_op("safety")):
                 m.d.sync += [
-                    counters["sat_count"].eq(new_sat),
-                    counters["ref_age"].eq(new_ref),
-                    counters["msg_age"].eq(new_msg),
                     cause.eq(new_cause),
                     self.actuator.i_ref.eq(Mux(run_ok, a, 0)),
                     self.actuator.enable.eq(run_ok),
-                    # A strobe in this cycle counts for the next step.
-                    ref_seen.eq(self.reference.strobe),
-                    msg_seen.eq(self.message_strobe),
                 ]
                 with m.If(code == 0):
                     m.d.sync += code.eq(first)
-            with m.If(last):
+            with m.If(is_op("clear_fault")):
+                m.d.sync += [cause.eq(0), code.eq(0)]
+            with m.If(control.last):
                 m.d.sync += running.eq(0)
-                with m.If(pc == len(PROGRAM["feedback"]) - 1):
+                with m.If(pc == SEGMENT_END["feedback"]):
                     m.d.sync += self.model.valid.eq(1)
-                with m.Else():
+                with m.If(pc == SEGMENT_END["output"]):
                     m.d.sync += self.done.eq(1)
             with m.Else():
                 m.d.sync += pc.eq(pc + 1)
             m.d.sync += phase.eq(0)
         with m.Elif(running):
             m.d.sync += phase.eq(phase + 1)
+        # Strobe flags: set by their strobe, cleared by the safety op (a strobe in that cycle
+        # counts for the next step); written after the flag write above, so they win.
+        for name, strobe in strobe_flags.items():
+            bit = written[_WRITTEN_FLAGS.index(name)]
+            with m.If(finishing & is_op("safety")):
+                m.d.sync += bit.eq(strobe)
+            with m.Elif(strobe):
+                m.d.sync += bit.eq(1)
 
-        # -- idle: register port, clear, requests --
+        # -- idle: register port, requests (clear first, then output, then feedback) --
+        # Reads: the word of the address given in the previous cycle.
+        read_addr = Signal(ADDRESS_WIDTH)
+        m.d.sync += read_addr.eq(self.reg.addr)
+        with m.Switch(read_addr):
+            with m.Case(SPECIAL_REGISTERS["mode"].address):
+                m.d.comb += self.reg.r_data.eq(mode)
+            with m.Case(SPECIAL_REGISTERS["fault"].address):
+                m.d.comb += self.reg.r_data.eq(Cat(code, Const(0, 5), cause))
+            with m.Case(f"0{'-' * (ADDRESS_WIDTH - 1)}"):
+                m.d.comb += self.reg.r_data.eq(read_a.data)
         with m.If(idle):
-            m.d.comb += self.reg.r_data.eq(read_a.data)
-            with m.Switch(self.reg.addr):
-                with m.Case(SPECIAL_REGISTERS["mode"].address):
-                    m.d.comb += self.reg.r_data.eq(mode)
-                for name, signal in limits.items():
-                    with m.Case(SPECIAL_REGISTERS[name].address):
-                        m.d.comb += self.reg.r_data.eq(signal)
-                with m.Case(SPECIAL_REGISTERS["fault"].address):
-                    m.d.comb += self.reg.r_data.eq(Cat(code, Const(0, 5), cause))
-                with m.Case(f"1{'-' * (ADDRESS_WIDTH - 1)}"):
-                    m.d.comb += self.reg.r_data.eq(0)   # unused special addresses read 0
             with m.If(self.reg.w_en):
                 with m.If(self.reg.addr < 64):
                     m.d.comb += [write.addr.eq(self.reg.addr), write.data.eq(self.reg.w_data),
                                  write.en.eq(1)]
-                with m.Switch(self.reg.addr):
-                    with m.Case(SPECIAL_REGISTERS["mode"].address):
-                        m.d.sync += mode.eq(self.reg.w_data)
-                    for name, signal in limits.items():
-                        with m.Case(SPECIAL_REGISTERS[name].address):
-                            m.d.sync += signal.eq(self.reg.w_data)
-            clear = pending_clear | self.fault_clear
-            m.d.comb += probe.clear.eq(clear)
-            with m.If(clear):
-                m.d.sync += [pending_clear.eq(0), cause.eq(0), code.eq(0)]
-                m.d.sync += [counter.eq(0) for counter in counters.values()]
-            with m.If(pending_output | self.model.tau_valid):
-                m.d.sync += [pending_output.eq(0), running.eq(1),
-                             pc.eq(SEGMENT_START["output"]), phase.eq(0),
-                             inputs["tau_model"].eq(self.model.tau)]
-            with m.Elif(pending_feedback | self.start):
-                m.d.sync += [pending_feedback.eq(0), running.eq(1),
-                             pc.eq(SEGMENT_START["feedback"]), phase.eq(0),
-                             inputs["q"].eq(self.sensor.q), inputs["qd"].eq(self.sensor.qd),
+                with m.If(self.reg.addr == SPECIAL_REGISTERS["mode"].address):
+                    m.d.sync += mode.eq(self.reg.w_data)
+            requested = {name: pending[name] | signal for name, signal in
+                         (("feedback", self.start), ("output", self.model.tau_valid),
+                          ("clear", self.fault_clear))}
+
+            def begin(name):
+                m.d.sync += [pending[name].eq(0), running.eq(1), pc.eq(SEGMENT_START[name]),
+                             phase.eq(0)]
+
+            with m.If(requested["clear"]):
+                begin("clear")
+            with m.Elif(requested["output"]):
+                begin("output")
+                m.d.sync += inputs["tau_model"].eq(self.model.tau)
+            with m.Elif(requested["feedback"]):
+                begin("feedback")
+                m.d.sync += [inputs["q"].eq(self.sensor.q), inputs["qd"].eq(self.sensor.qd),
                              inputs["q_ref"].eq(self.reference.q),
                              inputs["qd_ref"].eq(self.reference.qd),
                              inputs["qdd_ref"].eq(self.reference.qdd)]

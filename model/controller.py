@@ -19,9 +19,11 @@ step:
     model's inputs (to the node);
 ``output``
     runs when the node's torque ``tau_model`` is there: guard, torque limit, current, shut-off.
+``clear``
+    runs on a fault clear: the shut-off's counters and the fault latch to zero.
 
-The golden model (:func:`run_segment`, :class:`JointControllerModel`) interprets the list with
-the arithmetic below; the gateware (:mod:`linkdyn.gateware.controller`) executes the same list,
+The first two run once per control step. The golden model (:func:`run_segment`,
+:class:`JointControllerModel`) interprets the list with the arithmetic below; the gateware (:mod:`linkdyn.gateware.controller`) executes the same list,
 one operation per clock cycle on one ALU and one multiplier, so both agree bit for bit.
 
 Operations (every register is a signed 32-bit word; ``L = max(b, 0)``)::
@@ -36,8 +38,11 @@ Operations (every register is a signed 32-bit word; ``L = max(b, 0)``)::
     ge      flag = a >= b;     le    flag = a <= b
     within  flag = -L <= a <= L
     and     flag = flag_a and flag_b          (a flag name with a leading "~" is negated)
-    safety  the shut-off (see :func:`safety_update`): counters, fault latch, the current
-            reference word ``i_ref`` (a) and ``enable`` out, flag ``run_ok``
+    count   dst = saturate(a + b) if flag else 0    (a = "one": a step counter)
+    safety  latch the step's fault causes (:func:`fault_causes`), drive the current reference
+            ``i_ref = a`` and ``enable`` if ``run_ok`` (no fault, drive enabled), else 0 and low;
+            clear the strobe flags
+    clear_fault   clear the fault latch (segment ``clear``, run by a fault clear)
 
 A negative limit word acts as zero (``L = max(b, 0)``): whatever the register holds, a clamped
 result is within ``[-|L|, |L|]``. The encoder (:meth:`ControllerConfig.encode`) refuses negative
@@ -56,7 +61,7 @@ from .fixedpoint import FixedPointRangeError, Q15_16, QFormat, round_shift, satu
 __all__ = [
     "WORD", "FINE", "COUNT_WIDTH", "Register", "REGISTERS", "SPECIAL_REGISTERS", "INPUTS",
     "OUTPUT_PORTS", "FLAGS", "MODE_BITS", "FAULTS", "Op", "PROGRAM", "SEGMENTS",
-    "ControllerConfig", "register", "mul_shift", "run_segment", "safety_update",
+    "ControllerConfig", "register", "mul_shift", "run_segment", "fault_causes",
     "JointControllerModel", "FixedPointRangeError",
 ]
 
@@ -66,9 +71,10 @@ WORD = Q15_16
 #: The fine format for small constants (the current per torque, the per-step integral gain):
 #: Q3.28, |value| < 8.
 FINE = QFormat(3, 28, "Q3.28")
-#: Width of the shut-off's counters and of their limit registers (unsigned), bits.
-COUNT_WIDTH = 16
-COUNT_MAX = (1 << COUNT_WIDTH) - 1
+#: Counts of control steps (the shut-off's counters and their limits): integers, Q31.0; the
+#: counters saturate at ``2**31 - 1``.
+COUNT = QFormat(31, 0, "Q31.0")
+COUNT_MAX = COUNT.max_word
 
 
 @dataclass(frozen=True)
@@ -139,9 +145,17 @@ def _define():
     reg("parameter", "tau_max", WORD, "N m", "permissible torque magnitude", True)
     reg("parameter", "current_per_torque", FINE, "A/(N m)",
         "1 / (k_t N): motor current per joint torque (torque constant k_t, gear ratio N)")
+    reg("parameter", "tau_saturation_cycles", COUNT, "control steps",
+        "fault when the torque limit is active for more consecutive steps", True)
+    reg("parameter", "watchdog_cycles", COUNT, "control steps",
+        "fault when no reference / neighbour message came for more steps", True)
     # State kept from step to step.
     reg("state", "integrator", WORD, "N m", "guard integral term (anti-windup: within the "
         "active guard limit; zero while off or faulted)")
+    reg("state", "sat_count", COUNT, "control steps",
+        "consecutive steps with the torque limit active")
+    reg("state", "ref_age", COUNT, "control steps", "steps without a reference strobe")
+    reg("state", "msg_age", COUNT, "control steps", "steps without a neighbour-message strobe")
     # Samples of the inputs that are read as a second operand.
     reg("scratch", "q_s", WORD, "rad", "sampled joint position")
     reg("scratch", "qd_s", WORD, "rad/s", "sampled joint velocity")
@@ -182,10 +196,6 @@ def _define():
     special = {}
     for offset, (name, unit, doc) in enumerate((
             ("mode", "", "mode bits (MODE_BITS)"),
-            ("tau_saturation_cycles", "control steps",
-             f"fault when |tau| is at tau_max for more consecutive steps (u{COUNT_WIDTH})"),
-            ("watchdog_cycles", "control steps",
-             f"fault when no reference / message came for more steps (u{COUNT_WIDTH})"),
             ("fault", "", "read: bits 0-2 fault code (first cause), bits 8-12 cause mask "
                           "(FAULTS); writes are ignored, clear with fault_clear"),
     )):
@@ -199,8 +209,10 @@ def _define():
             ("qdd_ref", "rad/s^2", "reference acceleration"),
             ("tau_model", "N m", "the model's torque incl. friction (node output, eqs. 7, 20)"),
             ("zero", "", "constant 0"),
+            ("one", "", "constant 1 (one LSB: counts)"),
     )):
-        inputs[name] = Register(name, None, "input", WORD, unit, doc)
+        inputs[name] = Register(name, None, "input", COUNT if name == "one" else WORD, unit,
+                                doc)
     return registers, word_count, special, inputs
 
 
@@ -226,19 +238,24 @@ MODE_BITS = {
 FAULTS = {
     1: ("position", "q beyond [q_hard_min, q_hard_max]"),
     2: ("velocity", "|qd| beyond qd_hard_max"),
-    3: ("torque_saturation", "|tau| at tau_max for more than tau_saturation_cycles steps"),
+    3: ("torque_saturation", "torque limit active (|tau_model + tau_guard| > tau_max) for more "
+                             "than tau_saturation_cycles consecutive steps"),
     4: ("reference_watchdog", "no reference strobe for more than watchdog_cycles steps"),
     5: ("message_watchdog", "no neighbour-message strobe for more than watchdog_cycles steps"),
 }
 
 #: One-bit flags: the mode bits, the flags ops write, and the strobes' "seen" bits.
-FLAGS = (*MODE_BITS, "pos_lo_ok", "pos_hi_ok", "vel_ok", "in_pos", "in_range", "tau_at_limit",
-         "hard_lo_ok", "hard_hi_ok", "hard_pos_ok", "hard_vel_ok", "run_ok")
+FLAGS = (*MODE_BITS, "ref_seen", "msg_seen", "pos_lo_ok", "pos_hi_ok", "vel_ok", "in_pos",
+         "in_range", "tau_at_limit", "hard_lo_ok", "hard_hi_ok", "hard_pos_ok", "hard_vel_ok",
+         "sat_ok", "ref_ok", "msg_ok", "run_ok")
+#: Flags set by the strobe inputs (and cleared by the ``safety`` operation).
+STROBE_FLAGS = ("ref_seen", "msg_seen")
 
 #: Operation kinds and what they write (a word ``"word"`` or a flag ``"flag"``).
 OP_KINDS = {"copy": "word", "add": "word", "sub": "word", "mul": "word", "clamp": "word",
             "max": "word", "min": "word", "select": "word", "ge": "flag", "le": "flag",
-            "within": "flag", "and": "flag", "safety": "flag"}
+            "within": "flag", "and": "flag", "count": "word", "safety": "flag",
+            "clear_fault": "flag"}
 
 
 @dataclass(frozen=True)
@@ -321,15 +338,27 @@ def _program():
         o("le", "hard_hi_ok", "q", "q_hard_max"),
         o("and", "hard_pos_ok", "hard_lo_ok", "hard_hi_ok"),
         o("within", "hard_vel_ok", "qd", "qd_hard_max"),
+        o("count", "sat_count", "one", "sat_count", flag="tau_at_limit"),
+        o("le", "sat_ok", "sat_count", "tau_saturation_cycles"),
+        o("count", "ref_age", "one", "ref_age", flag="~ref_seen"),
+        o("le", "ref_ok", "ref_age", "watchdog_cycles"),
+        o("count", "msg_age", "one", "msg_age", flag="~msg_seen"),
+        o("le", "msg_ok", "msg_age", "watchdog_cycles"),
         o("safety", "run_ok", "i_ref_raw"),
         # The integral runs only while the drive does.
         o("select", "integrator", "zero", "integ_lim", flag="~run_ok"),
     )
-    return {"feedback": feedback, "output": output}
+    clear = (
+        o("copy", "sat_count", "zero"),
+        o("copy", "ref_age", "zero"),
+        o("copy", "msg_age", "zero"),
+        o("clear_fault", ""),
+    )
+    return {"feedback": feedback, "output": output, "clear": clear}
 
 
-#: Segment names in execution order.
-SEGMENTS = ("feedback", "output")
+#: Segment names (``clear`` runs on a fault clear).
+SEGMENTS = ("feedback", "output", "clear")
 #: The program: segment name -> tuple of Op.
 PROGRAM = _program()
 
@@ -367,14 +396,13 @@ def _check_program():
     words = set(REGISTERS) | set(INPUTS)
     for segment, ops in PROGRAM.items():
         for op in ops:
-            kind = OP_KINDS[op.kind]
+            kind = OP_KINDS[op.kind] if op.kind != "clear_fault" else ""
             if kind == "word" and op.dst not in REGISTERS:
                 raise ValueError(f"{segment}: {op.kind} writes unknown register {op.dst!r}")
             if kind == "flag" and op.dst not in FLAGS:
                 raise ValueError(f"{segment}: {op.kind} writes unknown flag {op.dst!r}")
-            operands = (op.a, op.b) if op.kind != "safety" else (op.a,)
-            if op.kind in ("copy",):
-                operands = (op.a,)
+            operands = {"safety": (op.a,), "copy": (op.a,), "clear_fault": ()}.get(
+                op.kind, (op.a, op.b))
             for operand in operands:
                 table = FLAGS if op.kind == "and" else words
                 if operand.lstrip("~") not in table:
@@ -387,7 +415,7 @@ def _check_program():
             if op.kind == "mul":
                 mul_shift(op)
             elif op.kind in ("add", "sub", "clamp", "max", "min", "select", "ge", "le",
-                             "within"):
+                             "within", "count"):
                 fa, fb = register(op.a).format, register(op.b).format
                 if op.a != "zero" and fa.fraction_bits != fb.fraction_bits:
                     raise ValueError(f"{segment}: {op.kind} {op.a} / {op.b} mixes formats")
@@ -538,88 +566,80 @@ def _flag(flags, name):
     return np.asarray(flags[name], dtype=bool)
 
 
-def safety_update(state, flags, ref_seen, msg_seen, tau_saturation_cycles, watchdog_cycles):
-    """Advance the shut-off by one control step (the ``safety`` operation).
+def fault_causes(flags):
+    """Return the fault causes of a control step, in :data:`FAULTS` order (the ``safety`` op).
 
     Parameters
     ----------
-    state : dict
-        ``sat_count``, ``ref_age``, ``msg_age`` (counters, control steps), ``cause`` (mask of
-        :data:`FAULTS`, bit ``code - 1``), ``code`` (first fault code, 0 none); arrays of one
-        batch shape, updated in place.
-    flags : dict
-        The step's flags (``tau_at_limit``, ``hard_pos_ok``, ``hard_vel_ok`` and the mode bits).
-    ref_seen, msg_seen : array_like of bool
-        A reference / neighbour-message strobe came since the last step.
-    tau_saturation_cycles, watchdog_cycles : int or array_like
-        The counter limits.
+    flags : dict of str to array_like of bool
+        The step's flags: ``hard_pos_ok``, ``hard_vel_ok``, ``sat_ok``, ``ref_ok``, ``msg_ok``
+        and the mode bits ``watchdog_reference``, ``watchdog_message``.
 
     Returns
     -------
-    numpy.ndarray of bool
-        ``run_ok``: no fault latched and the drive enabled (current may flow).
+    list of numpy.ndarray of bool
+        One per fault code 1 .. 5.
 
     Notes
     -----
-    ``sat_count`` counts consecutive steps with ``tau_at_limit``; ``ref_age`` / ``msg_age``
-    count steps without the strobe (a strobe resets them to 0); counters saturate at
-    ``2**16 - 1``. A cause trips when its counter exceeds its limit, or at once for the hard
-    position / speed limits; the cause mask accumulates, the code keeps the first fault
-    (lowest code of the step it latched in). The source paper (Sect. 3.1) asks for the
-    deactivation "based on comparing the system state to maximum thresholds".
+    The source paper (Sect. 3.1) asks for the deactivation "based on comparing the system state
+    to maximum thresholds"; the counters (``sat_count``, ``ref_age``, ``msg_age``) are ``count``
+    operations of the program and their limits ``le`` comparisons.
     """
-    def count(counter, condition):
-        return np.where(condition, np.minimum(counter + 1, COUNT_MAX), 0)
-
-    state["sat_count"] = count(state["sat_count"], _flag(flags, "tau_at_limit"))
-    state["ref_age"] = count(state["ref_age"], ~np.asarray(ref_seen, dtype=bool))
-    state["msg_age"] = count(state["msg_age"], ~np.asarray(msg_seen, dtype=bool))
-    causes = [
+    return [
         ~_flag(flags, "hard_pos_ok"),
         ~_flag(flags, "hard_vel_ok"),
-        state["sat_count"] > tau_saturation_cycles,
-        _flag(flags, "watchdog_reference") & (state["ref_age"] > watchdog_cycles),
-        _flag(flags, "watchdog_message") & (state["msg_age"] > watchdog_cycles),
+        ~_flag(flags, "sat_ok"),
+        _flag(flags, "watchdog_reference") & ~_flag(flags, "ref_ok"),
+        _flag(flags, "watchdog_message") & ~_flag(flags, "msg_ok"),
     ]
-    new = np.zeros(np.shape(state["cause"]), dtype=np.int64)
-    first = np.zeros(np.shape(state["cause"]), dtype=np.int64)
+
+
+def _latch(latch, causes):
+    """Update the fault latch ``{"cause", "code"}`` in place with a step's causes."""
+    new = np.zeros(np.shape(latch["cause"]), dtype=np.int64)
+    first = np.zeros(np.shape(latch["cause"]), dtype=np.int64)
     for index in reversed(range(len(causes))):
         new = new | (np.asarray(causes[index], dtype=np.int64) << index)
         first = np.where(causes[index], index + 1, first)
-    state["code"] = np.where(state["code"] == 0, first, state["code"])
-    state["cause"] = state["cause"] | new
-    return (state["cause"] == 0) & _flag(flags, "drive_enable")
+    latch["code"] = np.where(latch["code"] == 0, first, latch["code"])
+    latch["cause"] = latch["cause"] | new
 
 
 def _sat(value):
     return saturate(value)[0]
 
 
-def run_segment(regs, flags, segment, state=None, strobes=(True, True)):
+def run_segment(regs, flags, segment, latch=None):
     """Interpret one segment of :data:`PROGRAM` on word registers and flags, in place.
 
     Parameters
     ----------
     regs : dict of str to numpy.ndarray of int64
-        Every register and input the segment reads, by name (batch shape); results are added.
+        Every register and input the segment reads, by name (one batch shape); results are
+        stored into it.
     flags : dict of str to numpy.ndarray of bool
-        The mode bits (and, for ``output``, the flags it writes are added).
+        The mode bits and strobe flags (:data:`STROBE_FLAGS`); the flags the segment writes are
+        stored into it.
     segment : str
-        ``"feedback"`` or ``"output"``.
-    state : dict, optional
-        The shut-off's state for ``output`` (see :func:`safety_update`) plus
-        ``tau_saturation_cycles`` and ``watchdog_cycles``; updated in place. Also receives
-        ``i_ref`` (the current reference word) and ``enable``.
-    strobes : (array_like, array_like)
-        ``(ref_seen, msg_seen)`` for the ``safety`` operation.
+        One of :data:`SEGMENTS`.
+    latch : dict, optional
+        The fault latch for ``output`` and ``clear``: ``cause`` (mask, bit ``code - 1`` of
+        :data:`FAULTS`), ``code`` (first fault, 0 none); updated in place. The ``safety``
+        operation also stores ``i_ref`` (the current reference word, 0 unless ``run_ok``) and
+        ``enable`` (``run_ok``) into it.
+
+    Raises
+    ------
+    ValueError
+        If the segment is unknown.
     """
     if segment not in PROGRAM:
         raise ValueError(f"segment must be one of {SEGMENTS}, not {segment!r}")
     for op in PROGRAM[segment]:
-        if op.kind in ("ge", "le", "within", "and"):
-            if op.kind == "and":
-                flags[op.dst] = _flag(flags, op.a) & _flag(flags, op.b)
-                continue
+        if op.kind == "and":
+            flags[op.dst] = _flag(flags, op.a) & _flag(flags, op.b)
+        elif op.kind in ("ge", "le", "within"):
             a, b = regs[op.a], regs[op.b]
             if op.kind == "ge":
                 flags[op.dst] = a >= b
@@ -628,39 +648,45 @@ def run_segment(regs, flags, segment, state=None, strobes=(True, True)):
             else:
                 limit = np.maximum(b, 0)
                 flags[op.dst] = (a >= -limit) & (a <= limit)
-            continue
-        if op.kind == "safety":
-            ref_seen, msg_seen = strobes
-            run_ok = safety_update(state, flags, ref_seen, msg_seen,
-                                   state["tau_saturation_cycles"], state["watchdog_cycles"])
+        elif op.kind == "safety":
+            _latch(latch, fault_causes(flags))
+            run_ok = (latch["cause"] == 0) & _flag(flags, "drive_enable")
             flags[op.dst] = run_ok
-            state["i_ref"] = np.where(run_ok, regs[op.a], 0)
-            state["enable"] = run_ok
-            continue
-        a = regs[op.a]
-        b = regs[op.b] if op.b else None
-        if op.kind == "copy":
-            result = a
-        elif op.kind == "add":
-            result = _sat(a + b)
-        elif op.kind == "sub":
-            result = _sat(a - b)
-        elif op.kind == "mul":
-            shift = mul_shift(op)
-            product = a * b  # exact in int64: |a b| <= 2**62
-            result = _sat(round_shift(product >> shift, product & ((1 << shift) - 1), shift))
-        elif op.kind == "clamp":
-            limit = np.maximum(b, 0)
-            result = np.clip(a, -limit, limit)
-            if op.flag:
-                flags[op.flag] = (a > limit) | (a < -limit)
-        elif op.kind == "max":
-            result = np.maximum(a, b)
-        elif op.kind == "min":
-            result = np.minimum(a, b)
-        elif op.kind == "select":
-            result = np.where(_flag(flags, op.flag), a, b)
-        regs[op.dst] = np.asarray(result, dtype=np.int64)
+            latch["i_ref"] = np.where(run_ok, regs[op.a], 0)
+            latch["enable"] = run_ok
+            for name in STROBE_FLAGS:
+                flags[name] = np.zeros(np.shape(run_ok), dtype=bool)
+        elif op.kind == "clear_fault":
+            latch["cause"] = np.zeros_like(latch["cause"])
+            latch["code"] = np.zeros_like(latch["code"])
+        else:
+            a = regs[op.a]
+            b = regs[op.b] if op.b else None
+            if op.kind == "copy":
+                result = a
+            elif op.kind == "add":
+                result = _sat(a + b)
+            elif op.kind == "sub":
+                result = _sat(a - b)
+            elif op.kind == "count":
+                result = np.where(_flag(flags, op.flag), _sat(a + b), 0)
+            elif op.kind == "mul":
+                shift = mul_shift(op)
+                product = a * b  # exact in int64: |a b| <= 2**62
+                result = _sat(round_shift(product >> shift, product & ((1 << shift) - 1),
+                                          shift))
+            elif op.kind == "clamp":
+                limit = np.maximum(b, 0)
+                result = np.clip(a, -limit, limit)
+                if op.flag:
+                    flags[op.flag] = (a > limit) | (a < -limit)
+            elif op.kind == "max":
+                result = np.maximum(a, b)
+            elif op.kind == "min":
+                result = np.minimum(a, b)
+            elif op.kind == "select":
+                result = np.where(_flag(flags, op.flag), a, b)
+            regs[op.dst] = np.asarray(result, dtype=np.int64)
 
 
 class JointControllerModel:
@@ -670,33 +696,30 @@ class JointControllerModel:
     ----------
     words : dict
         Register words (``ControllerConfig.encode()``, or any words: the model takes whatever
-        a register holds, as the gateware does). Missing parameters are 0.
+        a register holds, as the gateware does). Registers not given are 0.
 
     Attributes
     ----------
     regs : dict of str to int
-        Every register-file word after the last segment.
+        Every register-file word after the last segment (signed).
     flags : dict of str to bool
         Every flag.
-    state : dict
-        The shut-off's counters, ``cause``, ``code``, ``i_ref`` (word), ``enable``.
+    latch : dict
+        ``cause``, ``code``, ``i_ref`` (word), ``enable``.
     """
 
     def __init__(self, words):
         self.regs = {name: 0 for name in REGISTERS}
         self.mode = 0
-        self.counter_limits = {"tau_saturation_cycles": COUNT_MAX, "watchdog_cycles": COUNT_MAX}
-        self.state = {"sat_count": 0, "ref_age": 0, "msg_age": 0, "cause": 0, "code": 0,
-                      "i_ref": 0, "enable": False}
+        self.latch = {"cause": 0, "code": 0, "i_ref": 0, "enable": False}
         self.flags = {name: False for name in FLAGS}
         self.inputs = {name: 0 for name in INPUTS}
-        self.ref_seen = False
-        self.msg_seen = False
+        self.inputs["one"] = 1
         for name, word in words.items():
             self.write(name, word)
 
     def write(self, name, word):
-        """Write a register as the register port does (words wrap to 32 bits, counters to 16).
+        """Write a register as the register port does (words wrap to 32 bits).
 
         Raises
         ------
@@ -707,12 +730,8 @@ class JointControllerModel:
             word = int(word) & 0xFFFFFFFF
             self.regs[name] = word - (1 << 32) if word >> 31 else word
         elif name == "mode":
-            self.mode = int(word) & 0xF
-        elif name in ("tau_saturation_cycles", "watchdog_cycles"):
-            self.counter_limits[name] = int(word) & COUNT_MAX
-        elif name == "fault":
-            pass
-        else:
+            self.mode = int(word) & ((1 << len(MODE_BITS)) - 1)
+        elif name != "fault":
             raise KeyError(f"no writable controller register named {name!r}")
 
     def read(self, name):
@@ -721,34 +740,32 @@ class JointControllerModel:
             return self.regs[name] & 0xFFFFFFFF
         if name == "mode":
             return self.mode
-        if name in self.counter_limits:
-            return self.counter_limits[name]
         if name == "fault":
-            return self.state["code"] | (self.state["cause"] << 8)
+            return self.latch["code"] | (self.latch["cause"] << 8)
         raise KeyError(f"no controller register named {name!r}")
 
     def strobe(self, reference=False, message=False):
         """Note a reference / neighbour-message strobe (kept until the next ``output``)."""
-        self.ref_seen |= bool(reference)
-        self.msg_seen |= bool(message)
+        self.flags["ref_seen"] |= bool(reference)
+        self.flags["msg_seen"] |= bool(message)
 
-    def clear(self):
-        """Clear the fault latch and the shut-off's counters (the ``fault_clear`` input)."""
-        for name in ("sat_count", "ref_age", "msg_age", "cause", "code"):
-            self.state[name] = 0
-
-    def _arrays(self):
+    def _run(self, segment):
         regs = {name: np.asarray(value, dtype=np.int64) for name, value in self.regs.items()}
         regs.update({name: np.asarray(value, dtype=np.int64)
                      for name, value in self.inputs.items()})
         flags = {name: np.asarray(value) for name, value in self.flags.items()}
         for name, (bit, _) in MODE_BITS.items():
             flags[name] = np.asarray(bool(self.mode >> bit & 1))
-        return regs, flags
-
-    def _store(self, regs, flags):
+        latch = {name: np.asarray(value) for name, value in self.latch.items()}
+        run_segment(regs, flags, segment, latch)
         self.regs = {name: int(regs[name]) for name in REGISTERS}
         self.flags = {name: bool(flags[name]) for name in FLAGS}
+        self.latch = {"cause": int(latch["cause"]), "code": int(latch["code"]),
+                      "i_ref": int(latch["i_ref"]), "enable": bool(latch["enable"])}
+
+    def clear(self):
+        """Run the ``clear`` segment (the ``fault_clear`` input): counters and latch to 0."""
+        self._run("clear")
 
     def feedback(self, q, qd, q_ref, qd_ref, qdd_ref):
         """Run the ``feedback`` segment on input words; return ``(q_model, qd_model, qdd_cmd)``.
@@ -758,10 +775,8 @@ class JointControllerModel:
         q, qd, q_ref, qd_ref, qdd_ref : int
             Input words (Q15.16: rad, rad/s, rad, rad/s, rad/s^2).
         """
-        self.inputs.update(q=q, qd=qd, q_ref=q_ref, qd_ref=qd_ref, qdd_ref=qdd_ref, zero=0)
-        regs, flags = self._arrays()
-        run_segment(regs, flags, "feedback")
-        self._store(regs, flags)
+        self.inputs.update(q=q, qd=qd, q_ref=q_ref, qd_ref=qd_ref, qdd_ref=qdd_ref)
+        self._run("feedback")
         return self.regs["q_model"], self.regs["qd_model"], self.regs["qdd_cmd"]
 
     def output(self, tau_model):
@@ -770,23 +785,15 @@ class JointControllerModel:
         The reference / message strobes noted since the last ``output`` are consumed.
         """
         self.inputs["tau_model"] = tau_model
-        regs, flags = self._arrays()
-        state = {name: np.asarray(value) for name, value in self.state.items()}
-        state.update(self.counter_limits)
-        run_segment(regs, flags, "output", state, (self.ref_seen, self.msg_seen))
-        self._store(regs, flags)
-        for name in ("sat_count", "ref_age", "msg_age", "cause", "code", "i_ref"):
-            self.state[name] = int(state[name])
-        self.state["enable"] = bool(state["enable"])
-        self.ref_seen = self.msg_seen = False
-        return self.state["i_ref"], self.state["enable"]
+        self._run("output")
+        return self.latch["i_ref"], self.latch["enable"]
 
     @property
     def fault_code(self):
         """int: the latched fault code (0: none), see :data:`FAULTS`."""
-        return self.state["code"]
+        return self.latch["code"]
 
     @property
     def fault_cause(self):
         """int: the latched cause mask (bit ``code - 1``)."""
-        return self.state["cause"]
+        return self.latch["cause"]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.controller import CYCLES, JointController, MUL_CYCLES
+from linkdyn.gateware.controller import CYCLES, JointController, MUL_CYCLES, OP_CYCLES
 from linkdyn.model import load_robot
 from linkdyn.model.controller import (COUNT_MAX, FAULTS, MODE_BITS, PROGRAM, REGISTERS,
                                       SPECIAL_REGISTERS, WORD, ControllerConfig,
@@ -57,6 +57,7 @@ def simulate(words, steps):
 
     async def read(ctx, name):
         ctx.set(dut.reg.addr, address(name))
+        await ctx.tick()
         return ctx.get(dut.reg.r_data)
 
     async def pulse(ctx, signal):
@@ -81,6 +82,11 @@ def simulate(words, steps):
                 await write(ctx, name, word)
             if step.get("clear"):
                 await pulse(ctx, dut.fault_clear)
+                clear_cycles = 1
+                while ctx.get(dut.busy):
+                    await ctx.tick()
+                    clear_cycles += 1
+                assert clear_cycles == CYCLES["clear"] + 1
             if step.get("reference"):
                 await pulse(ctx, dut.reference.strobe)
             if step.get("message"):
@@ -337,7 +343,8 @@ def test_integrator_winds_up_only_to_the_guard_limit():
 def test_cycles_per_control_step_are_the_programs():
     muls = {name: sum(op.kind == "mul" for op in PROGRAM[name]) for name in PROGRAM}
     for name in PROGRAM:
-        assert CYCLES[name] == len(PROGRAM[name]) + (MUL_CYCLES - 1) * muls[name]
+        assert CYCLES[name] == (OP_CYCLES * len(PROGRAM[name])
+                                + (MUL_CYCLES - OP_CYCLES) * muls[name])
 
 
 def test_register_port_waits_while_busy():
@@ -358,12 +365,14 @@ def test_register_port_waits_while_busy():
             await ctx.tick()
         await ctx.tick()
         ctx.set(dut.reg.w_en, 0)
+        await ctx.tick()
         seen["kp"] = ctx.get(dut.reg.r_data)
-        ctx.set(dut.reg.addr, SPECIAL_REGISTERS["tau_saturation_cycles"].address)
-        seen["limit"] = ctx.get(dut.reg.r_data)
+        ctx.set(dut.reg.addr, SPECIAL_REGISTERS["mode"].address)
+        await ctx.tick()
+        seen["mode"] = ctx.get(dut.reg.r_data)
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(testbench)
     sim.run()
-    assert seen == {"kp": 12345, "limit": COUNT_MAX}
+    assert seen == {"kp": 12345, "mode": 0}
