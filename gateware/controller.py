@@ -255,13 +255,15 @@ class JointController(wiring.Component):
     # The limiting arithmetic, one method each so that a test can build a deliberately broken
     # copy (the formal proofs must fail on it).
 
-    def clamp(self, m, a, b):
-        """Return ``(result, active)`` of ``clamp``: ``min(max(a, -L), L)``, ``|a| > L``,
-        ``L = max(b, 0)`` (Amaranth values)."""
-        limit = Mux(b < 0, 0, b)
-        high = a > limit
-        low = a < -limit
-        return Mux(high, limit, Mux(low, -limit, a)), high | low
+    def clamp(self, m, a, limit, above):
+        """Return ``(result, active)`` of ``clamp`` (Amaranth values).
+
+        ``result = min(max(a, -limit), limit)`` and ``active = |a| > limit``, for a
+        ``limit >= 0`` (``max(b, 0)`` of the operand) and ``above = a > limit`` (from the ALU's
+        shared subtractor).
+        """
+        below = (a + limit)[-1]   # a < -limit
+        return Mux(above, limit, Mux(below, -limit, a)), above | below
 
     def elaborate(self, platform):
         m = Module()
@@ -342,13 +344,18 @@ class JointController(wiring.Component):
             bottom = Const(-(1 << (W - 1)), signed(W))
             return Mux(fits, value[:W].as_signed(), Mux(value[-1], bottom, top))
 
+        # One adder: a + b, a - b, or a - L for clamp / within (L = max(b, 0)); 33 bits, exact.
         total = Signal(signed(W + 1))
         subtract = Signal()
-        m.d.comb += subtract.eq(~is_op("add", "count"))
-        m.d.comb += total.eq(Mux(subtract, a - b, a + b))   # exact in 33 bits
+        limit = Signal(signed(W))
+        m.d.comb += [
+            subtract.eq(~is_op("add", "count")),
+            limit.eq(Mux(b[-1] & is_op("clamp", "within"), 0, b)),
+            total.eq(Mux(subtract, a - limit, a + limit)),
+        ]
         a_less = total[-1]                                   # a - b < 0
         a_equal = total == 0
-        clamped, clamp_active = self.clamp(m, a, b)
+        clamped, clamp_active = self.clamp(m, a, limit, ~a_less & ~a_equal)
         result = Signal(signed(W))
         flag_result = Signal()
         with m.Switch(alu_op):
@@ -385,9 +392,9 @@ class JointController(wiring.Component):
         m.d.sync += [mul_a.eq(a), mul_b.eq(b), mul_shift_28.eq(control.shift_28),
                      product.eq(mul_a * mul_b), product_shift_28.eq(mul_shift_28)]
         rounded = Signal(signed(2 * W - 15))
-        m.d.comb += rounded.eq(Mux(product_shift_28,
-                                   (product + (1 << 27)) >> 28,
-                                   (product + (1 << 15)) >> 16))
+        summed = Signal(signed(2 * W))   # |product| <= 2**62: no overflow
+        m.d.comb += summed.eq(product + Mux(product_shift_28, 1 << 27, 1 << 15))
+        m.d.comb += rounded.eq(Mux(product_shift_28, summed >> 28, summed >> 16))
         m.d.sync += mul_result.eq(saturate(rounded))
 
         # An operation finishes in this cycle: its second (a mul: its last) cycle.
