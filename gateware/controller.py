@@ -140,10 +140,17 @@ def _control(op, is_last):
     return word
 
 
+#: Depth of the program ROM: every address ``pc`` can hold (the entries after the program stop
+#: the sequencer, so that no state, however reached, runs an undefined operation).
+ROM_DEPTH = 1 << max(1, (len(_FLAT) - 1).bit_length())
+
+
 def control_words():
     """Return the program ROM's words (dicts of :data:`CONTROL_LAYOUT` fields), one per
-    operation of :data:`~linkdyn.model.controller.PROGRAM`, segments in order."""
-    return [_control(op, is_last) for _, op, is_last in _FLAT]
+    operation of :data:`~linkdyn.model.controller.PROGRAM`, segments in order, then
+    ``copy`` operations that write nothing and end (``last``) up to :data:`ROM_DEPTH`."""
+    words = [_control(op, is_last) for _, op, is_last in _FLAT]
+    return words + [{"alu_op": ALU_OPS.index("copy"), "last": 1}] * (ROM_DEPTH - len(words))
 
 
 def op_index(segment, dst):
@@ -182,9 +189,11 @@ class _Probe:
 
     def __init__(self):
         self.executing = Signal(name="probe_executing")   # an operation's result is written
-        self.index = Signal(range(len(_FLAT)), name="probe_index")
+        self.index = Signal(range(ROM_DEPTH), name="probe_index")
         self.a = Signal(signed(W), name="probe_a")
         self.b = Signal(signed(W), name="probe_b")
+        self.a_source = Signal(range(len(SOURCES)), name="probe_a_source")
+        self.a_addr = Signal(range(REGISTER_FILE_DEPTH), name="probe_a_addr")
         self.b_addr = Signal(range(REGISTER_FILE_DEPTH), name="probe_b_addr")
         self.result = Signal(signed(W), name="probe_result")
         self.flags = Signal(len(FLAGS), name="probe_flags")
@@ -295,7 +304,7 @@ class JointController(wiring.Component):
 
         # -- sequencer state --
         running = Signal()
-        pc = Signal(range(len(_FLAT)))
+        pc = Signal(range(ROM_DEPTH))
         phase = Signal(range(MUL_CYCLES))
         pending = {name: Signal(name=f"pending_{name}") for name in SEGMENTS}
 
@@ -307,7 +316,7 @@ class JointController(wiring.Component):
         ]
 
         # -- the operation at pc, from the program ROM (LUTs) --
-        m.submodules.rom = rom = Memory(shape=CONTROL_LAYOUT, depth=len(_FLAT),
+        m.submodules.rom = rom = Memory(shape=CONTROL_LAYOUT, depth=ROM_DEPTH,
                                         init=control_words())
         rom_read = rom.read_port(domain="comb")
         m.d.comb += rom_read.addr.eq(pc)
@@ -430,6 +439,8 @@ class JointController(wiring.Component):
             probe.index.eq(pc),
             probe.a.eq(a),
             probe.b.eq(b),
+            probe.a_source.eq(control.a_source),
+            probe.a_addr.eq(control.a_addr),
             probe.b_addr.eq(control.b_addr),
             probe.result.eq(value),
             probe.flags.eq(flags),
