@@ -62,6 +62,7 @@ __all__ = [
     "WORD", "FINE", "COUNT_WIDTH", "Register", "REGISTERS", "SPECIAL_REGISTERS", "INPUTS",
     "OUTPUT_PORTS", "FLAGS", "MODE_BITS", "FAULTS", "Op", "PROGRAM", "SEGMENTS",
     "ControllerConfig", "register", "mul_shift", "run_segment", "fault_causes",
+    "register_table", "program_listing",
     "JointControllerModel", "FixedPointRangeError",
 ]
 
@@ -797,3 +798,35 @@ class JointControllerModel:
     def fault_cause(self):
         """int: the latched cause mask (bit ``code - 1``)."""
         return self.latch["cause"]
+
+
+def register_table():
+    """Return the Markdown table of every controller register (docs/controller.md).
+
+    Columns: address, name, kind, format, unit, meaning; the register-file words, then the
+    special registers, then the inputs (ports, no address).
+    """
+    lines = ["| address | register | kind | format | unit | meaning |",
+             "|---:|---|---|---|---|---|"]
+    for reg in (*REGISTERS.values(), *SPECIAL_REGISTERS.values(), *INPUTS.values()):
+        address = "-" if reg.address is None else f"0x{reg.address:02x}"
+        fmt = reg.format.name if reg.format is not None else "bits"
+        doc = reg.doc + (" (>= 0)" if reg.nonnegative else "")
+        lines.append(f"| {address} | `{reg.name}` | {reg.kind} | {fmt} | {reg.unit or '-'} | "
+                     f"{doc} |")
+    return "\n".join(lines)
+
+
+def program_listing():
+    """Return the program as a Markdown list per segment (docs/controller.md)."""
+    lines = []
+    for segment, ops in PROGRAM.items():
+        lines.append(f"**{segment}**")
+        lines.append("")
+        for op in ops:
+            operands = ", ".join(x for x in (op.a, op.b) if x and op.kind != "clear_fault")
+            extra = f" [{op.flag}]" if op.flag else ""
+            target = f"`{op.dst}` = " if op.dst else ""
+            lines.append(f"1. {target}{op.kind}({operands}){extra}")
+        lines.append("")
+    return "\n".join(lines).rstrip()
