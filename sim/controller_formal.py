@@ -250,7 +250,7 @@ def _z3_on_path(env):
     return shutil.which("z3", path=env["PATH"]) is not None
 
 
-def prove(group, depth=3, controller=None, workdir=None, timeout=600):
+def prove(group, depth=5, controller=None, workdir=None, timeout=600):
     """Prove one property group with SymbiYosys (``mode prove``, ``smtbmc z3``).
 
     Parameters
@@ -339,7 +339,7 @@ CLAMP_RESULT_LINE = next(number for number, line in
 def main(argv=None):
     """Command line: prove every property group and print a table; status 1 if one fails."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--depth", type=int, default=3, help="induction depth (default 3)")
+    parser.add_argument("--depth", type=int, default=5, help="induction depth (default 5)")
     parser.add_argument("--group", action="append", choices=sorted(PROPERTIES),
                         help="prove only this group (repeatable)")
     parser.add_argument("--keep", type=Path, help="keep the .sby, RTLIL and logs here")

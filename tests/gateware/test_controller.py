@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.controller import CYCLES, JointController, MUL_CYCLES, OP_CYCLES
+from linkdyn.gateware.controller import (JointController, MUL_CYCLES, OP_CYCLES,
+                                        segment_cycles)
 from linkdyn.model import load_robot
 from linkdyn.model.controller import (COUNT_MAX, FAULTS, MODE_BITS, PROGRAM, REGISTERS,
                                       SPECIAL_REGISTERS, WORD, ControllerConfig,
@@ -38,14 +39,14 @@ def address(name):
     return REGISTERS[name].address if name in REGISTERS else SPECIAL_REGISTERS[name].address
 
 
-def simulate(words, steps):
+def simulate(words, steps, pipelined=True):
     """Run the gateware over ``steps``; return one record per step.
 
     ``steps`` is a list of dicts with ``inputs`` (q, qd, q_ref, qd_ref, qdd_ref words),
     ``tau_model`` (word), optional ``reference`` / ``message`` strobes (given before the step),
     ``clear`` (a fault clear before the step), ``write`` (register words written before it).
     """
-    dut = JointController()
+    dut = JointController(pipelined=pipelined)
     records = []
 
     async def write(ctx, name, word):
@@ -86,7 +87,7 @@ def simulate(words, steps):
                 while ctx.get(dut.busy):
                     await ctx.tick()
                     clear_cycles += 1
-                assert clear_cycles == CYCLES["clear"] + 1
+                assert clear_cycles == dut.cycles["clear"] + 1
             if step.get("reference"):
                 await pulse(ctx, dut.reference.strobe)
             if step.get("message"):
@@ -108,7 +109,8 @@ def simulate(words, steps):
                 i_ref=ctx.get(dut.actuator.i_ref), enable=bool(ctx.get(dut.actuator.enable)),
                 tau_cmd=ctx.get(dut.tau_cmd), tau_guard=ctx.get(dut.tau_guard),
                 fault=bool(ctx.get(dut.fault)), fault_code=ctx.get(dut.fault_code),
-                cycles=(feedback_cycles, output_cycles))
+                cycles=(feedback_cycles, output_cycles),
+                expected_cycles=(dut.cycles["feedback"], dut.cycles["output"]))
             await ctx.tick()
             record["registers"] = {name: await read(ctx, name) for name in REGISTERS}
             record["fault_register"] = await read(ctx, "fault")
@@ -146,16 +148,16 @@ def golden(words, steps):
     return records
 
 
-def assert_equal(words, steps):
+def assert_equal(words, steps, pipelined=True):
     """Simulate and compare every step; return both record lists."""
-    rtl = simulate(words, steps)
+    rtl = simulate(words, steps, pipelined)
     ref = golden(words, steps)
     for index, (got, want) in enumerate(zip(rtl, ref)):
         for key in want:
             assert got[key] == want[key], (f"step {index}: {key} differs: gateware "
                                            f"{got[key]!r}, golden model {want[key]!r}")
         # The request is taken at the clock edge of its pulse; the result follows CYCLES later.
-        assert got["cycles"] == (CYCLES["feedback"], CYCLES["output"])
+        assert got["cycles"] == got["expected_cycles"]
     return rtl, ref
 
 
@@ -192,15 +194,16 @@ def random_joint_case(rng, limits, n_steps):
     return config.encode(), steps
 
 
+@pytest.mark.parametrize("pipelined", [True, False])
 @pytest.mark.parametrize("robot_name", ["ur5", "panda"])
-def test_controller_matches_golden_model_on_robot_joints(robot_name):
+def test_controller_matches_golden_model_on_robot_joints(robot_name, pipelined):
     robot = load_robot("ur5") if robot_name == "ur5" else load_reference_robot("panda")
     rng = np.random.default_rng(14 if robot_name == "ur5" else 15)
     cases = 6 if LONG else 2
     for link in robot.links:
         for _ in range(cases):
             words, steps = random_joint_case(rng, link.limits, 12 if LONG else 6)
-            assert_equal(words, steps)
+            assert_equal(words, steps, pipelined)
 
 
 def random_word(rng):
@@ -212,10 +215,11 @@ def random_word(rng):
     return int(rng.integers(WORD_MIN, WORD_MAX, endpoint=True))
 
 
-def test_controller_matches_golden_model_for_any_register_contents():
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_controller_matches_golden_model_for_any_register_contents(pipelined):
     """Random words in every register (negative limits, full-range gains, extreme inputs):
     saturation everywhere, and still word for word."""
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(7 if pipelined else 8)
     for _ in range(8 if LONG else 3):
         words = {name: random_word(rng) for name, reg in REGISTERS.items()}
         words["mode"] = int(rng.integers(16))
@@ -227,7 +231,7 @@ def test_controller_matches_golden_model_for_any_register_contents():
                   "message": bool(rng.integers(2)), "clear": bool(rng.integers(2)),
                   "write": {"integrator": random_word(rng)} if rng.random() < 0.3 else {}}
                  for _ in range(6)]
-        assert_equal(words, steps)
+        assert_equal(words, steps, pipelined)
 
 
 def panda_joint(index=3):
@@ -340,11 +344,17 @@ def test_integrator_winds_up_only_to_the_guard_limit():
     assert integral == pytest.approx([0.4, 0.8, 1.2, 1.5, 1.5, 1.5], abs=1e-4)
 
 
-def test_cycles_per_control_step_are_the_programs():
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_cycles_per_control_step_are_the_programs(pipelined):
+    dut = JointController(pipelined=pipelined)
+    dut._MustUse__silence = True   # only its timing attributes are read
     muls = {name: sum(op.kind == "mul" for op in PROGRAM[name]) for name in PROGRAM}
     for name in PROGRAM:
-        assert CYCLES[name] == (OP_CYCLES * len(PROGRAM[name])
-                                + (MUL_CYCLES - OP_CYCLES) * muls[name])
+        assert dut.cycles[name] == (dut.op_cycles * len(PROGRAM[name])
+                                    + (dut.mul_cycles - dut.op_cycles) * muls[name])
+    assert dut.cycles == segment_cycles(pipelined)
+    assert (dut.op_cycles, dut.mul_cycles) == ((OP_CYCLES, MUL_CYCLES) if pipelined
+                                               else (2, 6))
 
 
 def test_register_port_waits_while_busy():

@@ -31,24 +31,26 @@ pytestmark = pytest.mark.skipif(not _tools_present(),
 class OffByOneClamp(JointController):
     """A broken copy: a clamp that hits the limit returns one LSB beyond it."""
 
-    def clamp(self, m, a, limit, above):
-        below = (a + limit)[-1]
-        return Mux(above, limit + 1, Mux(below, -limit, a)), above | below
+    def clamp(self, a, limit, negative_limit, above, below):
+        return Mux(above, limit + 1, Mux(below, negative_limit, a)), above | below
 
 
 class DisabledClamp(JointController):
     """A broken copy: the clamp passes its input through."""
 
-    def clamp(self, m, a, limit, above):
-        below = (a + limit)[-1]
+    def clamp(self, a, limit, negative_limit, above, below):
         return a, above | below
 
 
 LONG = bool(os.environ.get("LINKDYN_LONG"))
 
 
-def test_controller_properties_are_proven_for_all_inputs():
-    result = prove(tuple(PROPERTIES), depth=3)
+VARIANTS = [True, False] if LONG else [True]
+
+
+@pytest.mark.parametrize("pipelined", VARIANTS)
+def test_controller_properties_are_proven_for_all_inputs(pipelined):
+    result = prove(tuple(PROPERTIES), controller=JointController(pipelined=pipelined))
     assert result.passed, result.log
     assert result.status == "PASS"
 
@@ -61,7 +63,7 @@ if LONG:
 
 @pytest.mark.parametrize("group, broken", BROKEN_CASES)
 def test_proof_fails_on_a_broken_clamp(group, broken):
-    result = prove(group, depth=3, controller=broken())
+    result = prove(group, controller=broken())
     assert not result.passed
     # It fails where it must: a clamp's result is outside its limit.
     assert CLAMP_RESULT_LINE in result.failed_lines, result.log
