@@ -1,21 +1,24 @@
-"""The joint controller of a LinkDyn node (source paper Sect. 3.1, Fig. 7), generated from its program.
+"""The joint controller of a LinkDyn node (source paper Sect. 3.1, Fig. 7), from its program.
 
 The arithmetic is defined once in :mod:`linkdyn.model.controller` (registers, formats and the
-operation list :data:`~linkdyn.model.controller.PROGRAM`); this component executes that list,
-one operation per clock cycle, on one ALU and one multiplier::
+operation list :data:`~linkdyn.model.controller.PROGRAM`); this component executes that list
+from a ROM, one operation at a time, on one ALU and one multiplier::
 
     sensor q, qd ------+                                   (captured when a segment starts)
     reference q,qd,qdd-+--> input registers --+
     model.tau ---------+                      |  a (register file or an input)
                                               v
-    register port --> register file (LUT RAM, 2 read ports) --b--> ALU / multiplier --+
-         ^                   ^ write                                                   |
-         |                   +--------------------- result ---------------------------+
-    special registers: mode, counter limits, fault           |-> flags (1 bit)
+    register port --> register file (block RAM, read ports a, b) --> ALU / multiplier --+
+         ^                   ^ write                                                     |
+         |                   +--------------------- result -----------------------------+
+    special registers: mode, fault latch                     |-> flags (1 bit)
                                                              |-> output registers (model q, qd,
                                                              |   qdd, tau_guard, tau_cmd)
-                                                             '-> safety: counters, fault latch,
+                                                             '-> safety: fault latch,
                                                                  actuator i_ref, enable
+
+The program's words (addresses, operation, flags) are a ROM read at the next ``pc``; the shut-off
+counters and their limits are register-file words, advanced by ``count`` operations.
 
 Operation timing (every block-RAM output, adder and multiplier output registered, for 100 MHz):
 an operation takes :data:`OP_CYCLES` = 4 cycles (block-RAM read, operand registers, the adders
@@ -28,7 +31,10 @@ Requests: ``start`` runs the ``feedback`` segment (sensor and reference ports ar
 cycle it starts); ``model.valid`` pulses when ``model.q, qd, qdd`` hold its results;
 ``model.tau_valid`` runs the ``output`` segment (``model.tau`` captured when it starts); ``done``
 pulses when ``actuator.i_ref`` and ``actuator.enable`` are updated. A request that comes while
-the controller is busy waits (``output`` before ``feedback``), as does ``fault_clear``.
+the controller is busy waits (``fault_clear`` first, then ``output``, then ``feedback``).
+
+The default is pipelined (timing above); ``JointController(pipelined=False)`` drops the operand
+and adder registers (2 cycles per operation, 6 per ``mul``) for slower clocks.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
@@ -181,7 +187,8 @@ def op_index(segment, dst):
 
 
 SensorSignature = wiring.Signature({"q": Out(signed(W)), "qd": Out(signed(W))})
-SensorSignature.__doc__ = "Joint sensor (driver side): position ``q`` (rad), velocity ``qd`` (rad/s), Q15.16."
+SensorSignature.__doc__ = ("Joint sensor (driver side): position ``q`` (rad), velocity ``qd`` "
+                           "(rad/s), Q15.16.")
 
 ReferenceSignature = wiring.Signature({
     "q": Out(signed(W)), "qd": Out(signed(W)), "qdd": Out(signed(W)), "strobe": Out(1)})

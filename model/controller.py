@@ -1,4 +1,4 @@
-"""The joint controller of a LinkDyn node: its registers and its fixed-point program (one definition).
+"""The joint controller of a LinkDyn node: registers and fixed-point program (one definition).
 
 The source paper (Sect. 3.1 "Actuator Controllers", Fig. 7) puts, beside each node's dynamics
 model, a joint-level control loop: a *state MUX* chooses the model's input (reference or measured
@@ -23,8 +23,9 @@ step:
     runs on a fault clear: the shut-off's counters and the fault latch to zero.
 
 The first two run once per control step. The golden model (:func:`run_segment`,
-:class:`JointControllerModel`) interprets the list with the arithmetic below; the gateware (:mod:`linkdyn.gateware.controller`) executes the same list,
-one operation per clock cycle on one ALU and one multiplier, so both agree bit for bit.
+:class:`JointControllerModel`) interprets the list with the arithmetic below; the gateware
+(:mod:`linkdyn.gateware.controller`) executes the same list,
+one operation at a time on one ALU and one multiplier, so both agree bit for bit.
 
 Operations (every register is a signed 32-bit word; ``L = max(b, 0)``)::
 
