@@ -60,8 +60,8 @@ import numpy as np
 from .fixedpoint import FixedPointRangeError, Q15_16, QFormat, round_shift, saturate, WORD_WIDTH
 
 __all__ = [
-    "WORD", "FINE", "COUNT_WIDTH", "Register", "REGISTERS", "SPECIAL_REGISTERS", "INPUTS",
-    "OUTPUT_PORTS", "FLAGS", "MODE_BITS", "FAULTS", "Op", "PROGRAM", "SEGMENTS",
+    "WORD", "FINE", "COUNT", "COUNT_MAX", "Register", "REGISTERS", "SPECIAL_REGISTERS", "INPUTS",
+    "OUTPUT_PORTS", "FLAGS", "STROBE_FLAGS", "MODE_BITS", "FAULTS", "Op", "PROGRAM", "SEGMENTS",
     "ControllerConfig", "register", "mul_shift", "run_segment", "fault_causes",
     "register_table", "program_listing",
     "JointControllerModel", "FixedPointRangeError",
@@ -455,7 +455,7 @@ class ControllerConfig:
     current_per_torque : float
         ``1 / (k_t N)``, A/(N·m).
     tau_saturation_cycles, watchdog_cycles : int
-        Counter limits in control steps (``0 <= x < 2**16``).
+        Counter limits in control steps (``0 <= x < 2**31``).
     measured_state, drive_enable, watchdog_reference, watchdog_message : bool
         Mode bits (:data:`MODE_BITS`).
     """
@@ -522,7 +522,7 @@ class ControllerConfig:
         -------
         dict
             ``{register name: int}`` for every ``parameter`` register of :data:`REGISTERS`,
-            plus ``"mode"``, ``"tau_saturation_cycles"`` and ``"watchdog_cycles"``.
+            plus ``"mode"``.
 
         Raises
         ------
@@ -530,28 +530,24 @@ class ControllerConfig:
             If a value does not fit its register's format (the message names the register,
             the value and the range).
         ValueError
-            If a limit or gain that must be non-negative is negative, or a counter limit is not
-            an integer in ``[0, 2**16)``.
+            If a limit or gain that must be non-negative is negative, or a count is not a
+            non-negative integer.
+        TypeError
+            If a value is not a number.
         """
         words = {}
         for reg in REGISTERS.values():
             if reg.kind != "parameter":
                 continue
             value = getattr(self, reg.name)
+            what = f"controller {reg.name} ({reg.unit})"
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise TypeError(f"controller {reg.name} must be a number, not {value!r}")
+                raise TypeError(f"{what} must be a number, not {value!r}")
+            if reg.format is COUNT and (not isinstance(value, int) or value < 0):
+                raise ValueError(f"{what} must be an integer >= 0, not {value!r}")
             if reg.nonnegative and value < 0:
-                raise ValueError(f"controller {reg.name} ({reg.unit}) must be >= 0, not "
-                                 f"{value!r}")
-            words[reg.name] = int(reg.format.encode(value, f"controller {reg.name} "
-                                                           f"({reg.unit})"))
-        for name in ("tau_saturation_cycles", "watchdog_cycles"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) \
-                    or not 0 <= value <= COUNT_MAX:
-                raise ValueError(f"controller {name} must be an integer in [0, {COUNT_MAX}], "
-                                 f"not {value!r}")
-            words[name] = value
+                raise ValueError(f"{what} must be >= 0, not {value!r}")
+            words[reg.name] = int(reg.format.encode(value, what))
         mode = 0
         for name, (bit, _) in MODE_BITS.items():
             if getattr(self, name):

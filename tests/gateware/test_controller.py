@@ -386,3 +386,9 @@ def test_register_port_waits_while_busy():
     sim.add_testbench(testbench)
     sim.run()
     assert seen == {"kp": 12345, "mode": 0}
+
+
+def test_public_names_exist():
+    import linkdyn.gateware.controller as module
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not missing

@@ -254,3 +254,9 @@ def test_program_reads_only_what_is_written_first():
                 assert operand in written, f"{segment}: {op.kind} reads {operand} too early"
             if op.dst in REGISTERS:
                 written.add(op.dst)
+
+
+def test_public_names_exist():
+    import linkdyn.model.controller as module
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not missing
