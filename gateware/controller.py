@@ -233,6 +233,16 @@ class JointController(wiring.Component):
         100 MHz), or not (2 and 6 cycles, fewer LUTs, a lower clock). Attributes
         ``op_cycles``, ``mul_cycles`` and ``cycles`` (per segment) give the timing.
 
+    Attributes
+    ----------
+    op_cycles, mul_cycles : int
+        Cycles of an operation and of a ``mul``.
+    cycles : dict of str to int
+        Cycles of each segment (:func:`segment_cycles`).
+    probe : object
+        Internal signals (the operation finishing, its operands, read addresses, result,
+        flags) for the formal properties of :mod:`linkdyn.sim.controller_formal`; not ports.
+
     Raises
     ------
     TypeError
