@@ -24,14 +24,14 @@ define apt_install
 fi
 endef
 
-.PHONY: install test test-long bench demo verilog bitstream program clean
+.PHONY: install test test-long bench demo verilog bitstream program formal clean
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e '.[reference,boards,sim,test]'
+	$(PIP) install --quiet -e '.[reference,boards,sim,test,formal]'
 	$(call apt_install,command -v iverilog,iverilog,cocotb tests will be skipped)
 	$(call apt_install,ldconfig -p | grep -q libOSMesa.so,libosmesa6,MuJoCo scenes cannot be rendered)
 	touch $@
@@ -54,6 +54,9 @@ bitstream: install
 program: install
 	$(call apt_install,command -v openFPGALoader,openfpgaloader,boards cannot be programmed)
 	$(PY) -m linkdyn.boards.program --board $(BOARD)
+
+formal: install
+	$(PY) -m linkdyn.sim.controller_formal
 
 demo: install
 	$(PY) -m linkdyn.host.demo --out build/demo
