@@ -8,6 +8,9 @@ module                   what it measures
                          utilisation on ECP5 and Spartan-6
 :mod:`.chain`            chain latency and update interval per node count and policy
 :mod:`.hostlink`         the serial link: round trip per control cycle, line budget, host CPU
+:mod:`.controller`       the joint controller's cycles, utilisation and ECP5 Fmax
+:mod:`.plant`            the MuJoCo plant's steps per second (real-time factor at 1 kHz)
+:mod:`.trees`            the float model on kinematic trees against Pinocchio
 =======================  ==================================================================
 
 Each runs as ``python -m linkdyn.bench.<module> [--write-docs docs/performance.md]``;

@@ -53,7 +53,7 @@ bodies (``fusestatic="false"``) so that the tip link keeps its frame.
 
 The model is built by :mod:`linkdyn.sim.plant_model`; the plate, payload and disturbance records
 are in :mod:`linkdyn.sim.plant_scene`; pictures by :mod:`linkdyn.sim.render`; speed by
-:mod:`linkdyn.sim.plant_bench`. Documentation with figures: ``docs/plant.md``.
+:mod:`linkdyn.bench.plant`. Documentation with figures: ``docs/plant.md``.
 
 Units SI (m, kg, s, rad, N, N·m); world frame = the URDF root frame = the frame of
 ``robot.base``; the tool frame is the tip link frame moved by ``tool_offset`` (= the

@@ -1,4 +1,4 @@
-"""Speed of the MuJoCo plant: ``python -m linkdyn.sim.plant_bench``.
+"""Speed of the MuJoCo plant: ``python -m linkdyn.bench.plant``.
 
 Times :meth:`linkdyn.sim.plant.Plant.step` plus :meth:`~linkdyn.sim.plant.Plant.measure`
 (what a control loop calls once per period) for a reference arm at a control period of 1 ms, for
@@ -22,9 +22,9 @@ import time
 
 import numpy as np
 
-from ..model import rnea
-from ..model.kinematics import jacobian
-from .plant import Plant
+from linkdyn.model import rnea
+from linkdyn.model.kinematics import jacobian
+from linkdyn.sim.plant import Plant
 
 # A pose with the UR5's flange (tip link y axis) pointing down; other arms use their zero pose.
 _POSES = {"ur5": np.array([0.3, -1.9, 1.9, -1.5, -1.5, 0.0])}
