@@ -1,0 +1,448 @@
+"""Neighbour link (gateware/link.py): two links joined by a line model in the Amaranth simulator.
+
+The line model (:class:`Line`) carries each direction's bits with a delay, flips bits at a
+given bit-error rate and cuts the line (constant 0) between given cycles; it counts the bits it
+flipped, the independent record the link's counters are checked against. Words are random
+(fixed seeds); the reference is the list of words sent: every word must arrive exactly once, in
+order, bit-exact.
+"""
+
+import itertools
+import os
+import random
+
+import pytest
+from amaranth import Elaboratable, Module
+from amaranth.hdl import DomainRenamer
+from amaranth.sim import Simulator
+
+from linkdyn.gateware.line_code import CONTROL_CODES
+from linkdyn.gateware.link import (CRC_BYTES, FRAME_CRC, FRAME_KINDS, IDLE, LinkLayer,
+                                   NeighbourLink, ReceivePHY, TransmitPHY, frame_bytes)
+
+LONG = bool(os.environ.get("LINKDYN_LONG"))
+pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
+
+
+# ---- Reference checks of the frame format and the CRC choice ---------------------------------
+
+def test_crc16_dnp_reference_has_its_catalogue_check_value():
+    from linkdyn.gateware.link import _crc16_dnp
+    assert _crc16_dnp(b"123456789") == 0xEA82       # CRC catalogue check value of CRC-16/DNP
+    # amaranth.lib.crc's software model of the same algorithm agrees on a frame's CRC word.
+    message = [0xFB, 0x35, 0x07, 0x78, 0x56, 0x34, 0x12]
+    assert FRAME_CRC(data_width=8).compute(message) == _crc16_dnp(message)
+    word = sum(b << 8 * i for i, b in enumerate(message))
+    assert FRAME_CRC(data_width=8 * CRC_BYTES).compute([word]) == _crc16_dnp(message)
+
+
+def test_frame_crc_detects_every_error_of_up_to_five_bits():
+    """Minimum Hamming distance 6 over the 56 CRC'd bits and 16 CRC bits (the reason for
+    CRC-16/DNP; CRC-16/CCITT has 4 there): no <= 5 columns of the parity-check matrix XOR to
+    zero."""
+    def syndrome(position):
+        message = [0] * CRC_BYTES
+        message[position // 8] = 1 << (position % 8)
+        from linkdyn.gateware.link import _crc16_dnp
+        return _crc16_dnp(message) ^ _crc16_dnp([0] * CRC_BYTES)
+    columns = [syndrome(i) for i in range(8 * CRC_BYTES)] + [1 << i for i in range(16)]
+    assert 0 not in columns and len(set(columns)) == len(columns)
+    pairs = {}
+    for a, b in itertools.combinations(range(len(columns)), 2):
+        value = columns[a] ^ columns[b]
+        assert value not in pairs, "weight-4 codeword"
+        pairs[value] = {a, b}
+    assert not any(column in pairs for column in columns), "weight-3 codeword"
+    for triple in itertools.combinations(range(len(columns)), 3):
+        value = columns[triple[0]] ^ columns[triple[1]] ^ columns[triple[2]]
+        assert value not in pairs or pairs[value] & set(triple), "weight-5 codeword"
+
+
+def test_frame_reference_encoder_and_its_errors():
+    chars = frame_bytes("word", [0x35, 0x07, 0x78, 0x56, 0x34, 0x12])
+    assert chars[0] == (FRAME_KINDS["word"][0], True) and len(chars) == 9
+    assert all(not k for _, k in chars[1:])
+    assert all(start in CONTROL_CODES and start != IDLE for start, _ in FRAME_KINDS.values())
+    with pytest.raises(ValueError, match="A ts frame has 2 payload bytes"):
+        frame_bytes("ts", [1])
+    with pytest.raises(ValueError, match="Frame kind must be one of"):
+        frame_bytes("hello", [])
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: LinkLayer(window=12), "Window must be a power of 2, not 12"),
+    (lambda: LinkLayer(window=128), "Window must be 2 .. 64, not 128"),
+    (lambda: LinkLayer(ack_timeout=4), "Acknowledge timeout must be 16 .. "),
+    (lambda: TransmitPHY(3), r"Bits per cycle must divide a 10-bit symbol \(1, 2, 5 or 10\)"),
+    (lambda: ReceivePHY(4), "Bits per cycle must divide"),
+])
+def test_components_check_their_parameters(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+    with pytest.raises(TypeError, match="Down timeout must be an integer"):
+        LinkLayer(down_timeout=2.5)
+
+
+def test_transmitter_sends_frames_as_the_reference_encoder_says():
+    """The characters of the link layer's word frames equal :func:`frame_bytes`."""
+    link = LinkLayer()
+    sent = []
+    words = [(0, 1, 7, 0x12345678), (1, 3, 5, 0xFEDCBA98), (0, 0, 0, 0)]
+
+    async def testbench(ctx):
+        # Bring the link up by hand: feed it a good training frame that says "I hear you".
+        ctx.set(link.tx_chars.ready, 1)
+        for byte, k in frame_bytes("ts", [3, 0b11]):
+            ctx.set(link.rx_chars.payload, {"data": byte, "k": k, "code_error": 0,
+                                            "disparity_error": 0})
+            ctx.set(link.rx_chars.valid, 1)
+            await ctx.tick().until(link.rx_chars.ready)
+        ctx.set(link.rx_chars.valid, 0)
+        await ctx.tick().repeat(3)
+        assert ctx.get(link.status.up) and ctx.get(link.status.neighbour_index) == 3
+        for direction, slot, word, value in words:
+            ctx.set(link.tx_words.payload, {"direction": direction, "slot": slot, "word": word,
+                                            "data": value})
+            ctx.set(link.tx_words.valid, 1)
+            await ctx.tick().until(link.tx_words.ready)
+        ctx.set(link.tx_words.valid, 0)
+        ctx.set(link.tx_slot_acks.payload, {"direction": 1, "slot": 2})
+        ctx.set(link.tx_slot_acks.valid, 1)
+        await ctx.tick().until(link.tx_slot_acks.ready)
+        ctx.set(link.tx_slot_acks.valid, 0)
+        await ctx.tick().repeat(200)
+
+    async def watch(ctx):
+        async for _, _, valid, ready, char in ctx.tick().sample(
+                link.tx_chars.valid, link.tx_chars.ready, link.tx_chars.payload):
+            if valid and ready:
+                sent.append((char.data, char.k))
+
+    sim = Simulator(link)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.add_testbench(watch, background=True)
+    sim.run()
+    frames = _split_frames(sent)
+    want = [frame_bytes("word", [(w & 15) | s << 4 | d << 6, seq, *v.to_bytes(4, "little")])
+            for seq, (d, s, w, v) in enumerate(words)]
+    want.append(frame_bytes("slot_ack", [1 << 6 | 2 << 4, len(words)]))
+    assert [f for f in frames if f[0][0] in (FRAME_KINDS["word"][0],
+                                              FRAME_KINDS["slot_ack"][0])] == want
+    ts = [f for f in frames if f[0][0] == FRAME_KINDS["ts"][0]]
+    # Index 0, not valid (board_index_valid is 0); "hears" once the training frame came in.
+    assert ts[0] == frame_bytes("ts", [0, 0b00]) and ts[-1] == frame_bytes("ts", [0, 0b10])
+    assert all(f in (ts[0], ts[-1]) for f in ts)
+
+
+def _split_frames(chars):
+    frames, current = [], None
+    starts = {start: length for start, length in FRAME_KINDS.values()}
+    for byte, k in chars:
+        if k and byte in starts:
+            current = [(byte, k)]
+            frames.append(current)
+        elif current is not None and not k:
+            current.append((byte, k))
+    # The last one may be cut short by the end of the simulation.
+    return [f for f in frames if len(f) == starts[f[0][0]] + 3]
+
+
+# ---- Two boards joined by a line model ----------------------------------------------------------
+
+class Line:
+    """One direction of the line: delay, bit errors, cuts.
+
+    Parameters
+    ----------
+    delay : int
+        Cycles (of the sender's clock) from ``tx`` to ``rx``.
+    ber : float
+        Probability that a bit is flipped.
+    cuts : list of (int, int)
+        Cycle ranges ``[start, end)`` during which the receiver sees 0.
+    seed : int
+    """
+
+    def __init__(self, delay=8, ber=0.0, cuts=(), seed=0, noise=False):
+        self.delay, self.ber, self.cuts, self.noise = delay, ber, list(cuts), noise
+        self.rng = random.Random(seed)
+        self.flipped = 0
+
+    def cut(self, cycle):
+        return any(start <= cycle < end for start, end in self.cuts)
+
+    def process(self, tx, rx, domain, bits):
+        """Return the testbench that drives ``rx`` from ``tx``, ticking on ``domain``."""
+        async def line(ctx):
+            await self.run(ctx, tx, rx, domain, bits)
+        return line
+
+    async def run(self, ctx, tx, rx, domain, bits):
+        pipe = [0] * self.delay
+        cycle = 0
+        async for _, _, value in ctx.tick(domain).sample(tx):
+            pipe.append(value)
+            out = pipe.pop(0)
+            if self.noise:
+                out = self.rng.getrandbits(bits)
+            elif self.ber:
+                for bit in range(bits):
+                    if self.rng.random() < self.ber:
+                        out ^= 1 << bit
+                        self.flipped += 1
+            if self.cut(cycle):
+                out = 0
+            ctx.set(rx, out)
+            cycle += 1
+
+
+class Pair(Elaboratable):
+    """Board A (index 0) and board B (takes A's index + 1), each with a link to the other.
+
+    With ``two_clocks`` A runs on domain ``a`` and B on ``b`` (different periods), each
+    receiving in the other's clock through the asynchronous FIFO, as with forwarded clocks.
+    """
+
+    def __init__(self, two_clocks=False, bits=2, **parameters):
+        self.two_clocks = two_clocks
+        domain = "rx" if two_clocks else "sync"
+        self.a = NeighbourLink(bits=bits, rx_domain=domain, **parameters)
+        self.b = NeighbourLink(bits=bits, rx_domain=domain, **parameters)
+
+    def elaborate(self, platform):
+        m = Module()
+        if self.two_clocks:
+            m.submodules.a = DomainRenamer({"sync": "a", "rx": "b"})(self.a)
+            m.submodules.b = DomainRenamer({"sync": "b", "rx": "a"})(self.b)
+        else:
+            m.submodules.a = self.a
+            m.submodules.b = self.b
+        m.d.comb += [
+            self.a.board_index.eq(0),
+            self.a.board_index_valid.eq(1),
+            self.b.board_index.eq(self.b.status.neighbour_index + 1),
+            self.b.board_index_valid.eq(self.b.status.neighbour_index_valid),
+        ]
+        return m
+
+
+def _random_words(rng, count, direction):
+    return [{"direction": direction, "slot": rng.getrandbits(2), "word": rng.randrange(9),
+             "data": rng.getrandbits(32)} for _ in range(count)]
+
+
+def _send(link, words, domain, acks=()):
+    async def send(ctx):
+        for item in words:
+            stream = link.tx_slot_acks if "word" not in item else link.tx_words
+            ctx.set(stream.payload, item)
+            ctx.set(stream.valid, 1)
+            await ctx.tick(domain).until(stream.ready)
+            ctx.set(stream.valid, 0)
+    return send
+
+
+def _collect(link, out, domain, rng=None):
+    async def collect(ctx):
+        ctx.set(link.rx_slot_acks.ready, 1)
+        async for _, _, valid, payload, ack_valid, ack in ctx.tick(domain).sample(
+                link.rx_words.valid, link.rx_words.payload,
+                link.rx_slot_acks.valid, link.rx_slot_acks.payload):
+            ready = ctx.get(link.rx_words.ready)
+            if valid and ready:
+                out.append({"direction": payload.direction, "slot": payload.slot,
+                            "word": payload.word, "data": payload.data})
+            if ack_valid:
+                out.append({"direction": ack.direction, "slot": ack.slot})
+            # Random back-pressure on the words: a node that is busy for a cycle.
+            ctx.set(link.rx_words.ready, 1 if rng is None else int(rng.random() < 0.8))
+    return collect
+
+
+def _watch(link, log, domain):
+    async def watch(ctx):
+        cycle = 0
+        async for _, _, up in ctx.tick(domain).sample(link.status.up):
+            if not log or log[-1][1] != up:
+                log.append((cycle, up))
+            cycle += 1
+    return watch
+
+
+def _run_pair(pair, lines, testbenches, cycles, background=()):
+    sim = Simulator(pair)
+    domains = ("a", "b") if pair.two_clocks else ("sync", "sync")
+    if pair.two_clocks:
+        sim.add_clock(10e-9, domain="a")
+        sim.add_clock(10.03e-9, domain="b")     # 3000 ppm apart
+    else:
+        sim.add_clock(10e-9)
+    bits = len(pair.a.tx)
+    line_ab, line_ba = lines
+    sim.add_testbench(line_ab.process(pair.a.tx, pair.b.rx, domains[0], bits), background=True)
+    sim.add_testbench(line_ba.process(pair.b.tx, pair.a.rx, domains[1], bits), background=True)
+    for testbench in background:
+        sim.add_testbench(testbench, background=True)
+    finished = []
+    for testbench in testbenches:
+        async def run(ctx, testbench=testbench):
+            await testbench(ctx)
+            finished.append(testbench)
+        sim.add_testbench(run)
+
+    async def limit(ctx):
+        for _ in range(cycles):
+            if len(finished) == len(testbenches):
+                return
+            await ctx.tick(domains[0])
+        raise AssertionError(f"not finished within {cycles} cycles")
+    sim.add_testbench(limit)
+    sim.run()
+    return sim
+
+
+async def _counters(ctx, link):
+    return {name: ctx.get(getattr(link.counters, name)) for name in (
+        "frames_sent", "frames_received", "crc_errors", "retransmissions", "link_drops")}
+
+
+def test_link_up_assigns_board_indices_and_carries_words_both_ways():
+    pair = Pair()
+    rng = random.Random(1)
+    forward = _random_words(rng, 60, 0) + [{"direction": 0, "slot": 1}]
+    backward = _random_words(rng, 40, 1) + [{"direction": 1, "slot": 3}]
+    got_b, got_a, log = [], [], []
+    result = {}
+
+    async def check(ctx):
+        await ctx.tick().until(pair.a.status.up & pair.b.status.up)
+        result["up_at"] = log[-1][0]
+        await ctx.tick().repeat(10)
+        result["a_sees"] = ctx.get(pair.a.status.neighbour_index)
+        result["b_sees"] = ctx.get(pair.b.status.neighbour_index)
+        result["b_valid"] = ctx.get(pair.b.status.neighbour_index_valid)
+        await ctx.tick().repeat(9000)
+        result["a"] = await _counters(ctx, pair.a)
+        result["b"] = await _counters(ctx, pair.b)
+
+    _run_pair(pair, (Line(delay=7), Line(delay=11)),
+              [check, _send(pair.a, forward, "sync"), _send(pair.b, backward, "sync")], 12000,
+              background=[_collect(pair.b, got_b, "sync", random.Random(2)),
+                          _collect(pair.a, got_a, "sync"), _watch(pair.a, log, "sync")])
+    assert result["b_sees"] == 0 and result["b_valid"] == 1
+    assert result["a_sees"] == 1                    # B took A's index + 1 and says so
+    assert result["up_at"] < 300
+    assert got_b == forward and got_a == backward
+    for side, sent, received in (("a", forward, backward), ("b", backward, forward)):
+        counters = result[side]
+        assert counters["frames_sent"] == len(sent), side
+        assert counters["frames_received"] == len(received), side
+        assert counters["crc_errors"] == counters["retransmissions"] == 0, side
+        assert counters["link_drops"] == 0, side
+
+
+@pytest.mark.parametrize("two_clocks", [False, True])
+def test_every_word_arrives_once_in_order_bit_exact_at_ber_1e_4(two_clocks):
+    """Bit errors at 1e-4 both ways; the words still arrive exactly as sent, and the counters
+    show that frames were really damaged and repeated."""
+    pair = Pair(two_clocks=two_clocks)
+    rng = random.Random(10 + two_clocks)
+    count = 3000 if LONG else 700
+    forward = _random_words(rng, count, 0)
+    backward = _random_words(rng, count // 2, 1)
+    got_b, got_a = [], []
+    lines = (Line(delay=9, ber=1e-4, seed=3), Line(delay=5, ber=1e-4, seed=4))
+    result = {}
+    a, b = ("a", "b") if two_clocks else ("sync", "sync")
+
+    async def check(ctx):
+        await ctx.tick(a).until(pair.a.status.up)
+        while len(got_b) < len(forward) or len(got_a) < len(backward):
+            await ctx.tick(a).repeat(500)
+        result["a"] = await _counters(ctx, pair.a)
+        result["b"] = await _counters(ctx, pair.b)
+
+    _run_pair(pair, lines, [check, _send(pair.a, forward, a), _send(pair.b, backward, b)],
+              60 * count, background=[_collect(pair.b, got_b, b, random.Random(5)),
+                                      _collect(pair.a, got_a, a)])
+    assert got_b == forward and got_a == backward
+    flipped = lines[0].flipped + lines[1].flipped
+    damaged = result["a"]["crc_errors"] + result["b"]["crc_errors"]
+    repeated = result["a"]["retransmissions"] + result["b"]["retransmissions"]
+    assert flipped >= 10
+    assert 0 < damaged <= flipped
+    assert repeated > 0
+    assert result["b"]["frames_received"] == len(forward)
+    assert result["a"]["frames_sent"] == len(forward) + result["a"]["retransmissions"]
+
+
+def test_a_cut_is_reported_no_wrong_word_is_delivered_and_the_link_resumes():
+    pair = Pair()
+    rng = random.Random(20)
+    forward = _random_words(rng, 400, 0)
+    got_b, log_a, log_b = [], [], []
+    cut = (6000, 9000)
+    lines = (Line(delay=9, cuts=[cut], seed=6), Line(delay=9, seed=7))
+    down_timeout = 256
+    result = {}
+
+    async def check(ctx):
+        await ctx.tick().until(pair.a.status.up)
+        while len(got_b) < len(forward):
+            await ctx.tick().repeat(100)
+        result["a"] = await _counters(ctx, pair.a)
+        result["b"] = await _counters(ctx, pair.b)
+
+    async def slow_send(ctx):
+        # Words spread over the cut: one every 40 cycles.
+        for item in forward:
+            ctx.set(pair.a.tx_words.payload, item)
+            ctx.set(pair.a.tx_words.valid, 1)
+            await ctx.tick().until(pair.a.tx_words.ready)
+            ctx.set(pair.a.tx_words.valid, 0)
+            await ctx.tick().repeat(40)
+
+    async def prefix(ctx):
+        async for _ in ctx.tick().sample():
+            assert got_b == forward[:len(got_b)], "a wrong word was delivered"
+
+    _run_pair(pair, lines, [check, slow_send], 40000,
+              background=[_collect(pair.b, got_b, "sync"), _watch(pair.a, log_a, "sync"),
+                          _watch(pair.b, log_b, "sync"), prefix])
+    assert got_b == forward
+    # B hears nothing from the cut on: down within the timeout (plus the line delay and the
+    # decoder pipeline); A learns it from B's training frames.
+    downs_b = [c for c, up in log_b if not up and c > 0]
+    downs_a = [c for c, up in log_a if not up and c > 0]
+    assert len(downs_b) == 1 and cut[0] < downs_b[0] <= cut[0] + down_timeout + 40
+    assert len(downs_a) == 1 and downs_a[0] <= downs_b[0] + 200
+    ups_b = [c for c, up in log_b if up]
+    assert ups_b[-1] > cut[1] and ups_b[-1] < cut[1] + 500
+    assert result["a"]["link_drops"] == result["b"]["link_drops"] == 1
+    assert result["a"]["retransmissions"] > 0
+
+
+@pytest.mark.parametrize("seed", [30, 31])
+def test_random_bits_into_a_receiver_deliver_nothing_and_change_no_state(seed):
+    pair = Pair()
+    got_b, got_a = [], []
+    lines = (Line(noise=True, seed=seed), Line(delay=3, cuts=[(0, 10 ** 9)]))
+    result = {}
+
+    async def check(ctx):
+        await ctx.tick().repeat(20000)
+        result["b"] = await _counters(ctx, pair.b)
+        result["status"] = {name: ctx.get(getattr(pair.b.status, name)) for name in (
+            "up", "outstanding", "rx_sequence")}
+
+    async def never_up(ctx):
+        async for _, _, up, hears in ctx.tick().sample(pair.b.status.up, pair.b.status.hears):
+            assert not up and not hears
+
+    _run_pair(pair, lines, [check], 20010,
+              background=[_collect(pair.b, got_b, "sync"), _collect(pair.a, got_a, "sync"),
+                          never_up])
+    assert got_b == [] and got_a == []
+    assert result["status"] == {"up": 0, "outstanding": 0, "rx_sequence": 0}
+    assert result["b"]["frames_received"] == 0 and result["b"]["link_drops"] == 0
