@@ -30,7 +30,7 @@ full mailbox). The design is in ``docs/link.md``; in short:
   saying it no longer hears. Sequence state survives a drop: the link resumes without a reset.
 """
 
-from amaranth.hdl import Cat, Const, DomainRenamer, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, DomainRenamer, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.crc import catalog
 from amaranth.lib.cdc import FFSynchronizer
@@ -83,7 +83,7 @@ LinkCounters = data.StructLayout({
 
 #: Frame kinds: start symbol (a K character) and payload length in bytes (before the CRC).
 FRAME_KINDS = {
-    "ts": (control(28, 1), 2),          # board index, flags (bit 0 index valid, bit 1 hears)
+    "ts": (control(28, 1), 3),          # board index, flags (below), sender's oldest unacked
     "word": (control(27, 7), 6),        # header, sequence, data (4 bytes, LSB first)
     "slot_ack": (control(29, 7), 2),    # header, sequence
     "link_ack": (control(30, 7), 2),    # next sequence expected, flags (bit 0 NAK)
@@ -96,8 +96,9 @@ FRAME_CRC = catalog.CRC16_DNP
 #: Bytes under the CRC: the start symbol's byte and the payload, zero-padded to this length.
 CRC_BYTES = 7
 
-_TS_HEARS = 1 << 1
-_TS_INDEX_VALID = 1 << 0
+_TS_INDEX_VALID = 1 << 0     # the board index is known
+_TS_HEARS = 1 << 1           # the sender receives good training frames
+_TS_FRESH = 1 << 2           # the sender has not been up since its reset
 _NAK = 1 << 0
 
 
@@ -401,6 +402,12 @@ class LinkLayer(wiring.Component):
             status.hears.eq(hears),
             status.aligned.eq(self.rx_aligned),
         ]
+        # Until its first link-up after a reset a side is "fresh": both sides then take the
+        # other's oldest unacknowledged sequence number as the next one they expect, so a board
+        # reset while its neighbour was not (sequence numbers from 0 against the neighbour's)
+        # does not block the link. Without a reset nothing is taken: no word is lost or
+        # repeated across a cut.
+        fresh = Signal(init=1)
         up_before = Signal()
         m.d.sync += up_before.eq(up)
         with m.If(up_before & ~up):
@@ -453,6 +460,10 @@ class LinkLayer(wiring.Component):
         nak_pending = Signal()
         nak_sent = Signal()         # a NAK for the current rx_sequence went out
         rx_sequence = Signal(8)
+        rx_unacknowledged = Signal(range(window + 1))    # frames taken since the last link_ack
+        link_ack_sent = Signal()
+        with m.If(link_ack_sent):
+            m.d.sync += rx_unacknowledged.eq(0)
         m.d.comb += status.rx_sequence.eq(rx_sequence)
 
         # ---- Sender: frame builder ----------------------------------------------------------
@@ -467,9 +478,14 @@ class LinkLayer(wiring.Component):
         entry = buffer_read.data
 
         def start(kind, payload):
+            # One byte per payload item, zero-extended.
+            payload = [Value.cast(item) for item in payload]
+            assert len(payload) == lengths[kind] and all(len(item) <= 8 for item in payload)
             m.d.sync += [
                 frame_kind.eq(kinds[kind]),
-                frame_payload.eq(Cat(*payload)),
+                frame_payload.eq(Cat(*[item if len(item) == 8
+                                       else Cat(item, Const(0, 8 - len(item)))
+                                       for item in payload])),
                 frame_length.eq(lengths[kind]),
                 index.eq(0),
             ]
@@ -477,8 +493,14 @@ class LinkLayer(wiring.Component):
         with m.FSM(name="tx"):
             with m.State("DECIDE"):
                 m.d.comb += self.tx_chars.valid.eq(0)
-                with m.If(ack_pending & hears):
+                # A link_ack goes out at once when there is nothing else to send, for a NAK,
+                # or once half a window of frames is unacknowledged; under traffic both ways
+                # it waits, so that one acknowledges several frames.
+                with m.If(ack_pending & hears & (
+                        nak_pending | ~(up & (send_ptr != next_new) & (since_ts != 63))
+                        | (rx_unacknowledged >= window // 2))):
                     start("link_ack", [rx_sequence, Mux(nak_pending, _NAK, 0)])
+                    m.d.comb += link_ack_sent.eq(1)
                     m.d.sync += [ack_pending.eq(0), nak_pending.eq(0)]
                     with m.If(nak_pending):
                         m.d.sync += nak_sent.eq(1)
@@ -502,7 +524,7 @@ class LinkLayer(wiring.Component):
                 with m.Else():
                     start("ts", [self.board_index,
                                  Mux(self.board_index_valid, _TS_INDEX_VALID, 0)
-                                 | Mux(hears, _TS_HEARS, 0)])
+                                 | Mux(hears, _TS_HEARS, 0) | Mux(fresh, _TS_FRESH, 0), base])
                     m.d.sync += since_ts.eq(0)
                     m.next = "COMMA"
             with m.State("COMMA"):
@@ -552,7 +574,7 @@ class LinkLayer(wiring.Component):
         # The first frame after link-up is a training frame: the other side may still wait
         # for our "hears" to come up itself.
         with m.If(link_came_up):
-            m.d.sync += since_ts.eq(63)
+            m.d.sync += [since_ts.eq(63), fresh.eq(0)]
 
         # ---- Receiver: frame parser ---------------------------------------------------------
         m.submodules.rx_crc = rx_crc = FRAME_CRC(data_width=8 * CRC_BYTES).create()
@@ -635,6 +657,8 @@ class LinkLayer(wiring.Component):
                 hears.eq(1),
                 neighbour_hears.eq((rx_bytes[8:16] & _TS_HEARS) != 0),
             ]
+            with m.If(fresh | ((rx_bytes[8:16] & _TS_FRESH) != 0)):
+                m.d.sync += [rx_sequence.eq(rx_bytes[16:24]), nak_sent.eq(0)]
         m.d.comb += [
             lack_valid.eq(good & (rx_kind == kinds["link_ack"])),
             lack_seq.eq(rx_bytes[0:8]),
@@ -654,6 +678,10 @@ class LinkLayer(wiring.Component):
             with m.If((gap == 0) & ~output_busy):
                 m.d.sync += [rx_sequence.eq(rx_sequence + 1), nak_sent.eq(0),
                              counters.frames_received.eq(counters.frames_received + 1)]
+                with m.If(link_ack_sent):
+                    m.d.sync += rx_unacknowledged.eq(1)
+                with m.Elif(rx_unacknowledged != window):
+                    m.d.sync += rx_unacknowledged.eq(rx_unacknowledged + 1)
                 with m.If(is_word):
                     m.d.sync += [
                         self.rx_words.valid.eq(1),

@@ -11,7 +11,7 @@ and board B (which takes A's index + 1); :func:`run_pair` runs them with testben
 import random
 
 from amaranth import Elaboratable, Module
-from amaranth.hdl import DomainRenamer
+from amaranth.hdl import DomainRenamer, ResetInserter, Signal
 from amaranth.sim import Simulator
 
 from linkdyn.gateware.link import LinkCounters, NeighbourLink
@@ -82,10 +82,14 @@ class Pair(Elaboratable):
 
     With ``two_clocks`` A runs on domain ``a`` and B on ``b`` (different periods), each
     receiving in the other's clock through the asynchronous FIFO, as with forwarded clocks.
+    With ``reset_b`` (one clock only), the signal ``b_reset`` resets board B's link.
     """
 
-    def __init__(self, two_clocks=False, bits=2, **parameters):
+    def __init__(self, two_clocks=False, bits=2, reset_b=False, **parameters):
+        if reset_b and two_clocks:
+            raise ValueError("reset_b needs one clock")
         self.two_clocks = two_clocks
+        self.b_reset = Signal() if reset_b else None
         domain = "rx" if two_clocks else "sync"
         self.a = NeighbourLink(bits=bits, rx_domain=domain, **parameters)
         self.b = NeighbourLink(bits=bits, rx_domain=domain, **parameters)
@@ -97,7 +101,8 @@ class Pair(Elaboratable):
             m.submodules.b = DomainRenamer({"sync": "b", "rx": "a"})(self.b)
         else:
             m.submodules.a = self.a
-            m.submodules.b = self.b
+            m.submodules.b = (self.b if self.b_reset is None
+                              else ResetInserter(self.b_reset)(self.b))
         m.d.comb += [
             self.a.board_index.eq(0),
             self.a.board_index_valid.eq(1),

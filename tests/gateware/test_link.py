@@ -63,7 +63,7 @@ def test_frame_reference_encoder_and_its_errors():
     assert chars[0] == (FRAME_KINDS["word"][0], True) and len(chars) == 9
     assert all(not k for _, k in chars[1:])
     assert all(start in CONTROL_CODES and start != IDLE for start, _ in FRAME_KINDS.values())
-    with pytest.raises(ValueError, match="A ts frame has 2 payload bytes"):
+    with pytest.raises(ValueError, match="A ts frame has 3 payload bytes"):
         frame_bytes("ts", [1])
     with pytest.raises(ValueError, match="Frame kind must be one of"):
         frame_bytes("hello", [])
@@ -92,7 +92,7 @@ def test_transmitter_sends_frames_as_the_reference_encoder_says():
     async def testbench(ctx):
         # Bring the link up by hand: feed it a good training frame that says "I hear you".
         ctx.set(link.tx_chars.ready, 1)
-        for byte, k in frame_bytes("ts", [3, 0b11]):
+        for byte, k in frame_bytes("ts", [3, 0b11, 0]):
             ctx.set(link.rx_chars.payload, {"data": byte, "k": k, "code_error": 0,
                                             "disparity_error": 0})
             ctx.set(link.rx_chars.valid, 1)
@@ -130,9 +130,11 @@ def test_transmitter_sends_frames_as_the_reference_encoder_says():
     assert [f for f in frames if f[0][0] in (FRAME_KINDS["word"][0],
                                               FRAME_KINDS["slot_ack"][0])] == want
     ts = [f for f in frames if f[0][0] == FRAME_KINDS["ts"][0]]
-    # Index 0, not valid (board_index_valid is 0); "hears" once the training frame came in.
-    assert ts[0] == frame_bytes("ts", [0, 0b00]) and ts[-1] == frame_bytes("ts", [0, 0b10])
-    assert all(f in (ts[0], ts[-1]) for f in ts)
+    # Index 0, not valid (board_index_valid is 0); fresh until up; "hears" once the training
+    # frame came in; oldest unacknowledged sequence number 0 (no link_ack was fed).
+    assert ts[0] == frame_bytes("ts", [0, 0b100, 0])
+    assert ts[-1] == frame_bytes("ts", [0, 0b010, 0])
+    assert all(f in (ts[0], frame_bytes("ts", [0, 0b110, 0]), ts[-1]) for f in ts)
 
 
 def _split_frames(chars):
@@ -311,7 +313,7 @@ def test_receiver_drops_damaged_duplicate_and_early_frames_and_naks_a_gap():
     damaged = list(good[0])
     damaged[4] = (damaged[4][0] ^ 0x10, False)
     plan = [  # (characters, code error at index, expected delivered count after, crc_errors)
-        (frame_bytes("ts", [4, 0b11]), None, 0, 0),
+        (frame_bytes("ts", [4, 0b11, 0]), None, 0, 0),
         (damaged, None, 0, 1),
         (good[0], 5, 0, 2),                     # a code error on its 6th character
         (good[0][:5] + good[1], None, 0, 3),    # cut short by the next frame (gap: seq 1)
@@ -367,3 +369,53 @@ def test_receiver_drops_damaged_duplicate_and_early_frames_and_naks_a_gap():
     assert acks[-1] == (3, 0)                   # all three acknowledged
     assert all(frame == frame_bytes("link_ack", [frame[1][0], frame[2][0]])
                for frame in acks_sent)
+
+
+def test_a_board_reset_while_its_neighbour_runs_does_not_block_the_link():
+    """B is reset mid-stream (A is not): the link comes up again with B's sequence numbers
+    from 0; A's words after the reset arrive in order (words B took but had not acknowledged are
+    repeated to the new B, never skipped); B's words sent after its reset reach A in order."""
+    pair = Pair(reset_b=True)
+    rng = random.Random(40)
+    forward = random_words(rng, 300, 0)
+    backward = random_words(rng, 300, 1)
+    got_b, got_a, log_a = [], [], []
+    marks = {}
+
+    async def check(ctx):
+        await ctx.tick().until(pair.a.status.up)
+        while len(got_b) < 100:
+            await ctx.tick()
+        marks["b_before"], marks["a_before"] = len(got_b), len(got_a)
+        ctx.set(pair.b_reset, 1)
+        await ctx.tick().repeat(5)
+        ctx.set(pair.b_reset, 0)
+        while got_b[-1] != forward[-1]:
+            await ctx.tick().repeat(100)
+        while not got_a or got_a[-1] != backward[-1]:
+            await ctx.tick().repeat(100)
+        marks["drops_a"] = ctx.get(pair.a.counters.link_drops)
+
+    def paced(link, words):
+        async def send(ctx):
+            for item in words:
+                ctx.set(link.tx_words.payload, item)
+                ctx.set(link.tx_words.valid, 1)
+                await ctx.tick().until(link.tx_words.ready)
+                ctx.set(link.tx_words.valid, 0)
+                await ctx.tick().repeat(40)
+        return send
+
+    run_pair(pair, (Line(delay=6), Line(delay=6)),
+             [check, paced(pair.a, forward), paced(pair.b, backward)], 40000,
+             background=[collect(pair.b, got_b, "sync"), collect(pair.a, got_a, "sync"),
+                         watch_up(pair.a, log_a, "sync")])
+    before, after = got_b[:marks["b_before"]], got_b[marks["b_before"]:]
+    assert before == forward[:len(before)]
+    start = forward.index(after[0])
+    assert start <= len(before) and after == forward[start:]
+    # B's words: in order, none twice; those B had taken but not sent before its reset are
+    # lost with its state (the node's mailbox state is lost with it anyway).
+    positions = [backward.index(word) for word in got_a]
+    assert positions == sorted(set(positions)) and positions[-1] == len(backward) - 1
+    assert marks["drops_a"] == 1
