@@ -98,8 +98,9 @@ def hop_latency(words, *, phases=8, seed=0):
     return result
 
 
-def throughput(ber, count=600, seed=1):
-    """Stream ``count`` words A to B; return words per cycle and the counters.
+def throughput(ber, count=600, seed=1, both_ways=False):
+    """Stream ``count`` words A to B (and as many B to A with ``both_ways``); return A to B's
+    words per cycle and the counters.
 
     Returns
     -------
@@ -115,8 +116,13 @@ def throughput(ber, count=600, seed=1):
 
     async def testbench(ctx):
         ctx.set(pair.b.rx_words.ready, 1)
+        ctx.set(pair.a.rx_words.ready, 1)
         await ctx.tick().until(pair.a.status.up & pair.b.status.up)
         pending, received, cycle, first = list(words), [], 0, None
+        if both_ways:
+            ctx.set(pair.b.tx_words.payload, {"direction": 1, "slot": 0, "word": 0,
+                                               "data": 0x5555AAAA})
+            ctx.set(pair.b.tx_words.valid, 1)       # B always has a word to send
         while len(received) < count:
             if pending:
                 ctx.set(pair.a.tx_words.payload, pending[0])
@@ -216,8 +222,9 @@ def _us(cycles):
 
 
 def report(forward, backward, clean, noisy, synthesis, *, command="python -m linkdyn.bench.link"):
-    """Return the ``## Figures`` Markdown section."""
-    word_cycles = 1 / clean["words_per_cycle"]
+    """Return the ``## Figures`` Markdown section (``clean``, ``noisy``: dicts of
+    :func:`throughput` results by name: ``"one way"``, ``"both ways"``)."""
+    word_cycles = 1 / clean["one way"]["words_per_cycle"]
     bounds = estimate(forward, backward, word_cycles)
     rate = BITS * CLOCK_HZ / 1e6
     lines = [
@@ -244,20 +251,21 @@ def report(forward, backward, clean, noisy, synthesis, *, command="python -m lin
                      f"{_us(statistics.median(run['last'])):.2f} |")
     lines += [
         "",
-        "**Throughput** (one direction, words back to back; the other direction carries the "
-        "link acknowledges):",
+        "**Throughput** A to B, words back to back (one way: the other direction carries "
+        "only link acknowledges and training; both ways: B sends words back to back too):",
         "",
-        "| bit-error rate | cycles per word | words/s | payload Mbit/s | bits flipped | "
-        "frames dropped (CRC/code) | retransmissions |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| traffic | bit-error rate | cycles per word | words/s | payload Mbit/s | "
+        "bits flipped | frames dropped (CRC/code) | retransmissions (A) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for ber, run in (("0", clean), ("1e-4", noisy)):
-        per_word = 1 / run["words_per_cycle"]
-        words_per_s = run["words_per_cycle"] * CLOCK_HZ
-        dropped = run["a"]["crc_errors"] + run["b"]["crc_errors"]
-        lines.append(f"| {ber} | {per_word:.1f} | {words_per_s / 1e6:.3f} M | "
-                     f"{words_per_s * 32 / 1e6:.1f} | {run['flipped']} | {dropped} | "
-                     f"{run['a']['retransmissions']} |")
+    for ber, runs in (("0", clean), ("1e-4", noisy)):
+        for traffic, run in runs.items():
+            per_word = 1 / run["words_per_cycle"]
+            words_per_s = run["words_per_cycle"] * CLOCK_HZ
+            dropped = run["a"]["crc_errors"] + run["b"]["crc_errors"]
+            lines.append(f"| {traffic} | {ber} | {per_word:.1f} | {words_per_s / 1e6:.3f} M | "
+                         f"{words_per_s * 32 / 1e6:.1f} | {run['flipped']} | {dropped} | "
+                         f"{run['a']['retransmissions']} |")
     lines += ["", "**Utilisation** of one link (`NeighbourLink(bits=2, rx_domain=\"rx\")`, "
               "Yosys, flattened; the I/O buffers are the board top's):", "",
               "| family | LUTs | FFs | block RAM 18 Kb | DSP |", "|---|---:|---:|---:|---:|"]
@@ -305,8 +313,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     forward = hop_latency(9)
     backward = hop_latency(6)
-    clean = throughput(0.0)
-    noisy = throughput(1e-4, count=1500)
+    clean = {"one way": throughput(0.0), "both ways": throughput(0.0, both_ways=True)}
+    noisy = {"one way": throughput(1e-4, count=1500),
+             "both ways": throughput(1e-4, count=1500, both_ways=True)}
     synthesis = {}
     for family in ("xc6s", "ecp5"):
         try:
@@ -318,7 +327,7 @@ def main(argv=None):
     if args.write_docs:
         image = Path(args.write_docs).parent / "img" / "link_latency.png"
         image.parent.mkdir(parents=True, exist_ok=True)
-        plot(forward, backward, clean, image)
+        plot(forward, backward, clean["one way"], image)
         section += f"\n![Per-hop delivery time of every word](img/{image.name})\n"
         replace_section(args.write_docs, section, title="# Neighbour link")
         print(f"wrote {args.write_docs} and {image}")

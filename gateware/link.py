@@ -23,11 +23,14 @@ full mailbox). The design is in ``docs/link.md``; in short:
 - **Reliability**: go-back-N with 8-bit sequence numbers and a window of ``window`` frames; the
   receiver takes only the next sequence number, so it never delivers a frame twice or out of
   order; the sender repeats from the oldest unacknowledged frame on a NAK (a gap seen by the
-  receiver), on a timeout without acknowledge progress, and at every link-up.
+  receiver), on a timeout without acknowledge progress, and at every link-up. Acknowledges
+  are cumulative and coalesced while both directions are busy.
 - **Link-up**: both sides send ``ts`` frames while idle; a side *hears* once it has received a
   good ``ts``; the link is *up* when it hears and the other side's last ``ts`` says it hears
   too. Link-down: no valid symbol for ``down_timeout`` cycles, or a ``ts`` from the other side
   saying it no longer hears. Sequence state survives a drop: the link resumes without a reset.
+  A board reset while its neighbour runs is *fresh* until its first link-up; meanwhile both
+  sides take the other's sequence numbers from the training frames, so the link recovers.
 """
 
 from amaranth.hdl import Cat, Const, DomainRenamer, Module, Mux, Signal, Value
@@ -100,6 +103,8 @@ _TS_INDEX_VALID = 1 << 0     # the board index is known
 _TS_HEARS = 1 << 1           # the sender receives good training frames
 _TS_FRESH = 1 << 2           # the sender has not been up since its reset
 _NAK = 1 << 0
+#: Idle K28.5 characters between two training frames while the link is up and idle.
+_IDLE_PER_TS = 15
 
 
 def _header(direction, slot, word):
@@ -473,6 +478,7 @@ class LinkLayer(wiring.Component):
         frame_length = Signal(range(CRC_BYTES))
         index = Signal(range(CRC_BYTES + 2))
         since_ts = Signal(range(64))
+        idle_chars = Signal(range(_IDLE_PER_TS + 1))
         timer = Signal(range(self._ack_timeout + 1))
         m.d.comb += [tx_crc.data.eq(Cat(frame_kind, frame_payload)), self.tx_chars.valid.eq(1)]
         entry = buffer_read.data
@@ -521,12 +527,21 @@ class LinkLayer(wiring.Component):
                     with m.Else():
                         m.d.sync += counters.retransmissions.eq(counters.retransmissions + 1)
                     m.next = "CRC"
+                with m.Elif(up & (idle_chars != _IDLE_PER_TS)):
+                    # Up and nothing to send: single K28.5s (a word waits at most one symbol),
+                    # a training frame every few of them.
+                    m.d.sync += idle_chars.eq(idle_chars + 1)
+                    m.next = "IDLE"
                 with m.Else():
                     start("ts", [self.board_index,
                                  Mux(self.board_index_valid, _TS_INDEX_VALID, 0)
                                  | Mux(hears, _TS_HEARS, 0) | Mux(fresh, _TS_FRESH, 0), base])
-                    m.d.sync += since_ts.eq(0)
+                    m.d.sync += [since_ts.eq(0), idle_chars.eq(0)]
                     m.next = "COMMA"
+            with m.State("IDLE"):
+                m.d.comb += [self.tx_chars.payload.data.eq(IDLE), self.tx_chars.payload.k.eq(1)]
+                with m.If(self.tx_chars.ready):
+                    m.next = "DECIDE"
             with m.State("COMMA"):
                 m.d.comb += [self.tx_chars.payload.data.eq(IDLE), self.tx_chars.payload.k.eq(1)]
                 with m.If(self.tx_chars.ready):

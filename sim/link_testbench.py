@@ -33,8 +33,9 @@ class Line:
         Cycle ranges ``[start, end)`` during which the receiver sees 0.
     seed : int
         Seed of the bit errors (and of the noise).
-    noise : bool
-        Replace the signal by random bits (a receiver fed with garbage).
+    noise : list of (int, int)
+        Cycle ranges ``[start, end)`` during which the receiver sees random bits instead of the
+        signal (a receiver fed with garbage).
 
     Attributes
     ----------
@@ -42,8 +43,8 @@ class Line:
         Bits flipped so far.
     """
 
-    def __init__(self, delay=8, ber=0.0, cuts=(), seed=0, noise=False):
-        self.delay, self.ber, self.cuts, self.noise = delay, ber, list(cuts), noise
+    def __init__(self, delay=8, ber=0.0, cuts=(), seed=0, noise=()):
+        self.delay, self.ber, self.cuts, self.noise = delay, ber, list(cuts), list(noise)
         self.rng = random.Random(seed)
         self.flipped = 0
 
@@ -64,7 +65,7 @@ class Line:
         async for _, _, value in ctx.tick(domain).sample(tx):
             pipe.append(value)
             out = pipe.pop(0)
-            if self.noise:
+            if any(start <= cycle < end for start, end in self.noise):
                 out = self.rng.getrandbits(bits)
             elif self.ber:
                 for bit in range(bits):
