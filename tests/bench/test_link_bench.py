@@ -18,7 +18,10 @@ def test_report_has_every_table_and_judges_the_goal():
     run = {"words_per_cycle": 1 / 45.5, "flipped": 3, "a": counters, "b": counters}
     synthesis = {"xc6s": {"luts": 900, "ffs": 550, "brams": 1, "dsps": 0},
                  "ecp5": "not run: no yosys"}
-    text = report(forward, backward, {"one way": run}, {"one way": run}, synthesis)
+    fmax = {"$glbnet$clk$TRELLIS_IO_IN": {"achieved": 100.0, "constraint": 100},
+            "$glbnet$rx_clk$TRELLIS_IO_IN": {"achieved": 106.33, "constraint": 100}}
+    text = report(forward, backward, {"one way": run}, {"one way": run}, synthesis, fmax)
+    assert "Fmax board clock 100.0 MHz, receive clock 106.3 MHz" in text
     assert text.startswith("## Figures\n")
     assert "| forward, 9 words (A to B) | 76 / 76 / 76 | 436 / 436 / 436 | 1.52 | 8.72 |" in text
     assert "| one way | 0 | 45.5 | 1.099 M | 35.2 | 3 | 2 | 2 |" in text
