@@ -12,11 +12,12 @@ import os
 import random
 
 import pytest
+from amaranth import Elaboratable, Module
 from amaranth.sim import Simulator
 
 from linkdyn.gateware.line_code import CONTROL_CODES
 from linkdyn.gateware.link import (CRC_BYTES, FRAME_CRC, FRAME_KINDS, IDLE, LinkLayer,
-                                   ReceivePHY, TransmitPHY, frame_bytes)
+                                   NeighbourLink, ReceivePHY, TransmitPHY, frame_bytes)
 from linkdyn.sim.link_testbench import (Line, Pair, collect, random_words, read_counters,
                                         run_pair, send_items, watch_up)
 
@@ -434,3 +435,55 @@ def test_a_board_reset_while_its_neighbour_runs_does_not_block_the_link():
     positions = [backward.index(word) for word in got_a]
     assert positions == sorted(set(positions)) and positions[-1] == len(backward) - 1
     assert marks["drops_a"] == 1
+
+
+class _Chain3(Elaboratable):
+    """Boards A - B - C: A has a downstream link, B an upstream and a downstream one, C an
+    upstream one; each board's index is its upstream link's neighbour index + 1 (A: 0)."""
+
+    def __init__(self):
+        self.a_down = NeighbourLink(rx_domain="sync")
+        self.b_up = NeighbourLink(rx_domain="sync")
+        self.b_down = NeighbourLink(rx_domain="sync")
+        self.c_up = NeighbourLink(rx_domain="sync")
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules += [self.a_down, self.b_up, self.b_down, self.c_up]
+        b_index = self.b_up.status.neighbour_index + 1
+        b_valid = self.b_up.status.neighbour_index_valid
+        m.d.comb += [
+            self.a_down.board_index.eq(0), self.a_down.board_index_valid.eq(1),
+            self.b_up.board_index.eq(b_index), self.b_up.board_index_valid.eq(b_valid),
+            self.b_down.board_index.eq(b_index), self.b_down.board_index_valid.eq(b_valid),
+            self.c_up.board_index.eq(self.c_up.status.neighbour_index + 1),
+            self.c_up.board_index_valid.eq(self.c_up.status.neighbour_index_valid),
+        ]
+        return m
+
+
+def test_link_up_ripples_the_board_indices_down_a_chain_of_three():
+    chain = _Chain3()
+    seen = {}
+
+    async def check(ctx):
+        links = (chain.a_down, chain.b_up, chain.b_down, chain.c_up)
+        await ctx.tick().until(chain.a_down.status.up & chain.b_down.status.up)
+        for _ in range(50):         # C's index is valid once B's is and a ts carried it
+            await ctx.tick().repeat(50)
+            if all(ctx.get(link.status.neighbour_index_valid) for link in links):
+                break
+        await ctx.tick().repeat(300)
+        seen.update({name: (ctx.get(link.status.neighbour_index),
+                            ctx.get(link.status.neighbour_index_valid))
+                     for name, link in zip(("a_down", "b_up", "b_down", "c_up"), links)})
+
+    sim = Simulator(chain)
+    sim.add_clock(1e-8)
+    for tx, rx, seed in ((chain.a_down.tx, chain.b_up.rx, 1), (chain.b_up.tx, chain.a_down.rx, 2),
+                         (chain.b_down.tx, chain.c_up.rx, 3), (chain.c_up.tx, chain.b_down.rx, 4)):
+        sim.add_testbench(Line(delay=5, seed=seed).process(tx, rx, "sync", 2), background=True)
+    sim.add_testbench(check)
+    sim.run()
+    # A's downstream neighbour is B (1); B hears A (0) upstream and C (2) downstream; C hears B.
+    assert seen == {"a_down": (1, 1), "b_up": (0, 1), "b_down": (2, 1), "c_up": (1, 1)}
