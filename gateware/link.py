@@ -735,7 +735,7 @@ class NeighbourLink(wiring.Component):
     Parameters
     ----------
     bits : int
-        Bits per cycle of ``tx`` and ``rx`` (2 for DDR I/O).
+        Bits per cycle of ``tx`` and ``rx`` (1, 2 or 5; 2 for DDR I/O).
     rx_domain : str
         Clock domain of ``rx`` (the forwarded clock). ``"sync"`` leaves out the crossing (a
         loopback or a simulation with one clock).
@@ -760,6 +760,10 @@ class NeighbourLink(wiring.Component):
 
     def __init__(self, *, bits=2, rx_domain="rx", **link_parameters):
         _check_bits(bits)
+        if bits == 10:
+            raise ValueError("Bits per cycle must be 1, 2 or 5 for a NeighbourLink, not 10: its "
+                             "link layer takes a character per cycle at most and pauses 2 "
+                             "cycles per frame, so it needs at least 2 cycles per symbol")
         if not isinstance(rx_domain, str) or not rx_domain:
             raise TypeError(f"Receive domain must be a domain name, not {rx_domain!r}")
         self._bits = bits

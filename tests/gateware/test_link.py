@@ -76,6 +76,7 @@ def test_frame_reference_encoder_and_its_errors():
     (lambda: LinkLayer(ack_timeout=4), "Acknowledge timeout must be 16 .. "),
     (lambda: TransmitPHY(3), r"Bits per cycle must divide a 10-bit symbol \(1, 2, 5 or 10\)"),
     (lambda: ReceivePHY(4), "Bits per cycle must divide"),
+    (lambda: NeighbourLink(bits=10), "Bits per cycle must be 1, 2 or 5 for a NeighbourLink"),
 ])
 def test_components_check_their_parameters(make, match):
     with pytest.raises(ValueError, match=match):
