@@ -11,6 +11,7 @@ module                   what it measures
 :mod:`.controller`       the joint controller's cycles, utilisation and ECP5 Fmax
 :mod:`.plant`            the MuJoCo plant's steps per second (real-time factor at 1 kHz)
 :mod:`.trees`            the float model on kinematic trees against Pinocchio
+:mod:`.link`             the neighbour link: per-hop latency, throughput, utilisation
 =======================  ==================================================================
 
 Each runs as ``python -m linkdyn.bench.<module> [--write-docs docs/performance.md]``;
