@@ -336,11 +336,19 @@ def _inertia_matrix(six):
     return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
 
 
+class _Default(tuple):
+    """A tuple a :class:`Robot` filled in itself (the chain, the link names): given back to a
+    Robot (``dataclasses.replace(robot, links=...)`` does), it is filled in anew for the new
+    links, so a chain stays a chain and default joint names follow the links."""
+
+    __slots__ = ()
+
+
 def _check_parents(parents, names, robot_name):
     """Validate a parent list (see :class:`Robot`); return it as a tuple of int."""
     n = len(names)
-    if parents is None:
-        return tuple(range(-1, n - 1))
+    if parents is None or isinstance(parents, _Default):
+        return _Default(range(-1, n - 1))
     what = f"robot {robot_name!r} parents"
     if isinstance(parents, (str, bytes)):
         raise RobotDescriptionError(f"{what} must be a sequence of {n} integers, not {parents!r}")
@@ -374,8 +382,8 @@ def _check_parents(parents, names, robot_name):
 
 def _check_joint_names(joint_names, names, robot_name):
     """Validate joint names (see :class:`Robot`); default the link names."""
-    if joint_names is None:
-        return tuple(names)
+    if joint_names is None or isinstance(joint_names, _Default):
+        return _Default(names)
     what = f"robot {robot_name!r} joint_names"
     if isinstance(joint_names, str):
         raise RobotDescriptionError(f"{what} must be a sequence of strings, not {joint_names!r}")
@@ -413,10 +421,11 @@ class Robot:
         ``parents[i]``: index of the parent link of link ``i``, ``-1`` for a link on the fixed
         base (DH frame 0). Every parent index is smaller than its child's (topological order),
         so the forward recursion runs in index order and the backward one in reverse. Default
-        the chain ``(-1, 0, 1, ..., n - 2)``.
+        the chain ``(-1, 0, 1, ..., n - 2)``; a defaulted chain stays the chain of the links
+        when ``dataclasses.replace(robot, links=...)`` changes them.
     joint_names : sequence of str, optional
         The name of every link's joint (the URDF joint name), in link order. Default the link
-        names.
+        names (which follow the links in ``replace`` as the default chain does).
 
     Raises
     ------

@@ -279,7 +279,11 @@ def robot_from_dict(data, *, origin=None):
                 f"{where}: link {entry['name']!r} (index {index}) field 'joint_name' must be a "
                 f"non-empty string, not {joint_name!r}")
         joint_names.append(joint_name)
-    kwargs["parents"], kwargs["joint_names"] = tuple(parents), tuple(joint_names)
+    # Left out (None) when no link gives them: the Robot's defaults, which follow its links.
+    if any("parent" in entry for entry in links):
+        kwargs["parents"] = tuple(parents)
+    if any("joint_name" in entry for entry in links):
+        kwargs["joint_names"] = tuple(joint_names)
     try:
         return Robot(name, parsed, **kwargs)
     except RobotDescriptionError as error:

@@ -793,8 +793,10 @@ def load_urdf(path, tip=None, name=None, *, gravity=None, snap_tolerance=SNAP_TO
                                 f"{error}") from None
     tool = _orthonormalise(_rigid_inverse(frames[-1]) @ poses[tip])
     kwargs = {} if gravity is None else {"gravity": gravity}
-    return Robot(name or robot_name, tuple(final), base=base, tool=tool, parents=parents,
-                 joint_names=names, **kwargs)
+    if tuple(parents) != tuple(range(-1, len(final) - 1)):
+        kwargs["parents"] = parents          # a tree; a chain is the Robot's default
+    return Robot(name or robot_name, tuple(final), base=base, tool=tool, joint_names=names,
+                 **kwargs)
 
 
 def _is_branched(root, children):

@@ -525,3 +525,18 @@ def test_fixed_point_model_and_jacobian_refuse_trees_and_prismatic_joints():
             rnea_fixed(robot, zeros, zeros, zeros)
         with pytest.raises(NotImplementedError, match="serial chains of revolute joints only"):
             jacobian(robot, zeros)
+
+
+def test_a_defaulted_chain_stays_a_chain_when_replace_changes_its_links():
+    chain = Robot("chain", _links(3))
+    longer = replace(chain, links=_links(4))
+    assert longer.parents == (-1, 0, 1, 2) and longer.joint_names == ("l0", "l1", "l2", "l3")
+    assert load_robot("ur5").parents == tuple(range(-1, 5))
+    assert replace(load_robot("ur5"), links=load_robot("ur5").links[:3]).is_chain
+    # A tree (or names) given explicitly does not follow other links: that would guess.
+    tree = Robot("tree", _links(3), parents=(-1, 0, 0))
+    with pytest.raises(RobotDescriptionError, match=r"parents must have one entry per link"):
+        replace(tree, links=_links(4))
+    named = Robot("named", _links(2), joint_names=("j0", "j1"))
+    with pytest.raises(RobotDescriptionError, match=r"joint_names must have one entry per link"):
+        replace(named, links=_links(3))
