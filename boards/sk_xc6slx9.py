@@ -49,8 +49,8 @@ class SK_XC6SLX9Top(BoardTop):
     platform_class = SK_XC6SLX9Platform
     family = "xc6s"
     oscillator = "clk50"
-    #: Yosys synthesis (synth_xilinx, one-cycle CORDIC steps): 1 node 3,215 LUT6 (56 %),
-    #: 2 nodes 5,045 (88 %), 3 nodes more than the 5,720 the device has; a node also takes 4 of
+    #: Yosys synthesis (synth_xilinx, one-cycle CORDIC steps): 1 node 3,191 LUT6 (56 %),
+    #: 2 nodes 5,038 (88 %), 3 nodes more than the 5,720 the device has; a node also takes 4 of
     #: the 16 DSP48A1. Two nodes, as many as fit, are the default (ISE's map and place, not run
     #: here, have the last word).
     default_nodes = 2

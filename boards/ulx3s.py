@@ -33,10 +33,10 @@ class ULX3STop(BoardTop):
     oscillator = "clk25"
     default_nodes = 6
     #: A node of the chain takes about 3,000 TRELLIS_COMB, 4 MULT18X18D and 4 DP16KD (6-node
-    #: build: 21,238 / 24 / 27 with the host link); 23 fill the 83,640 LUT4 slots to ~85 %
+    #: build: 21,216 / 24 / 27 with the host link); 23 fill the 83,640 LUT4 slots to ~85 %
     #: (23 x 4 DSPs of 156; not placed and routed at that size).
     max_nodes = 23
-    #: 100 MHz (UART 3 Mbaud, divisor 33): the 6-node build meets timing there (101.4 MHz
+    #: 100 MHz (UART 3 Mbaud, divisor 33): the 6-node build meets timing there (104.2 MHz
     #: at a 100 MHz target; docs/performance.md, "Boards").
     default_clock_hz = 100_000_000
     uart_note = "FT231X USB-UART (uart 0: rx M1, tx L4)"

@@ -214,8 +214,8 @@ def invalid_request(rng, spec, seq, weights=REQUEST_WEIGHTS, *, kinds=None):
         else:                       # control block: a hole in the map, or past its end
             node = ctl
             hole = _CONTROL_HOLES[0]
-            addr = rng.choice([hole, hole + 1, 0x1F, 0x2A, 0x40, 0xFF,
-                               rng.randrange(hole, P.INFO_FIRST)])
+            addr = rng.choice([hole, hole + 1, P.INFO_FIRST - 1, P.INFO_FIRST + P.INFO_COUNT,
+                               0x40, 0xFF, rng.randrange(hole, P.INFO_FIRST)])
             count = rng.randrange(1, 4)
             if rng.random() < 0.3:
                 # A block of existing words that runs into the first hole.
