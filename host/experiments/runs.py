@@ -1,0 +1,256 @@
+"""The experiments of the source paper's Sect. 4.3 (point control) and 4.5 (payload).
+
+Each function runs its closed-loop runs on a fresh MuJoCo plant of a reference arm in golden
+mode (:mod:`linkdyn.host.experiments.loop`) and returns the logs and the figures. The files
+(CSV, summary.json, plots) are written by :func:`linkdyn.host.experiments.report.write_experiment`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg
+
+from linkdyn.sim.plant import Plant
+
+from .loop import GainSet, GoldenController, payload_wrench, run_closed_loop
+
+__all__ = ["EXPERIMENTS", "NOT_BUILT", "POINT_GAINS", "PAYLOAD_GAINS", "reference_pose",
+           "point_experiment", "payload_experiment", "pulse_response_metrics",
+           "designed_pulse_response"]
+
+#: Static reference poses (rad): away from singularities, the arm's weight on the shoulder.
+POSES = {
+    "ur5": (0.0, -1.0, 1.2, -1.5, -1.57, 0.0),
+    "panda": (0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8),
+}
+
+#: Sect. 4.3's three settings: one natural frequency, three damping ratios.
+POINT_GAINS = {"high": GainSet(20.0, 1.5), "medium": GainSet(20.0, 0.7),
+               "low": GainSet(20.0, 0.2)}
+
+#: Sect. 4.5's compliant setting (low feedback gains).
+PAYLOAD_GAINS = GainSet(4.0, 1.0)
+
+EXPERIMENTS = ("point", "payload")
+NOT_BUILT = ("contact", "track", "identify")
+
+
+def reference_pose(plant):
+    """Return the static reference pose of the plant's arm, rad, shape (n,)."""
+    name = plant.robot.name.lower()
+    for key, pose in POSES.items():
+        if key in name and len(pose) == plant.n:
+            return np.array(pose)
+    return plant.default_configuration()
+
+
+def _static(q0):
+    zero = np.zeros_like(q0)
+    return lambda t: (q0, zero, zero)
+
+
+def _cycles(plant, seconds):
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+            or not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"seconds must be a finite number > 0, not {seconds!r}")
+    return max(1, int(round(seconds / plant.control_period)))
+
+
+def _plant(robot):
+    if not isinstance(robot, str):
+        raise TypeError(f"robot must be a reference arm name (str), not {type(robot).__name__}")
+    return Plant.from_reference(robot)
+
+
+def pulse_response_metrics(t, error, release, band=0.05):
+    """Overshoot and settling of the error's return after a force pulse ends.
+
+    Parameters
+    ----------
+    t : array_like, shape (k,)
+        Time, s.
+    error : array_like, shape (k, 3) or (k,)
+        Position error (m), or a scalar response.
+    release : float
+        Time the pulse ends, s.
+    band : float
+        Settling band, fraction of the largest deflection (default 5 %).
+
+    Returns
+    -------
+    dict
+        ``peak`` (largest deflection |e| while the pulse acts, m), ``overshoot`` (largest
+        excursion beyond the reference after the release, against the deflection direction at
+        the release, as a fraction of the deflection then), ``settling_time`` (s after the
+        release until |e| stays within ``band * peak``; None if not within the run).
+    """
+    t = np.asarray(t, dtype=float)
+    error = np.asarray(error, dtype=float)
+    if error.ndim == 1:
+        error = error[:, None]
+    k = int(np.searchsorted(t, release))
+    if not 0 < k < len(t):
+        raise ValueError(f"release {release!r} s must lie within the run ({t[0]}..{t[-1]} s)")
+    magnitude = np.linalg.norm(error, axis=1)
+    peak = float(magnitude[:k].max())
+    at_release = error[k]
+    norm = float(np.linalg.norm(at_release))
+    direction = at_release / norm if norm > 0 else at_release
+    overshoot = float(max(0.0, -(error[k:] @ direction).min()) / norm) if norm > 0 else 0.0
+    outside = np.nonzero(magnitude[k:] > band * peak)[0]
+    if len(outside) == 0:
+        settling = 0.0
+    elif outside[-1] == len(magnitude) - k - 1:
+        settling = None
+    else:
+        settling = float(t[k + outside[-1] + 1] - release)
+    return {"peak": peak, "overshoot": overshoot, "settling_time": settling}
+
+
+def designed_pulse_response(gains, start, duration, seconds, dt=1e-4):
+    """The design's response: ``s'' + K_d s' + K_p s = u(t)``, u a unit pulse, from rest.
+
+    With an exact model and equal gains on every joint, each joint's error (and so, for small
+    motion, the Cartesian error) follows this scalar response times a constant vector.
+
+    Returns
+    -------
+    t, s : numpy.ndarray, shape (k,)
+    """
+    a = np.array([[0.0, 1.0], [-gains.kp, -gains.kd]])
+    step = scipy.linalg.expm(np.block([[a, np.array([[0.0], [1.0]])],
+                                       [np.zeros((1, 3))]]) * dt)
+    phi, gamma = step[:2, :2], step[:2, 2]
+    t = np.arange(0.0, seconds, dt)
+    x = np.zeros(2)
+    s = np.empty(len(t))
+    for k, time in enumerate(t):
+        s[k] = x[0]
+        u = 1.0 if start <= time < start + duration else 0.0
+        x = phi @ x + gamma * u
+    return t, s
+
+
+def point_experiment(robot="ur5", seconds=2.0, *, force=(0.0, 0.0, -20.0), start=0.05,
+                     duration=0.2):
+    """Point control at a static reference under a force pulse, three gain sets (Sect. 4.3).
+
+    Parameters
+    ----------
+    robot : str
+        Reference arm (``"ur5"``, ``"panda"``).
+    seconds : float
+        Length of each run, s (> 0; the pulse must end within it).
+    force : array_like, shape (3,)
+        Disturbance force on the tool point, world axes, N (default 20 N down).
+    start, duration : float
+        Pulse start and length, s.
+
+    Returns
+    -------
+    dict
+        ``runs``: ``{"point_high": LoopLog, ...}``; ``figures``: per run the gains, the measured
+        :func:`pulse_response_metrics` and the designed ones; ``seconds_per_cycle``.
+
+    Raises
+    ------
+    ValueError
+        If ``seconds`` is not positive or the pulse does not end within the run.
+    """
+    plant = _plant(robot)
+    cycles = _cycles(plant, seconds)
+    release = start + duration
+    if release >= seconds:
+        raise ValueError(f"the pulse ends at {release} s, after the run of {seconds} s")
+    q0 = reference_pose(plant)
+    runs, figures, timing = {}, {}, []
+    for label, gains in POINT_GAINS.items():
+        plant.reset(q0)
+        plant.clear_disturbances()
+        plant.apply_disturbance(force, start=start, duration=duration)
+        controller = GoldenController(plant.robot, gains)
+        log = run_closed_loop(plant, controller, _static(q0), cycles)
+        name = f"point_{label}"
+        runs[name] = log
+        timing.append(log.seconds_per_cycle)
+        t_design, s_design = designed_pulse_response(gains, start, duration, seconds)
+        figures[name] = {
+            "omega": gains.omega, "zeta": gains.zeta, "kp": gains.kp, "kd": gains.kd,
+            "measured": pulse_response_metrics(log.t, log.error, release),
+            "designed": {key: value for key, value in
+                         pulse_response_metrics(t_design, s_design, release).items()
+                         if key != "peak"},   # the scalar response's peak has no unit
+            "faults": controller.fault_codes,
+        }
+    return {"runs": runs, "figures": figures, "seconds_per_cycle": float(np.mean(timing)),
+            "release": release, "force": list(map(float, force)), "pose": q0.tolist()}
+
+
+def payload_experiment(robot="ur5", seconds=2.0, *, mass=0.8, com=(0.0, 0.0, 0.05),
+                       force=(0.0, 0.0, -2.0), start=0.1, duration=0.2):
+    """A payload on the last link, unknown to the model and told as its weight (Sect. 4.5).
+
+    Three runs at the static reference pose with the compliant gains :data:`PAYLOAD_GAINS`
+    and the same small force pulse on the tool: ``payload_none`` (no payload),
+    ``payload_unmodelled`` (payload, model not told), ``payload_modelled`` (payload, its weight
+    written every cycle as the last node's external wrench, :func:`payload_wrench`, from the
+    measured q; its inertia is not told, as in the paper).
+
+    Parameters
+    ----------
+    robot : str
+        Reference arm.
+    seconds : float
+        Length of each run, s (> 0).
+    mass : float
+        Payload mass, kg (paper: about 0.8 kg).
+    com : array_like, shape (3,)
+        Payload centre of mass, tip link frame, m.
+    force : array_like, shape (3,)
+        Disturbance pulse on the tool point, world, N; ``start``, ``duration`` in s.
+
+    Returns
+    -------
+    dict
+        ``runs`` (LoopLog per run), ``figures`` per run (RMS and largest Cartesian error, m,
+        and the ratio to ``payload_none``), ``seconds_per_cycle``.
+    """
+    plant = _plant(robot)
+    cycles = _cycles(plant, seconds)
+    q0 = reference_pose(plant)
+    robot_model = plant.robot
+    transform = plant.tip_in_dh
+    com_n = transform[:3, :3] @ np.asarray(com, dtype=float) + transform[:3, 3]
+    runs, timing = {}, []
+    for label in ("none", "unmodelled", "modelled"):
+        if label == "none":
+            plant.remove_payload()
+        else:
+            plant.set_payload(mass, com)
+        plant.reset(q0)
+        plant.clear_disturbances()
+        if start < seconds:
+            plant.apply_disturbance(force, start=start, duration=duration)
+        controller = GoldenController(robot_model, PAYLOAD_GAINS)
+        f_ext = (lambda q: payload_wrench(robot_model, q, mass, com_n)) \
+            if label == "modelled" else None
+        log = run_closed_loop(plant, controller, _static(q0), cycles, f_ext=f_ext)
+        runs[f"payload_{label}"] = log
+        timing.append(log.seconds_per_cycle)
+    figures = {}
+    base = None
+    for name, log in runs.items():
+        magnitude = np.linalg.norm(log.error, axis=1)
+        rms = float(np.sqrt(np.mean(magnitude ** 2)))
+        base = rms if base is None else base
+        figures[name] = {"rms_error": rms, "max_error": float(magnitude.max()),
+                         "final_error": float(magnitude[-1]), "ratio_to_none": rms / base,
+                         "max_sag_z": float(-log.error[:, 2].min())}
+    plant.remove_payload()
+    return {"runs": runs, "figures": figures, "seconds_per_cycle": float(np.mean(timing)),
+            "mass": float(mass), "com_tip": list(map(float, com)), "com_dh_n": com_n.tolist(),
+            "force": list(map(float, force)), "pose": q0.tolist(),
+            "gains": {"omega": PAYLOAD_GAINS.omega, "zeta": PAYLOAD_GAINS.zeta,
+                      "kp": PAYLOAD_GAINS.kp, "kd": PAYLOAD_GAINS.kd}}
