@@ -49,4 +49,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, not this __main__ copy: the subcommands raise the
+    # CommandError of linkdyn.host.cli, which a second copy of the module would not catch.
+    from linkdyn.host import cli as _cli
+    sys.exit(_cli.main())

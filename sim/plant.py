@@ -1010,7 +1010,7 @@ class Plant:
         scratch = self._scratch_state(q, np.zeros(self.n))
         mujoco.mj_forward(self.model, scratch)
         matrix = np.zeros((self.n, self.n))
-        mujoco.mj_fullM(self.model, matrix, scratch.qM)
+        mujoco.mj_fullM(self.model, scratch, matrix)     # MuJoCo 4: (model, data, dst)
         return matrix
 
     def tool_jacobian(self, q):

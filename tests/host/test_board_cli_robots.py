@@ -48,3 +48,13 @@ def test_load_goes_on_to_the_port_with_a_revolute_chain(capsys):
     err = capsys.readouterr().err
     assert status == 2 and "is a tree" not in err and "prismatic" not in err
     assert "/nonexistent/port" in err
+
+
+def test_python_m_host_cli_reports_errors_without_a_traceback():
+    import subprocess
+    import sys
+    process = subprocess.run([sys.executable, "-m", "linkdyn.host.cli", "load", "--port",
+                              "/nonexistent/port", "--robot", "nosuch"],
+                             capture_output=True, text=True)
+    assert process.returncode == 2
+    assert "unknown robot 'nosuch'" in process.stderr and "Traceback" not in process.stderr

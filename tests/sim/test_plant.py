@@ -693,3 +693,12 @@ def test_render_without_gl_raises_render_error(monkeypatch):
     monkeypatch.setattr(render.mujoco, "Renderer", no_context)
     with pytest.raises(render.RenderError, match="install libosmesa6 and set MUJOCO_GL=osmesa"):
         render.render_image(_plant("ur5"), width=64, height=48)
+
+
+def test_mass_matrix_equals_linkdyns_joint_space_inertia():
+    plant = _plant("ur5")
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        q = rng.uniform(-np.pi, np.pi, plant.n)
+        np.testing.assert_allclose(plant.mass_matrix(q), joint_space_inertia(plant.robot, q),
+                                   rtol=1e-9, atol=1e-10)
