@@ -17,6 +17,8 @@ from support.host import ReferenceSerial
 
 ROBOT = load_robot("ur5")
 
+pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
+
 
 def test_the_build_info_reports_the_banks_and_refuses_other_counts():
     assert P.ProtocolSpec(2, banks=4).build_info()["BANKS"] == 4
