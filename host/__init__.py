@@ -9,11 +9,12 @@ The board client (:mod:`linkdyn.host.board`)::
 
 from .board import (
     Board, BoardConnectionError, BoardDeviceError, BoardError, BoardInfo, BoardProtocolError,
-    BoardResult, BoardStatistics, BoardTimeoutError, IncompatibleBoardError, SaturationError,
+    BoardResult, BoardStatistics, BoardTimeoutError, CertificateWarning, IncompatibleBoardError,
+    SaturationError,
 )
 
 __all__ = [
     "Board", "BoardInfo", "BoardResult", "BoardStatistics", "BoardError",
     "BoardConnectionError", "BoardTimeoutError", "BoardProtocolError", "IncompatibleBoardError",
-    "BoardDeviceError", "SaturationError",
+    "BoardDeviceError", "SaturationError", "CertificateWarning",
 ]

@@ -74,8 +74,8 @@ from ..model.protocol import (
 __all__ = [
     "Board", "BoardInfo", "BoardResult", "BoardStatistics", "BoardError",
     "BoardConnectionError", "BoardTimeoutError", "BoardProtocolError",
-    "IncompatibleBoardError", "BoardDeviceError", "SaturationError", "DEFAULT_TIMEOUT",
-    "DEFAULT_RETRIES", "PROGRESS_THRESHOLD",
+    "IncompatibleBoardError", "BoardDeviceError", "SaturationError", "CertificateWarning",
+    "DEFAULT_TIMEOUT", "DEFAULT_RETRIES", "PROGRESS_THRESHOLD",
 ]
 
 #: Default longest silence while a reply is awaited, seconds.
@@ -132,6 +132,13 @@ class BoardDeviceError(BoardError):
         from ..model.protocol import _ERROR_DOCS
         super().__init__(message or f"the board answered {self.code.name} to "
                                     f"{_name(command)}: {_ERROR_DOCS[self.code]}")
+
+
+class CertificateWarning(UserWarning):
+    """The loaded robot's fixed-point torques are not certified for its default box of states
+    (:func:`linkdyn.model.certify.certify`): no certificate could be made, or some register may
+    saturate in the box (the board then flags those torques, and they are never returned as plain
+    numbers, but states near such corners should be expected to saturate)."""
 
 
 class SaturationError(BoardError, OverflowError):
@@ -355,6 +362,8 @@ class Board:
         self._last_update = None
         self._line_rate = None           # slowest rate a reply frame arrived at, bytes/s
         self.robot = None
+        #: Certificate of the loaded robot for its default box (:meth:`load_robot`), or None.
+        self.certificate = None
 
     @classmethod
     def open(cls, url, baudrate=DEFAULT_BAUDRATE, *, timeout=DEFAULT_TIMEOUT,
@@ -568,6 +577,15 @@ class Board:
         verify : bool
             Read every loaded word back and compare (default).
 
+        Warns
+        -----
+        CertificateWarning
+            If the robot's fixed-point torques cannot be certified for its default box of
+            states (``q`` within the joint limits, ``|qd|`` within the velocity limits,
+            ``|qdd| <= 10 rad/s^2``, no external wrench; :func:`linkdyn.model.certify.certify`),
+            or some register may saturate there (the message names node and register). The
+            certificate is kept in :attr:`certificate` (``bound_nm`` per joint).
+
         Raises
         ------
         ValueError
@@ -590,6 +608,7 @@ class Board:
                              f"{info.nodes} nodes")
         constants = encode_robot(robot, info.fmt)
         base = encode_base_motion(robot, info.fmt)
+        certificate = _certificate(robot, info.fmt)
         spec = info.spec
         self._exchange([_Request(Command.LOAD_ROBOT,
                                  load_robot_payload(spec, constants, base), 0)])
@@ -607,6 +626,7 @@ class Board:
             if got != expected:
                 raise BoardProtocolError(f"base motion: loaded {expected}, read back {got}")
         self.robot = robot
+        self.certificate = certificate
 
     # -- inverse dynamics ----------------------------------------------------------------------
 
@@ -1043,3 +1063,25 @@ class _closing_on_error:
     def __exit__(self, exc_type, *exc):
         if exc_type is not None:
             self.board.close()
+
+
+def _certificate(robot, fmt):
+    """Return the certificate of a robot's default box, or None with a CertificateWarning."""
+    import warnings
+
+    from ..model.certify import certify
+    try:
+        certificate = certify(robot, fmt=fmt)
+    except (NotImplementedError, ValueError) as error:
+        warnings.warn(f"robot {robot.name!r}: no certificate of its fixed-point torques "
+                      f"({error}); the board's torques carry no guaranteed error bound",
+                      CertificateWarning, stacklevel=3)
+        return None
+    if not certificate.saturation_free:
+        where = certificate.saturations[0]
+        warnings.warn(f"robot {robot.name!r}: {len(certificate.saturations)} register(s) may "
+                      f"saturate in the default box of states, first node {where['node']} "
+                      f"{where['register']}; the board flags such torques (OVERFLOW)",
+                      CertificateWarning, stacklevel=3)
+    return certificate
+

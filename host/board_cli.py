@@ -184,10 +184,23 @@ def command_info(args):
 def command_load(args):
     """Load a robot into the board."""
     robot = _robot(args.robot, args.tip)
-    with _open(args) as board, _board_errors():
+    import warnings
+    from linkdyn.host.board import CertificateWarning
+    with _open(args) as board, _board_errors(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CertificateWarning)
         board.load_robot(robot, verify=not args.no_verify)
         print(f"loaded {robot.name!r} ({robot.n} joints) into the board on {args.port}"
               + ("" if args.no_verify else ", read back and checked"))
+        certificate = board.certificate
+    for warning in caught:
+        if issubclass(warning.category, CertificateWarning):
+            print(f"warning: {warning.message}", file=sys.stderr)
+    if certificate is not None:
+        bounds = ", ".join(f"{b:.1e}" for b in certificate.bound_nm)
+        print(f"certified fixed-point torque error (default box: q within the joint limits, "
+              f"|qd| within the velocity limits, |qdd| <= 10 rad/s^2): <= {bounds} N·m per "
+              f"joint, " + ("saturation-free" if certificate.saturation_free
+                            else "registers may saturate"))
     return 0
 
 
