@@ -184,17 +184,11 @@ def command_info(args):
 def command_load(args):
     """Load a robot into the board."""
     robot = _robot(args.robot, args.tip)
-    import warnings
-    from linkdyn.host.board import CertificateWarning
-    with _open(args) as board, _board_errors(), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", CertificateWarning)
-        board.load_robot(robot, verify=not args.no_verify)
+    with _open(args) as board, _board_errors():
+        _load_robot(board, robot, verify=not args.no_verify)
         print(f"loaded {robot.name!r} ({robot.n} joints) into the board on {args.port}"
               + ("" if args.no_verify else ", read back and checked"))
         certificate = board.certificate
-    for warning in caught:
-        if issubclass(warning.category, CertificateWarning):
-            print(f"warning: {warning.message}", file=sys.stderr)
     if certificate is not None:
         bounds = ", ".join(f"{b:.1e}" for b in certificate.bound_nm)
         print(f"certified fixed-point torque error (default box: q within the joint limits, "
@@ -202,6 +196,21 @@ def command_load(args):
               f"joint, " + ("saturation-free" if certificate.saturation_free
                             else "registers may saturate"))
     return 0
+
+
+def _load_robot(board, robot, verify=True):
+    """Load a robot; print the certificate's warnings as one line each (not as Python's)."""
+    import warnings
+    from linkdyn.host.board import CertificateWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CertificateWarning)
+        board.load_robot(robot, verify=verify)
+    for warning in caught:
+        if issubclass(warning.category, CertificateWarning):
+            print(f"warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno)
 
 
 def command_torques(args):
@@ -226,7 +235,7 @@ def command_torques(args):
         if not len(q):
             raise CommandError(f"input file {args.input!r} has no states")
         if robot is not None:
-            board.load_robot(robot)
+            _load_robot(board, robot)
         elif not board.robot_loaded():
             raise CommandError(f"the board on {args.port} has no robot loaded (its constants "
                                "are all zero): run 'linkdyn load' first or pass --robot")
