@@ -189,28 +189,56 @@ def format_table(rows, count, markdown=False, clock="wall"):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    """Run the benchmark and print the table; return the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m linkdyn.bench.dynamics",
-        description="Time linkdyn's batched rnea/regressor against Pinocchio in a loop.")
-    parser.add_argument("--states", type=int, default=10_000, help="random states per robot")
+def timing_main(argv, *, prog, description, states, benchmark, extra=None):
+    """The command line of a timing benchmark against Pinocchio (this one, ``trees``).
+
+    Parameters
+    ----------
+    argv : list of str or None
+        The arguments.
+    prog, description : str
+        The program name and its one-line description.
+    states : int
+        Default random states per robot.
+    benchmark : callable
+        ``benchmark(count, repeat, seed, clock) -> rows`` (see :func:`benchmark`).
+    extra : (callable, callable), optional
+        ``(add_arguments(parser), after(rows, args))``: more options and what to do with them.
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 2 without Pinocchio or example-robot-data.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--states", type=int, default=states, help="random states per robot")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best kept)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random states")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall clock (default) or the process's CPU time")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    if extra is not None:
+        extra[0](parser)
     args = parser.parse_args(argv)
     if args.states < 1 or args.repeat < 1:
         parser.error("--states and --repeat must be positive")
     try:
         rows = benchmark(args.states, args.repeat, args.seed, args.clock)
     except (ImportError, FileNotFoundError) as error:
-        print(f"python -m linkdyn.bench.dynamics: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {error}", file=sys.stderr)
         return 2
     print(environment())
     print(format_table(rows, args.states, markdown=args.markdown, clock=args.clock))
+    if extra is not None:
+        extra[1](rows, args)
     return 0
+
+
+def main(argv=None):
+    """Run the benchmark and print the table; return the exit status."""
+    return timing_main(argv, prog="python -m linkdyn.bench.dynamics",
+                       description="Time linkdyn's batched rnea/regressor against Pinocchio "
+                                   "in a loop.", states=10_000, benchmark=benchmark)
 
 
 if __name__ == "__main__":

@@ -17,15 +17,13 @@ Needs the optional ``reference`` dependencies (``pin``, ``example-robot-data``).
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import warnings
 
 import numpy as np
 
-from linkdyn.bench.dynamics import (CLOCKS, PINOCCHIO_GRAVITY, _best_alternating, environment,
-                                    format_table)
+from linkdyn.bench.dynamics import CLOCKS, PINOCCHIO_GRAVITY, _best_alternating, timing_main
 from linkdyn.model.reference import example_robot_data_dir
 from linkdyn.model.rnea import regressor, rnea
 
@@ -160,29 +158,17 @@ def plot(rows, path):
 
 def main(argv=None):
     """Run the benchmark and print the table; return the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="python -m linkdyn.bench.trees",
-        description="Time linkdyn's batched rnea/regressor on whole trees against Pinocchio.")
-    parser.add_argument("--states", type=int, default=2_000, help="random states per robot")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best kept)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random states")
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
-                        help="wall clock (default) or the process's CPU time")
-    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    parser.add_argument("--plot", metavar="PNG", help="also write a bar chart of the timings")
-    args = parser.parse_args(argv)
-    if args.states < 1 or args.repeat < 1:
-        parser.error("--states and --repeat must be positive")
-    try:
-        rows = benchmark(args.states, args.repeat, args.seed, args.clock)
-    except (ImportError, FileNotFoundError) as error:
-        print(f"python -m linkdyn.bench.trees: error: {error}", file=sys.stderr)
-        return 2
-    print(environment())
-    print(format_table(rows, args.states, markdown=args.markdown, clock=args.clock))
-    if args.plot:
-        plot(rows, args.plot)
-    return 0
+    def add_arguments(parser):
+        parser.add_argument("--plot", metavar="PNG", help="also write a bar chart of the timings")
+
+    def after(rows, args):
+        if args.plot:
+            plot(rows, args.plot)
+
+    return timing_main(argv, prog="python -m linkdyn.bench.trees",
+                       description="Time linkdyn's batched rnea/regressor on whole trees "
+                                   "against Pinocchio.", states=2_000, benchmark=benchmark,
+                       extra=(add_arguments, after))
 
 
 if __name__ == "__main__":

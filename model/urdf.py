@@ -347,20 +347,30 @@ def _tree(source, bodies, joints):
     return roots[0], parent_joint, children
 
 
+def _active_subtrees(root, children):
+    """Return ``{link: whether the sub-tree below the link holds a movable joint}``."""
+    order, stack = [], [root]
+    while stack:
+        order.append(stack.pop())
+        stack.extend(joint.child for joint in children[order[-1]])
+    active = {}
+    for name in reversed(order):
+        active[name] = any(j.type != "fixed" or active[j.child] for j in children[name])
+    return active
+
+
+def _moving_branches(link, children, active):
+    """Return the joints below ``link`` that lead to a movable joint."""
+    return [j for j in children[link] if j.type != "fixed" or active[j.child]]
+
+
 def _chain_path(source, root, parent_joint, children, tip):
     """Return (tip, joints on the path root -> tip); without ``tip`` the URDF is unbranched."""
     if tip is None:
-        # active[link]: whether the sub-tree below the link has a movable joint.
-        order, stack = [], [root]
-        while stack:
-            order.append(stack.pop())
-            stack.extend(joint.child for joint in children[order[-1]])
-        active = {}
-        for name in reversed(order):
-            active[name] = any(j.type != "fixed" or active[j.child] for j in children[name])
+        active = _active_subtrees(root, children)
         link = root
         while True:
-            branches = [j for j in children[link] if j.type != "fixed" or active[j.child]]
+            branches = _moving_branches(link, children, active)
             if not branches:
                 break
             link = branches[0].child
@@ -801,17 +811,8 @@ def load_urdf(path, tip=None, name=None, *, gravity=None, snap_tolerance=SNAP_TO
 
 def _is_branched(root, children):
     """Whether some link has more than one sub-tree holding a movable joint."""
-    order, stack = [], [root]
-    while stack:
-        order.append(stack.pop())
-        stack.extend(joint.child for joint in children[order[-1]])
-    active = {}
-    for name in reversed(order):
-        branches = [j for j in children[name] if j.type != "fixed" or active[j.child]]
-        if len(branches) > 1:
-            return True
-        active[name] = bool(branches)
-    return False
+    active = _active_subtrees(root, children)
+    return any(len(_moving_branches(link, children, active)) > 1 for link in active)
 
 
 def _dh_matrix(a, d, alpha, theta):
