@@ -39,6 +39,8 @@ from linkdyn.model.library import truncate  # noqa: E402
 from linkdyn.model.reference import example_robot_data_dir  # noqa: E402
 from linkdyn.model.urdf import load_urdf  # noqa: E402
 
+from support.pinocchio import PinocchioReference  # noqa: E402
+
 LONG = support.LONG
 TOLERANCE = 1e-9
 STATES = 400 if LONG else 60
@@ -74,57 +76,16 @@ _load = load_urdf
 # Pinocchio side
 # ----------------------------------------------------------------------------------------------
 
-class Reference:
+class Reference(PinocchioReference):
     """Pinocchio's model of a URDF, joints matched to our nodes by ``Robot.joint_names``."""
 
     def __init__(self, path, robot):
         model = pin.buildModelFromUrdf(str(path))
-        assert model.nv == robot.n, (model.nv, robot.n)
-        self.model, self.data = model, model.createData()
-        self.joint_ids = [model.getJointId(name) for name in robot.joint_names]
-        assert sorted(self.joint_ids) == list(range(1, robot.n + 1))
-        self.idx_v = [model.joints[j].idx_v for j in self.joint_ids]
-        self.robot = robot
-
-    def configuration(self, q):
-        q_pin = np.zeros(self.model.nq)
-        for value, j in zip(q, self.joint_ids):
-            joint = self.model.joints[j]
-            if joint.nq == 2:      # continuous: (cos, sin)
-                q_pin[joint.idx_q:joint.idx_q + 2] = math.cos(value), math.sin(value)
-            else:
-                q_pin[joint.idx_q] = value
-        return q_pin
-
-    def tangent(self, v):
-        out = np.zeros(self.model.nv)
-        out[self.idx_v] = v
-        return out
-
-    def rnea(self, q, qd, qdd, model=None):
-        model = model or self.model
-        tau = pin.rnea(model, model.createData(), self.configuration(q), self.tangent(qd),
-                       self.tangent(qdd))
-        return np.asarray(tau)[self.idx_v]
-
-    def regressor(self, q, qd, qdd):
-        """Rows in our joint order, column blocks in our link order."""
-        y = pin.computeJointTorqueRegressor(self.model, self.data, self.configuration(q),
-                                            self.tangent(qd), self.tangent(qdd))
-        y = np.asarray(y).reshape(self.model.nv, -1)[self.idx_v]
-        return np.concatenate([y[:, 10 * (j - 1):10 * j] for j in self.joint_ids], axis=1)
-
-    def parameters(self):
-        return np.concatenate([self.model.inertias[j].toDynamicParameters()
-                               for j in self.joint_ids])
+        super().__init__(model, [model.getJointId(name) for name in robot.joint_names], robot)
 
     def joint_in_dh(self):
         """Per node: pose of the Pinocchio joint frame in our DH frame of that node (q = 0)."""
-        data = self.model.createData()
-        pin.forwardKinematics(self.model, data, pin.neutral(self.model))
-        frames = link_frames(self.robot, np.zeros(self.robot.n))
-        return [np.linalg.inv(frames[i + 1]) @ data.oMi[j].homogeneous
-                for i, j in enumerate(self.joint_ids)]
+        return super().joint_in_dh(link_frames(self.robot, np.zeros(self.robot.n)))
 
 
 def parameter_map(transform):

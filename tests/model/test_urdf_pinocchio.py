@@ -25,6 +25,8 @@ from linkdyn.model.reference import example_robot_data_dir  # noqa: E402
 from linkdyn.model.kinematics import link_frames  # noqa: E402
 from linkdyn.model.urdf import load_urdf  # noqa: E402
 
+from support.pinocchio import PinocchioReference  # noqa: E402
+
 TOLERANCE = 1e-9
 SAMPLES = 500
 
@@ -53,7 +55,7 @@ ROBOTS = {
 # Helpers
 # ----------------------------------------------------------------------------------------------
 
-class Reference:
+class Reference(PinocchioReference):
     """A Pinocchio model of a URDF with the mapping from our links to its joints."""
 
     def __init__(self, path, robot, lock=(), tip=None):
@@ -61,59 +63,15 @@ class Reference:
         if lock:
             model = pin.buildReducedModel(model, [model.getJointId(n) for n in lock],
                                           pin.neutral(model))
-        self.model, self.data = model, model.createData()
-        assert model.nv == robot.n
         # Our link i is the URDF child link of chain joint i: its Pinocchio body frame's parent
         # joint is the matching Pinocchio joint.
-        self.joint_ids = [model.frames[model.getFrameId(link.name, pin.BODY)].parentJoint
-                          for link in robot.links]
-        assert sorted(self.joint_ids) == list(range(1, robot.n + 1))
-        self.idx_v = [model.joints[j].idx_v for j in self.joint_ids]
-        self.robot = robot
+        super().__init__(model, [model.frames[model.getFrameId(link.name, pin.BODY)].parentJoint
+                                 for link in robot.links], robot)
         self.tip = tip or robot.links[-1].name
-
-    def configuration(self, q):
-        """Pinocchio configuration of our joint angles (continuous joints as (cos, sin))."""
-        q_pin = np.zeros(self.model.nq)
-        for angle, j in zip(q, self.joint_ids):
-            joint = self.model.joints[j]
-            if joint.nq == 2:
-                q_pin[joint.idx_q:joint.idx_q + 2] = math.cos(angle), math.sin(angle)
-            else:
-                assert joint.nq == 1
-                q_pin[joint.idx_q] = angle
-        return q_pin
-
-    def tangent(self, v):
-        out = np.zeros(self.model.nv)
-        out[self.idx_v] = v
-        return out
-
-    def rnea(self, q, qd, qdd, model=None):
-        model = model or self.model
-        data = model.createData()
-        tau = pin.rnea(model, data, self.configuration(q), self.tangent(qd), self.tangent(qdd))
-        return np.asarray(tau)[self.idx_v]
-
-    def regressor(self, q, qd, qdd):
-        """Pinocchio's regressor, rows in our joint order, column blocks in our link order."""
-        y = pin.computeJointTorqueRegressor(self.model, self.data, self.configuration(q),
-                                            self.tangent(qd), self.tangent(qdd))
-        # eigenpy returns a single-row matrix (nv = 1) as a 1-D array.
-        y = np.asarray(y).reshape(self.model.nv, -1)[self.idx_v]
-        return np.concatenate([y[:, 10 * (j - 1):10 * j] for j in self.joint_ids], axis=1)
-
-    def parameters(self):
-        return np.concatenate([self.model.inertias[j].toDynamicParameters()
-                               for j in self.joint_ids])
 
     def joint_in_dh(self):
         """Per link: pose (4x4) of the Pinocchio joint frame in our DH frame i (constant)."""
-        data = self.model.createData()
-        pin.forwardKinematics(self.model, data, pin.neutral(self.model))
-        frames = independent_dh_frames(self.robot, np.zeros(self.robot.n))
-        return [np.linalg.inv(frames[i + 1]) @ data.oMi[j].homogeneous
-                for i, j in enumerate(self.joint_ids)]
+        return super().joint_in_dh(independent_dh_frames(self.robot, np.zeros(self.robot.n)))
 
 
 def independent_dh_frames(robot, q):
