@@ -94,7 +94,9 @@ class GoldenController:
     ValueError
         If a joint lacks a limit the configuration needs.
     FixedPointRangeError
-        If a gain or limit does not fit its register.
+        If a gain, limit or robot constant does not fit its register.
+    NotImplementedError
+        If the robot is not a serial chain of revolute joints (the fixed-point node's scope).
     """
 
     def __init__(self, robot, gains, *, guard=False, **overrides):

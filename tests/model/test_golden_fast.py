@@ -187,3 +187,16 @@ def test_compiled_segments_follow_the_microprogram():
         compiled["forward"].run([{}, {}])
     with pytest.raises(ValueError, match="segment must be one of"):
         compile_segment("backward")
+
+
+def test_golden_chain_with_a_moving_base_equals_rnea_fixed(robots):
+    robot = robot_case(robots, "puma560", "on")
+    q, qd, qdd = random_states(robot, 100)
+    base_motion = ([0.3, -0.2, 0.5], [1.0, 2.0, -0.5], [0.5, -1.0, 9.0])
+    batch = rnea_fixed(robot, q, qd, qdd, base_motion=base_motion)
+    chain = GoldenChain(robot, base_motion=base_motion)
+    fixed_base = GoldenChain(robot)
+    tau_words = np.array([chain.step(q[k], qd[k], qdd[k]).tau_words for k in range(100)])
+    assert np.array_equal(tau_words, batch.tau_words)
+    assert not np.array_equal(
+        tau_words, [fixed_base.step(q[k], qd[k], qdd[k]).tau_words for k in range(100)])
