@@ -66,7 +66,7 @@ def dot_source(program, op, indent="    "):
     -------
     list of str
         Lines that read the operands from the locals ``r_<register>``, set ``r_<dst>`` to the
-        rounded and saturated (or wrapped) word, and set ``overflow = True`` when it saturated.
+        rounded and saturated (or wrapped) word, and set ``overflow`` when ``saturate`` flags it.
         They call ``round_shift``, ``saturate`` and ``wrap`` of
         :mod:`linkdyn.model.fixedpoint`, bound under those names.
     """
@@ -87,8 +87,8 @@ def dot_source(program, op, indent="    "):
     if wraps:
         lines.append(f"    {dst} = int(wrap({dst}))")
     else:
-        lines.append(f"    {dst} = int(saturate({dst})[0])")
-        lines.append("    overflow = True")
+        lines.append(f"    {dst}, flag = saturate({dst})")
+        lines.append(f"    {dst}, overflow = int({dst}), overflow or bool(flag)")
     return [indent + line for line in lines]
 
 
@@ -108,7 +108,7 @@ def _compile_dots(program, ops, name):
     lines += [f"    registers[{op.dst!r}] = {_local(op.dst)}" for op in ops]
     lines.append("    return overflow")
     source = "\n".join(lines) + "\n"
-    namespace = {"round_shift": round_shift, "saturate": saturate, "wrap": wrap, "int": int}
+    namespace = {"round_shift": round_shift, "saturate": saturate, "wrap": wrap}
     exec(compile(source, f"<linkdyn microprogram {name}>", "exec"), namespace)
     return namespace[name], source
 

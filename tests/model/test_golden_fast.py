@@ -18,7 +18,7 @@ import pytest
 from linkdyn.model.accuracy import (ROBOTS, load_accuracy_robot, random_states, random_wrenches,
                                     with_friction)
 from linkdyn.model.compiled import compile_segment, compiled_microprogram
-from linkdyn.model.fixedpoint import Q15_16, FixedPointRangeError
+from linkdyn.model.fixedpoint import Q15_16, FixedPointRangeError, QFormat
 from linkdyn.model.golden import GoldenChain, encode_robot, rnea_fixed
 from linkdyn.model.microprogram import SEGMENTS, Dot, microprogram
 
@@ -44,10 +44,10 @@ def robot_case(robots, name, case):
     return with_friction(robots[name], case)[0]
 
 
-def assert_equal_word_for_word(robot, q, qd, qdd, f_ext=None):
+def assert_equal_word_for_word(robot, q, qd, qdd, f_ext=None, fmt=Q15_16):
     """Run the batch through rnea_fixed and every state through GoldenChain; compare all."""
-    batch = rnea_fixed(robot, q, qd, qdd, f_ext=f_ext, keep_registers=True)
-    chain = GoldenChain(robot)
+    batch = rnea_fixed(robot, q, qd, qdd, fmt=fmt, f_ext=f_ext, keep_registers=True)
+    chain = GoldenChain(robot, fmt)
     count = q.shape[0]
     results = [chain.step(q[k], qd[k], qdd[k], None if f_ext is None else f_ext[k],
                           keep_registers=True) for k in range(count)]
@@ -101,6 +101,14 @@ def test_fast_path_equals_rnea_fixed_where_results_saturate(robots, name):
     # The test must see both flags, and saturated words, to mean anything.
     assert batch.overflow.any() and not batch.overflow.all()
     assert np.any(np.abs(batch.tau_words) == 2 ** 31 - 1) or np.any(batch.tau_words == -2 ** 31)
+
+
+def test_fast_path_equals_rnea_fixed_in_another_word_format(robots):
+    robot = robot_case(robots, "ur5", "on")
+    fmt = QFormat(11, 20)
+    q, qd, qdd = random_states(robot, 200)
+    batch = assert_equal_word_for_word(robot, q, qd, qdd, fmt=fmt)
+    assert not np.array_equal(batch.tau_words, rnea_fixed(robot, q, qd, qdd).tau_words)
 
 
 def test_fast_path_equals_rnea_fixed_at_the_zero_state(robots):
