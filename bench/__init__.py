@@ -12,6 +12,8 @@ module                   what it measures
 :mod:`.plant`            the MuJoCo plant's steps per second (real-time factor at 1 kHz)
 :mod:`.trees`            the float model on kinematic trees against Pinocchio
 :mod:`.link`             the neighbour link: per-hop latency, throughput, utilisation
+:mod:`.golden`           the fixed-point golden model for one state, alone and in the closed
+                         loop of the point experiment, ms per call and per cycle
 =======================  ==================================================================
 
 Each runs as ``python -m linkdyn.bench.<module> [--write-docs docs/performance.md]``;

@@ -9,7 +9,7 @@ from .library import BUILTIN_ROBOTS, load_robot
 from .fixedpoint import QFormat, Q15_16, FixedPointRangeError
 from .tables import SINE_TABLE, CORDIC, SineTable, Cordic
 from .microprogram import build_microprogram, MAC_TIMING
-from .golden import rnea_fixed, encode_robot, encode_base_motion, FixedResult
+from .golden import rnea_fixed, encode_robot, encode_base_motion, FixedResult, GoldenChain
 
 __all__ = [
     "Robot", "Link", "Friction", "JointLimits", "RobotDescriptionError", "STANDARD_GRAVITY",
@@ -17,5 +17,5 @@ __all__ = [
     "link_regressor", "load_robot", "save_robot", "read_robot_file", "BUILTIN_ROBOTS",
     "QFormat", "Q15_16", "FixedPointRangeError", "SINE_TABLE", "CORDIC", "SineTable", "Cordic",
     "build_microprogram", "MAC_TIMING", "rnea_fixed", "encode_robot", "encode_base_motion",
-    "FixedResult",
+    "FixedResult", "GoldenChain",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .compiled import compiled_microprogram
 from .fixedpoint import Q15_16, FixedPointRangeError, QFormat, saturate, wrap, WORD_WIDTH
 from .microprogram import SEGMENTS, Atan, Dot, Lookup, microprogram  # re-exported (one cache)
 from .rnea import link_offset_vector
@@ -20,7 +21,7 @@ from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
 
 __all__ = ["microprogram", "encode_robot", "encode_base_motion", "run_segment", "rnea_fixed",
-           "FixedResult", "FixedPointRangeError"]
+           "FixedResult", "FixedPointRangeError", "GoldenChain"]
 
 
 def _phase_word(turns):
@@ -213,6 +214,14 @@ class FixedResult:
     registers: list | None = None
 
 
+def _check_constants(constants, n, rmap):
+    names = {reg.name for reg in rmap.of_kind("constant")}
+    if not isinstance(constants, (list, tuple)) or len(constants) != n or not all(
+            isinstance(words, dict) and set(words) == names for words in constants):
+        raise ValueError(f"constants must be encode_robot(robot, fmt): {n} dicts of the "
+                         f"{len(names)} constant registers, not {constants!r:.80}")
+
+
 def _joint_words(fmt, value, name, batch_shape, n):
     array = np.broadcast_to(np.asarray(value, dtype=float), batch_shape + (n,))
     words = np.empty(array.shape, dtype=np.int64)
@@ -222,7 +231,7 @@ def _joint_words(fmt, value, name, batch_shape, n):
 
 
 def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
-               keep_registers=False):
+               keep_registers=False, constants=None):
     """Compute the inverse dynamics with the node microprogram in fixed point, node by node.
 
     This is the golden model of the gateware (the fixed-point contract of docs/architecture.md):
@@ -243,6 +252,9 @@ def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
         Base motion, see :func:`encode_base_motion`.
     keep_registers : bool
         Return every node's registers (for gateware tests).
+    constants : list of dict, optional
+        The robot's constant words, ``encode_robot(robot, fmt)``, encoded once by the caller;
+        default: encoded on every call. For one state at a time see :class:`GoldenChain`.
 
     Returns
     -------
@@ -253,7 +265,8 @@ def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
     FixedPointRangeError
         If an input or a constant does not fit ``fmt``; the message names the node and quantity.
     ValueError
-        If an array has the wrong trailing dimension.
+        If an array has the wrong trailing dimension, or ``constants`` is not one dict of the
+        constant registers per link.
     """
     if not isinstance(robot, Robot):
         raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
@@ -270,10 +283,13 @@ def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
         if f_ext.shape[-2:] != (n, 6):
             raise ValueError(f"f_ext must have shape (..., {n}, 6), not {f_ext.shape}")
         f_ext = np.broadcast_to(f_ext, batch_shape + (n, 6))
-    constants = encode_robot(robot, fmt)
-    base = encode_base_motion(robot, fmt, base_motion)
     program = microprogram(fmt)
     rmap = program.registers
+    if constants is None:
+        constants = encode_robot(robot, fmt)
+    else:
+        _check_constants(constants, n, rmap)
+    base = encode_base_motion(robot, fmt, base_motion)
 
     nodes = []
     overflow = np.zeros(batch_shape + (n,), dtype=bool)
@@ -310,3 +326,140 @@ def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
                                        for c in "xyz"], axis=-1))
     return FixedResult(fmt.decode(tau_words), tau_words, overflow, base_wrench,
                        nodes if keep_registers else None)
+
+
+class GoldenChain:
+    """The golden model of one robot's node chain, for one state at a time (a control loop).
+
+    Equal word for word to :func:`rnea_fixed` (``tau`` words, every register, the overflow
+    flags; tests/model/test_golden_fast.py), and much faster for a single state: the robot's
+    constants and the base motion are encoded once, here, and every segment runs as Python
+    functions over integers compiled from the same microprogram
+    (:mod:`linkdyn.model.compiled`), the sine table and CORDIC called once per update for all
+    nodes. For batches of states use :func:`rnea_fixed`, which is vectorised.
+
+    Parameters
+    ----------
+    robot : Robot
+        The robot (a serial chain of n revolute joints), friction included when it has any.
+    fmt : QFormat
+        Word format (default Q15.16).
+    base_motion : tuple, optional
+        Base motion of every update, see :func:`encode_base_motion` (default a fixed base).
+
+    Attributes
+    ----------
+    robot : Robot
+    fmt : QFormat
+    constants : list of dict
+        ``encode_robot(robot, fmt)``, the words every node is loaded with.
+
+    Raises
+    ------
+    TypeError
+        If ``robot`` is not a Robot or ``fmt`` not a QFormat.
+    FixedPointRangeError
+        If a constant or the base motion does not fit its format.
+    NotImplementedError
+        If the robot is not a chain of revolute joints (see :func:`encode_robot`).
+    """
+
+    def __init__(self, robot, fmt=Q15_16, base_motion=None):
+        if not isinstance(fmt, QFormat):
+            raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
+        self.robot = robot
+        self.fmt = fmt
+        self.constants = encode_robot(robot, fmt)
+        self._base = encode_base_motion(robot, fmt, base_motion)
+        rmap = microprogram(fmt).registers
+        self._segments = compiled_microprogram(fmt)
+        self._wrench_inputs = [reg.name for reg in rmap.of_kind("input")[3:]]
+        self._forward = rmap.forward_message
+        self._backward = rmap.backward_message
+
+    def _words(self, values, names, shape):
+        """Encode inputs of ``shape`` in one call; on a bad value raise rnea_fixed's message."""
+        arrays = [np.asarray(v, dtype=float) for v in values]
+        for array, name in zip(arrays, names):
+            if array.shape != shape:
+                raise ValueError(f"{name} must have shape {shape}, not {array.shape}")
+        try:
+            return self.fmt.encode(np.stack(arrays), "input").tolist()
+        except FixedPointRangeError:
+            pass
+        # Find the first offender in rnea_fixed's order and name it as rnea_fixed does.
+        for array, name in zip(arrays, names):
+            for i in range(self.robot.n):
+                if len(shape) == 1:
+                    self.fmt.encode(array[i], f"node {i + 1} {name}")
+                else:
+                    for k, reg in enumerate(self._wrench_inputs):
+                        self.fmt.encode(array[i, k], f"node {i + 1} {reg}")
+        raise AssertionError("unreachable: the inputs were refused as a whole")
+
+    def step(self, q, qd, qdd, f_ext=None, keep_registers=False):
+        """Compute the inverse dynamics of one state, as :func:`rnea_fixed` does.
+
+        Parameters
+        ----------
+        q, qd, qdd : array_like, shape (n,)
+            Joint positions (rad), velocities (rad/s), accelerations (rad/s^2).
+        f_ext : array_like, shape (n, 6), optional
+            External wrench per link (the wrench the link exerts, DH frame of the link, N and
+            N·m about its origin), as for :func:`linkdyn.model.rnea`.
+        keep_registers : bool
+            Return every node's registers (0-d int64 arrays, as :func:`rnea_fixed` does).
+
+        Returns
+        -------
+        FixedResult
+            ``tau`` and ``tau_words`` of shape (n,), ``overflow`` (n,), ``base_wrench`` (6,).
+
+        Raises
+        ------
+        ValueError
+            If an input has the wrong shape.
+        FixedPointRangeError
+            If an input does not fit the format; the message names the node and quantity.
+        """
+        n = self.robot.n
+        words = self._words((q, qd, qdd), ("q", "qd", "qdd"), (n,))
+        wrench = None if f_ext is None else self._words((f_ext,), ("f_ext",), (n, 6))[0]
+        nodes = []
+        for i in range(n):
+            regs = dict(self.constants[i])
+            regs["q"], regs["qd"], regs["qdd"] = words[0][i], words[1][i], words[2][i]
+            for k, name in enumerate(self._wrench_inputs):
+                regs[name] = 0 if wrench is None else wrench[i][k]
+            nodes.append(regs)
+        segments = self._segments
+        overflow = [False] * n
+        if segments["joint"].lockstep:
+            overflow = segments["joint"].run(nodes)
+        forward_all = ("forward", "local") if segments["joint"].lockstep \
+            else ("joint", "forward", "local")
+        previous = self._base
+        for i, regs in enumerate(nodes):
+            for source, target in self._forward:
+                regs[target] = previous[target] if i == 0 else previous[source]
+            for name in forward_all:
+                if segments[name].run([regs])[0]:
+                    overflow[i] = True
+            previous = regs
+        distal = segments["distal"]
+        for i in reversed(range(n)):
+            regs = nodes[i]
+            for source, target in self._backward:
+                regs[target] = 0 if i == n - 1 else nodes[i + 1][source]
+            if distal.run([regs])[0]:
+                overflow[i] = True
+        fmt = self.fmt
+        tau_words = np.array([regs["tau"] for regs in nodes], dtype=np.int64)
+        base_wrench = fmt.decode(np.array([nodes[0][f"{q}_out_{c}"] for q in ("f", "mu")
+                                           for c in "xyz"], dtype=np.int64))
+        registers = None
+        if keep_registers:
+            registers = [{name: np.asarray(word, dtype=np.int64) for name, word in regs.items()}
+                         for regs in nodes]
+        return FixedResult(fmt.decode(tau_words), tau_words, np.array(overflow, dtype=bool),
+                           base_wrench, registers)

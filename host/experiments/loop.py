@@ -7,7 +7,8 @@ docs/controller.md "Timing"):
    state MUX and limited computed-torque feedback, giving the model inputs
    ``q_model, qd_model, qdd_cmd``;
 2. one fixed-point inverse-dynamics update of the whole chain on those words
-   (:func:`linkdyn.model.golden.rnea_fixed`, what the nodes compute), with the last node's
+   (:class:`linkdyn.model.golden.GoldenChain`, equal word for word to
+   :func:`~linkdyn.model.golden.rnea_fixed`, what the nodes compute), with the last node's
    external wrench when the experiment tells the model one;
 3. every controller's ``output`` segment on its node's torque word (guard, torque limit,
    current word, shut-off);
@@ -26,7 +27,7 @@ import numpy as np
 
 from linkdyn.model.controller import ControllerConfig, JointControllerModel
 from linkdyn.model.fixedpoint import Q15_16
-from linkdyn.model.golden import rnea_fixed
+from linkdyn.model.golden import GoldenChain
 from linkdyn.model.kinematics import link_frames, tool_pose
 
 __all__ = ["GainSet", "GoldenController", "LoopLog", "run_closed_loop", "payload_wrench",
@@ -93,7 +94,9 @@ class GoldenController:
     ValueError
         If a joint lacks a limit the configuration needs.
     FixedPointRangeError
-        If a gain or limit does not fit its register.
+        If a gain, limit or robot constant does not fit its register.
+    NotImplementedError
+        If the robot is not a serial chain of revolute joints (the fixed-point node's scope).
     """
 
     def __init__(self, robot, gains, *, guard=False, **overrides):
@@ -107,6 +110,7 @@ class GoldenController:
         fields.update(overrides)
         self.configs = [ControllerConfig.for_joint(link.limits, **fields) for link in robot.links]
         self.joints = [JointControllerModel(config.encode()) for config in self.configs]
+        self.chain = GoldenChain(robot)
         self.tau_words = np.zeros(robot.n, dtype=np.int64)
 
     def step(self, q, qd, q_ref, qd_ref, qdd_ref, f_ext=None):
@@ -140,7 +144,7 @@ class GoldenController:
         for i, joint in enumerate(self.joints):
             model[:, i] = joint.feedback(*(int(words[i]) for words in inputs))
         q_model, qd_model, qdd_cmd = Q15_16.decode(model)   # exact: the words themselves
-        result = rnea_fixed(self.robot, q_model, qd_model, qdd_cmd, f_ext=f_ext)
+        result = self.chain.step(q_model, qd_model, qdd_cmd, f_ext=f_ext)
         self.tau_words = result.tau_words
         tau = np.zeros(self.robot.n)
         for i, joint in enumerate(self.joints):
