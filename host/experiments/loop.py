@@ -268,7 +268,7 @@ def run_closed_loop(plant, controller, reference, cycles, *, f_ext=None):
         raise ValueError(f"cycles must be an integer >= 1, not {cycles!r}")
     if controller.robot is not plant.robot:
         raise ValueError("the controller's model must be the plant's own robot (plant.robot)")
-    robot, n = plant.robot, plant.n
+    robot = plant.robot
     rows = {name: [] for name in ("t", "q", "qd", "tau", "x_ee", "x_ref", "f", "f_cmd", "d")}
     start = time.perf_counter()
     for _ in range(cycles):
