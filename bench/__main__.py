@@ -1,4 +1,9 @@
-"""Run every benchmark: ``python -m linkdyn.bench [--write-docs docs/performance.md]``."""
+"""Run every benchmark: ``python -m linkdyn.bench [--write-docs docs/performance.md]``.
+
+Each also runs alone, with options of its own (``--help``): ``python -m linkdyn.bench.<name>``
+for dynamics, node, chain, hostlink (these four run here), controller, plant, trees, link,
+golden.
+"""
 
 import argparse
 import sys
@@ -9,7 +14,8 @@ from . import chain, dynamics, hostlink, node
 def main(argv=None):
     """Run the dynamics, node, chain and host-link benchmarks in turn; return the worst status."""
     parser = argparse.ArgumentParser(prog="python -m linkdyn.bench",
-                                     description=__doc__.splitlines()[0])
+                                     description=__doc__.splitlines()[0],
+                                     epilog=" ".join(__doc__.splitlines()[2:]))
     parser.add_argument("--write-docs", metavar="PATH",
                         help="replace each benchmark's section of this Markdown file")
     args = parser.parse_args(argv)

@@ -119,20 +119,37 @@ def register(subparsers):
 
 # -- helpers -----------------------------------------------------------------------------------
 
+def _revolute_tips(robot):
+    """Return ``(link name, joints)`` of the links that end a longest chain of revolute joints
+    from the base (a chain the board can compute), longest first."""
+    revolute = [link.joint_type == "revolute" for link in robot.links]
+    tips = []
+    for index, children in enumerate(robot.children):
+        path = robot.ancestors(index) + (index,)
+        if all(revolute[i] for i in path) and not any(revolute[c] for c in children):
+            tips.append((robot.links[index].name, len(path)))
+    return sorted(tips, key=lambda tip: -tip[1])
+
+
 def _robot(name, tip):
     """Load a robot the board can compute: a serial chain of revolute joints."""
+    import warnings
     from linkdyn.model import RobotDescriptionError, load_robot
     try:
-        robot = load_robot(name, tip=tip)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", UserWarning)
+            robot = load_robot(name, tip=tip)
     except (FileNotFoundError, RobotDescriptionError, NotImplementedError) as error:
         raise CommandError(str(error)) from None
+    for warning in caught:      # the URDF importer's notes, one line each
+        print(f"warning: {warning.message}", file=sys.stderr)
     if not robot.is_chain:
-        leaves = [link.name for link, children in zip(robot.links, robot.children)
-                  if not children]
-        raise CommandError(f"robot {robot.name!r} is a tree ({robot.n} joints, {len(leaves)} "
-                           f"branch ends): the board computes one serial chain; choose its last "
-                           f"link with --tip, one of {', '.join(leaves[:8])}"
-                           + (", ..." if len(leaves) > 8 else ""))
+        tips = _revolute_tips(robot)
+        listed = ", ".join(f"{name} ({joints} joint{'s' if joints != 1 else ''})"
+                           for name, joints in tips[:8]) + (", ..." if len(tips) > 8 else "")
+        raise CommandError(f"robot {robot.name!r} is a tree ({robot.n} joints): the board "
+                           f"computes one serial chain of revolute joints; choose its last link "
+                           f"with --tip, e.g. {listed}")
     if robot.has_prismatic:
         joints = [link.name for link in robot.links if link.joint_type == "prismatic"]
         raise CommandError(f"robot {robot.name!r} has prismatic joints ({', '.join(joints)}): "

@@ -1,6 +1,8 @@
 """The board commands refuse, before opening any port, a robot the board cannot compute: a tree
 (the message lists the branch ends to pass as --tip) or a chain with a prismatic joint."""
 
+import re
+
 import pytest
 
 from linkdyn.host.cli import main
@@ -18,13 +20,18 @@ def _urdf(relative):
         pytest.skip("example-robot-data is not installed")
 
 
-def test_load_refuses_a_tree_and_names_the_tips(capsys):
+def test_load_refuses_a_tree_and_names_tips_that_give_revolute_chains(capsys):
     # The port does not exist: the robot is refused before the port is opened.
     status = main(["load", "--port", "/nonexistent/port", "--robot", _urdf(BAXTER)])
     err = capsys.readouterr().err
     assert status == 2
-    assert "is a tree (19 joints" in err and "choose its last link with --tip" in err
-    assert "left_gripper" in err or "left_hand" in err or "l_gripper" in err
+    assert "is a tree (19 joints)" in err and "choose its last link with --tip, e.g." in err
+    suggested = re.findall(r"(\w+) \((\d+) joints?\)", err.split("e.g.")[1])
+    assert suggested[0] == ("right_wrist", "7") or suggested[0] == ("left_wrist", "7")
+    from linkdyn.model import load_robot
+    for tip, joints in suggested:
+        chain = load_robot(_urdf(BAXTER), tip=tip)
+        assert chain.is_chain and not chain.has_prismatic and chain.n == int(joints)
 
 
 def test_load_refuses_a_chain_with_a_prismatic_joint(capsys):
