@@ -20,12 +20,14 @@ import numpy as np
 import pytest
 
 from linkdyn.model import Friction, Link, Robot, regressor, rnea
-from linkdyn.model.accuracy import (ERROR_SOURCES, ROBOTS, load_accuracy_robot, limit_states,
+from linkdyn.model.accuracy import (ERROR_SOURCES, ROBOTS, limit_states,
                                     main, measured_bounds, microprogram_float, random_states,
-                                    random_wrenches, with_friction)
+                                    random_wrenches)
 from linkdyn.model.fixedpoint import Q15_16, FixedPointRangeError
 from linkdyn.model.golden import encode_robot, rnea_fixed
 from linkdyn.model.tables import CORDIC
+
+from support.robots import robot_case
 
 SAMPLE = 2_000
 MAX_WORD, MIN_WORD = Q15_16.max_word, Q15_16.min_word
@@ -73,21 +75,6 @@ BOUNDS = {
 CASES = [(name, case) for name in ROBOTS for case in ("off", "on")]
 
 
-@pytest.fixture(scope="module")
-def robots():
-    loaded = {}
-    for name in ROBOTS:
-        try:
-            loaded[name] = load_accuracy_robot(name)
-        except FileNotFoundError:
-            pass
-    return loaded
-
-
-def robot_case(robots, name, case):
-    if name not in robots:
-        pytest.skip(f"{name} needs example-robot-data")
-    return with_friction(robots[name], case)[0]
 
 
 # ----------------------------------------------------------------------------------------------

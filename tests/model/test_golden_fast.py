@@ -15,33 +15,19 @@ with huge joint velocities and accelerations, where results saturate; the zero s
 import numpy as np
 import pytest
 
-from linkdyn.model.accuracy import (ROBOTS, load_accuracy_robot, random_states, random_wrenches,
-                                    with_friction)
+from linkdyn.model.accuracy import (ROBOTS, random_states, random_wrenches)
 from linkdyn.model.compiled import compile_segment, compiled_microprogram
 from linkdyn.model.fixedpoint import Q15_16, FixedPointRangeError, QFormat
 from linkdyn.model.golden import GoldenChain, encode_robot, rnea_fixed
 from linkdyn.model.microprogram import SEGMENTS, Dot, microprogram
+
+from support.robots import robot_case
 
 SAMPLE = 2_000
 SATURATING = 200
 SEED = 20261201
 
 
-@pytest.fixture(scope="module")
-def robots():
-    loaded = {}
-    for name in ROBOTS:
-        try:
-            loaded[name] = load_accuracy_robot(name)
-        except FileNotFoundError:
-            pass
-    return loaded
-
-
-def robot_case(robots, name, case):
-    if name not in robots:
-        pytest.skip(f"{name} needs example-robot-data")
-    return with_friction(robots[name], case)[0]
 
 
 def assert_equal_word_for_word(robot, q, qd, qdd, f_ext=None, fmt=Q15_16):
