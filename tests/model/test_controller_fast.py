@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from linkdyn.model import load_robot
-from linkdyn.model.controller import (COUNT_MAX, FAULTS, FLAGS, MODE_BITS, PROGRAM, REGISTERS,
-                                      WORD, ControllerConfig, JointControllerModel)
+from linkdyn.model.controller import (FAULTS, FLAGS, MODE_BITS, PROGRAM, REGISTERS,
+                                      ControllerConfig, JointControllerModel)
 from linkdyn.model.controller_compiled import (FastJointController, fault_table,
                                                segment_source)
 from linkdyn.model.reference import load_reference_robot
@@ -232,4 +232,3 @@ def test_interface_errors_as_interpreter():
         fast.read("nonsense")
     fast.write("tau_max", -1)
     assert fast.read("tau_max") == 0xFFFFFFFF and fast.regs["tau_max"] == -1
-    assert COUNT_MAX == WORD_MAX and WORD.fraction_bits == 16
