@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from linkdyn.model.controller import ControllerConfig, JointControllerModel
+from linkdyn.model.controller import ControllerConfig
+from linkdyn.model.controller_compiled import FastJointController
 from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import GoldenChain
 from linkdyn.model.kinematics import link_frames, tool_pose
@@ -109,7 +110,8 @@ class GoldenController:
             fields["guard_small"] = 0.0
         fields.update(overrides)
         self.configs = [ControllerConfig.for_joint(link.limits, **fields) for link in robot.links]
-        self.joints = [JointControllerModel(config.encode()) for config in self.configs]
+        # The controller program compiled (equal word for word to JointControllerModel).
+        self.joints = [FastJointController(config.encode()) for config in self.configs]
         self.chain = GoldenChain(robot)
         self.tau_words = np.zeros(robot.n, dtype=np.int64)
 
