@@ -370,6 +370,14 @@ def command_sim_board(args):
             encode_robot(robot)
         except FixedPointRangeError as error:
             raise CommandError(str(error)) from None
+    if args.port:
+        folder = os.path.dirname(os.path.abspath(args.port))
+        if not os.path.isdir(folder):
+            raise CommandError(f"cannot create the link {args.port!r}: its folder {folder!r} "
+                               "does not exist")
+        if os.path.exists(args.port) and not os.path.islink(args.port):
+            raise CommandError(f"cannot create the link {args.port!r}: a file of that name "
+                               "exists (the link would replace only a link)")
     chain = None
     if args.chain == "fake":
         from linkdyn.gateware.fake_chain import FakeChain
@@ -405,7 +413,8 @@ def command_sim_board(args):
             try:
                 os.symlink(board.port, link)
             except OSError as error:
-                raise CommandError(f"cannot create the link {link!r}: {error}") from None
+                raise CommandError(f"cannot create the link {link!r} to {board.port}: "
+                                   f"{error.strerror}") from None
         print(board.port, flush=True)
         print(f"serving {info} on {board.port}"
               + (f" (linked as {link})" if link else "") + "; Ctrl-C stops",

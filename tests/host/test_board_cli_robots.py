@@ -65,3 +65,15 @@ def test_python_m_host_cli_reports_errors_without_a_traceback():
                              capture_output=True, text=True)
     assert process.returncode == 2
     assert "unknown robot 'nosuch'" in process.stderr and "Traceback" not in process.stderr
+
+
+def test_sim_board_refuses_a_link_in_a_missing_folder_before_building(capsys, tmp_path):
+    status = main(["sim-board", "--nodes", "1", "--port", str(tmp_path / "no" / "board")])
+    err = capsys.readouterr().err
+    assert status == 2 and "its folder" in err and "does not exist" in err
+    assert "building the simulated board" not in err
+    taken = tmp_path / "file"
+    taken.write_text("not a link")
+    assert main(["sim-board", "--nodes", "1", "--port", str(taken)]) == 2
+    assert "a file of that name exists" in capsys.readouterr().err
+    assert taken.read_text() == "not a link"
