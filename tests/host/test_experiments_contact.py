@@ -57,8 +57,11 @@ def saturated(reference):
     return contact_experiment("ur5", 2.0, amplitude=1.5 * reference["limit"], period=4.0)
 
 
-def test_contact_wrench_is_the_tool_force_through_the_jacobian(reference):
-    plant, q = reference["plant"], reference["q0"] + np.array([0.2, -0.1, 0.3, 0.1, 0.4, -0.2])
+@pytest.mark.parametrize("tool_offset", [(0.0, 0.0, 0.0), (0.0, 0.0, 0.1)])
+def test_contact_wrench_is_the_tool_force_through_the_jacobian(tool_offset):
+    # With a 0.1 m tool the tool point is off the origin of DH frame n: the moment p x f counts.
+    plant = Plant.from_reference("ur5", tool_offset=tool_offset)
+    q = reference_pose(plant) + np.array([0.2, -0.1, 0.3, 0.1, 0.4, -0.2])
     force = np.array([12.0, -5.0, 30.0])
     zero = np.zeros(plant.n)
     told = (rnea(plant.robot, q, zero, zero,
