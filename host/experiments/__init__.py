@@ -1,4 +1,4 @@
-"""Closed-loop experiments of the source paper (Sect. 4.3, 4.5) on the MuJoCo plant.
+"""Closed-loop experiments of the source paper (Sect. 4.2, 4.3, 4.5) on the MuJoCo plant.
 
 Golden mode only: the joint controllers (:mod:`linkdyn.model.controller`) and the node chain
 (:func:`linkdyn.model.golden.rnea_fixed`) as golden models in the loop with
@@ -7,8 +7,9 @@ Golden mode only: the joint controllers (:mod:`linkdyn.model.controller`) and th
 
 from .loop import GainSet, GoldenController, LoopLog, csv_columns, payload_wrench, \
     run_closed_loop, write_csv
-from .runs import EXPERIMENTS, NOT_BUILT, payload_experiment, point_experiment
+from .runs import EXPERIMENTS, NOT_BUILT, contact_experiment, contact_wrench, \
+    payload_experiment, point_experiment
 
 __all__ = ["GainSet", "GoldenController", "LoopLog", "csv_columns", "payload_wrench",
            "run_closed_loop", "write_csv", "EXPERIMENTS", "NOT_BUILT", "point_experiment",
-           "payload_experiment"]
+           "payload_experiment", "contact_experiment", "contact_wrench"]

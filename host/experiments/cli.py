@@ -1,4 +1,4 @@
-"""``linkdyn experiment {point,payload} --robot ur5 --out DIR [--seconds S]`` (golden mode)."""
+"""``linkdyn experiment {point,payload,contact} --robot ur5 --out DIR [--seconds S]`` (golden mode)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,17 @@ def register(subparsers):
     """Add the ``experiment`` subcommand."""
     parser = subparsers.add_parser(
         "experiment", help="run a closed-loop experiment of the paper on the MuJoCo plant",
-        description="Closed-loop experiments (paper Sect. 4.3 point, 4.5 payload) with the "
+        description="Closed-loop experiments (paper Sect. 4.2 contact, 4.3 point, 4.5 payload) with the "
                     "golden controller and the MuJoCo plant; writes DIR/<run>.csv, "
                     "DIR/summary.json and plots.")
     parser.add_argument("name", metavar="EXPERIMENT",
-                        help="point or payload (contact, track, identify: not built yet)")
+                        help="point, payload or contact (track, identify: not built yet)")
     parser.add_argument("--robot", default="ur5", help="reference arm (default ur5)")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--controller", default="golden",
                         help="golden (gateware: not built yet)")
     parser.add_argument("--seconds", type=float, default=None,
-                        help="length of each run, s (default 2 for point, 3 for payload)")
+                        help="length of each run, s (default 2 for point, 3 for payload, 4 for contact)")
     parser.set_defaults(func=_run)
 
 

@@ -1,4 +1,4 @@
-"""The experiments of the source paper's Sect. 4.3 (point control) and 4.5 (payload).
+"""The experiments of the source paper's Sect. 4.2 (contact), 4.3 (point control), 4.5 (payload).
 
 Each function runs its closed-loop runs on a fresh MuJoCo plant of a reference arm in golden
 mode (:mod:`linkdyn.host.experiments.loop`) and returns the logs and the figures. The files
@@ -14,11 +14,14 @@ import scipy.linalg
 
 from linkdyn.sim.plant import Plant
 
+from linkdyn.model.kinematics import link_frames
+
 from .loop import GainSet, GoldenController, payload_wrench, run_closed_loop
 
 __all__ = ["EXPERIMENTS", "NOT_BUILT", "POINT_GAINS", "PAYLOAD_GAINS", "reference_pose",
            "point_experiment", "payload_experiment", "pulse_response_metrics",
-           "designed_pulse_response"]
+           "designed_pulse_response", "contact_experiment", "contact_wrench",
+           "CONTACT_AMPLITUDE", "CONTACT_PERIOD"]
 
 #: Static reference poses (rad): away from singularities, the arm's weight on the shoulder.
 POSES = {
@@ -33,8 +36,8 @@ POINT_GAINS = {"high": GainSet(20.0, 1.5), "medium": GainSet(20.0, 0.7),
 #: Sect. 4.5's compliant setting (low feedback gains).
 PAYLOAD_GAINS = GainSet(4.0, 1.0)
 
-EXPERIMENTS = ("point", "payload")
-NOT_BUILT = ("contact", "track", "identify")
+EXPERIMENTS = ("point", "payload", "contact")
+NOT_BUILT = ("track", "identify")
 
 
 def reference_pose(plant):
@@ -252,5 +255,135 @@ def payload_experiment(robot="ur5", seconds=2.0, *, mass=0.8, com=(0.0, 0.0, 0.0
     return {"runs": runs, "figures": figures, "seconds_per_cycle": float(np.mean(timing)),
             "mass": float(mass), "com_tip": list(map(float, com)), "com_dh_n": com_n.tolist(),
             "force": list(map(float, force)), "pose": q0.tolist(),
+            "gains": {"omega": PAYLOAD_GAINS.omega, "zeta": PAYLOAD_GAINS.zeta,
+                      "kp": PAYLOAD_GAINS.kp, "kd": PAYLOAD_GAINS.kd}}
+
+
+#: Sect. 4.2's command: amplitude (N) and period (s) of the pressing force.
+CONTACT_AMPLITUDE = 40.0
+CONTACT_PERIOD = 4.0
+
+
+def contact_wrench(robot, q, force, point_n):
+    """Return the ``f_ext`` that commands a force at the tool point (paper Sect. 4.2).
+
+    Parameters
+    ----------
+    robot : linkdyn.model.Robot
+    q : array_like, shape (n,)
+        Joint angles, rad (the measured ones).
+    force : array_like, shape (3,)
+        Force the tool is to exert on its environment, world axes, N.
+    point_n : array_like, shape (3,)
+        Point of contact (the tool point) in DH frame n, m.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, 6)
+        Zero but the last row: ``f = R_n^T force`` (the wrench the link exerts on its
+        environment, the sign of ``f_ext`` in :func:`linkdyn.model.rnea`) and ``mu = p x f``
+        about the origin of frame n, frame n axes.
+    """
+    rotation = link_frames(robot, np.asarray(q, dtype=float))[-1, :3, :3]
+    f_n = rotation.T @ np.asarray(force, dtype=float)
+    wrench = np.zeros((robot.n, 6))
+    wrench[-1, :3] = f_n
+    wrench[-1, 3:] = np.cross(np.asarray(point_n, dtype=float), f_n)
+    return wrench
+
+
+def contact_experiment(robot="ur5", seconds=4.0, *, amplitude=CONTACT_AMPLITUDE,
+                       period=CONTACT_PERIOD, direction=(1.0, 0.0, 0.0)):
+    """The tool pressed against a plate by a commanded force, open loop (Sect. 4.2, Fig. 12).
+
+    The arm holds the static reference pose with the compliant gains :data:`PAYLOAD_GAINS`; a
+    rigid plate touches the tool sphere there (zero force at rest,
+    :meth:`linkdyn.sim.plant.Plant.with_plate_at_tool`), its face normal to ``direction``.
+    Every cycle the last node is told the force ``f_c(t) = amplitude sin^2(pi t / period) d``
+    (world, at the tool point; :func:`contact_wrench` from the measured q): a sinusoid between 0
+    and ``amplitude`` that only presses (a contact cannot pull) and starts at zero force. The
+    nodes turn it into joint torques ``J^T f_c`` on top of the arm's own dynamics; the wrist
+    sensor measures what the tool exerts. One run, ``contact``.
+
+    Parameters
+    ----------
+    robot : str
+        Reference arm.
+    seconds : float
+        Length of the run, s (> 0; default one period).
+    amplitude : float
+        Peak commanded force, N (> 0; paper: 40 N).
+    period : float
+        Period of the sinusoid, s (> 0).
+    direction : array_like, shape (3,)
+        Direction of the pressing force and of the plate's normal, world (default x,
+        horizontal, as in the paper).
+
+    Returns
+    -------
+    dict
+        ``runs`` (``{"contact": LoopLog}``), ``figures`` (tracking below the predicted
+        saturation: RMS and largest error, N, and the gain (least squares of measured on
+        commanded); the predicted saturation ``static_force_limit`` and its joint; where the
+        measured force departs from the command and its largest value), ``seconds_per_cycle``.
+
+    Raises
+    ------
+    ValueError
+        If ``seconds``, ``amplitude`` or ``period`` is not a finite number > 0, or
+        ``direction`` is zero.
+    TypeError
+        If ``robot`` is not a name or ``direction`` not a 3-vector.
+    """
+    for name, value in (("amplitude", amplitude), ("period", period)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{name} must be a finite number > 0, not {value!r}")
+    base = _plant(robot)
+    cycles = _cycles(base, seconds)
+    q0 = reference_pose(base)
+    base.reset(q0)
+    plant = base.with_plate_at_tool(direction)       # checks direction
+    plant.reset(q0)
+    d = np.asarray(direction, dtype=float)
+    d = d / np.linalg.norm(d)
+    limit, joint = plant.static_force_limit(d, q0)
+    robot_model = plant.robot
+    point_n = robot_model.tool[:3, 3]
+    amplitude, period = float(amplitude), float(period)
+
+    def command(t):
+        return amplitude * math.sin(math.pi * t / period) ** 2
+
+    def f_ext(q):
+        return contact_wrench(robot_model, q, command(float(plant.state.time)) * d, point_n)
+
+    controller = GoldenController(robot_model, PAYLOAD_GAINS)
+    log = run_closed_loop(plant, controller, _static(q0), cycles, f_ext=f_ext)
+    along_cmd = log.f_cmd @ d
+    along = log.f @ d
+    across = np.linalg.norm(log.f - np.outer(along, d), axis=1)
+    below = along_cmd <= limit
+    error = along[below] - along_cmd[below]
+    gain = float(along[below] @ along_cmd[below] / (along_cmd[below] @ along_cmd[below])) \
+        if np.any(along_cmd[below] > 0) else math.nan
+    clipped = np.nonzero(np.abs(log.tau) >= plant.tau_max * (1 - 1e-9))[0]
+    figures = {"contact": {
+        "amplitude": amplitude, "period": period, "direction": d.tolist(),
+        "rms_error": float(np.sqrt(np.mean(error ** 2))) if len(error) else math.nan,
+        "max_error": float(np.abs(error).max()) if len(error) else math.nan,
+        "gain": gain,
+        "max_across": float(across.max()),
+        "predicted_saturation": limit,
+        "limiting_joint": None if joint is None else joint + 1,
+        "measured_max": float(along.max()),
+        "commanded_max": float(along_cmd.max()),
+        "first_clip_t": float(log.t[clipped[0]]) if len(clipped) else None,
+        "force_at_first_clip": float(along[clipped[0]]) if len(clipped) else None,
+        "saturated": bool(len(clipped)),
+        "faults": controller.fault_codes,
+    }}
+    return {"runs": {"contact": log}, "figures": figures,
+            "seconds_per_cycle": log.seconds_per_cycle, "pose": q0.tolist(),
             "gains": {"omega": PAYLOAD_GAINS.omega, "zeta": PAYLOAD_GAINS.zeta,
                       "kp": PAYLOAD_GAINS.kp, "kd": PAYLOAD_GAINS.kd}}
