@@ -144,15 +144,44 @@ def benchmark(count=10_000, repeat=3, seed=0, clock="wall"):
             for k in range(count):
                 pinocchio.computeJointTorqueRegressor(model, data, q[k], qd[k], qdd[k])
 
-        ours_rnea, pin_rnea_time = _best_alternating(
-            (lambda: rnea(robot, q, qd, qdd), pin_rnea), repeat, timer)
-        ours_regressor, pin_regressor_time = _best_alternating(
-            (lambda: regressor(robot, q, qd, qdd), pin_regressor), repeat, timer)
-        rows.append(dict(robot=name, n=robot.n, function="rnea", ours=ours_rnea / count,
-                         pinocchio=pin_rnea_time / count, tau_error=tau_error))
-        rows.append(dict(robot=name, n=robot.n, function="regressor",
-                         ours=ours_regressor / count,
-                         pinocchio=pin_regressor_time / count, tau_error=y_error))
+        rows += timed_rows(name, robot, (q, qd, qdd), (pin_rnea, pin_regressor),
+                           (tau_error, y_error), repeat, timer)
+    return rows
+
+
+def timed_rows(name, robot, states, pinocchio_loops, errors, repeat, timer):
+    """Time linkdyn's batched rnea and regressor against Pinocchio's loops, alternating.
+
+    Parameters
+    ----------
+    name : str
+        Robot name of the rows.
+    robot : Robot
+    states : (q, qd, qdd)
+        Arrays of shape (count, n).
+    pinocchio_loops : (callable, callable)
+        Pinocchio's rnea and regressor over the same states, one call per state.
+    errors : (float, float)
+        The check figures of the two rows (``tau_error``).
+    repeat : int
+        Runs per figure (best kept).
+    timer : callable
+        The clock (:data:`CLOCKS`).
+
+    Returns
+    -------
+    list of dict
+        The ``rnea`` and ``regressor`` rows: seconds per state of each library.
+    """
+    q, qd, qdd = states
+    count = len(q)
+    rows = []
+    for function, ours, loop, error in zip(("rnea", "regressor"), (rnea, regressor),
+                                           pinocchio_loops, errors):
+        ours_time, pin_time = _best_alternating((lambda: ours(robot, q, qd, qdd), loop),
+                                                repeat, timer)
+        rows.append(dict(robot=name, n=robot.n, function=function, ours=ours_time / count,
+                         pinocchio=pin_time / count, tau_error=error))
     return rows
 
 

@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from linkdyn.bench.dynamics import CLOCKS, PINOCCHIO_GRAVITY, _best_alternating, timing_main
+from linkdyn.bench.dynamics import CLOCKS, PINOCCHIO_GRAVITY, timed_rows, timing_main
 from linkdyn.model.reference import example_robot_data_dir
 from linkdyn.model.rnea import regressor, rnea
 
@@ -112,15 +112,8 @@ def benchmark(count=10_000, repeat=3, seed=0, clock="wall"):
             for state in states:
                 pinocchio.computeJointTorqueRegressor(model, data, *state)
 
-        ours_rnea, pin_rnea_time = _best_alternating(
-            (lambda: rnea(robot, q, qd, qdd), pin_rnea), repeat, timer)
-        ours_regressor, pin_regressor_time = _best_alternating(
-            (lambda: regressor(robot, q, qd, qdd), pin_regressor), repeat, timer)
-        rows.append(dict(robot=name, n=robot.n, function="rnea", ours=ours_rnea / count,
-                         pinocchio=pin_rnea_time / count, tau_error=tau_error))
-        rows.append(dict(robot=name, n=robot.n, function="regressor",
-                         ours=ours_regressor / count,
-                         pinocchio=pin_regressor_time / count, tau_error=y_error))
+        rows += timed_rows(name, robot, (q, qd, qdd), (pin_rnea, pin_regressor),
+                           (tau_error, y_error), repeat, timer)
     return rows
 
 

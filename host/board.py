@@ -129,9 +129,9 @@ class BoardDeviceError(BoardError):
     def __init__(self, code, command, message=None):
         self.code = ErrorCode(code)
         self.command = command
-        from ..model.protocol import _ERROR_DOCS
+        from ..model.protocol import ERROR_DOCS
         super().__init__(message or f"the board answered {self.code.name} to "
-                                    f"{_name(command)}: {_ERROR_DOCS[self.code]}")
+                                    f"{_name(command)}: {ERROR_DOCS[self.code]}")
 
 
 class CertificateWarning(UserWarning):

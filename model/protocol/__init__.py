@@ -41,46 +41,12 @@ Modules
 Every public name of these modules is available from :mod:`linkdyn.model.protocol` itself.
 """
 
-from .document import generate_markdown, main
-from .engine import ReferenceEngine, RegisterTarget
-from .frames import (
-    BLOCK_FIELDS, CRC16, CRC_BYTES, DEFAULT_BAUDRATE, ERROR_DOCS, INTER_BYTE_TIMEOUT,
-    PROTOCOL_VERSION, REPLY_HEADER, REPLY_HEADER_BYTES, REPLY_SYNC, REQUEST_HEADER,
-    REQUEST_HEADER_BYTES, REQUEST_SYNC, STATE_CHANGING, STEP_TIMEOUT, WORD_BYTES,
-    ChecksumError, Command, DeviceError, ErrorCode, FrameSyncError, PayloadError,
-    ProtocolError, Reply, ReplyDecoder, Request, TruncatedFrameError, UnknownCommandError,
-    VersionError, bytes_to_words, crc16, decode_reply, decode_request, encode_reply,
-    encode_request, split_frame, words_to_bytes,
-)
-from .payloads import (
-    BuildInfo, ChainStatus, StepResult, block_word, load_robot_payload, read_payload,
-    step_payload, write_payload,
-)
-from .registers import (
-    CONTROL_CLEAR, CONTROL_FIELDS, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, INFO_COUNT,
-    INFO_FIRST, MAGIC, MAX_NODES, RESULT_FOLLOW, RESULT_SELECT, RESULT_SELECT_FIELDS,
-    STATUS_BUSY, STATUS_COUNT, STATUS_DONE, STATUS_FIELDS, STATUS_FIRST, STATUS_OVERFLOW,
-    STEP_CONTROL_COUNT, STEP_CONTROL_FIRST, Access, ControlField, ControlRegister, ProtocolSpec,
-    control_register,
-)
+from . import engine, frames, payloads, registers
+from .document import generate_markdown, main  # noqa: F401  (python -m linkdyn.model.protocol)
+from .engine import *  # noqa: F401,F403  (the package re-exports every module's public names)
+from .frames import *  # noqa: F401,F403
+from .payloads import *  # noqa: F401,F403
+from .registers import *  # noqa: F401,F403
 
-# The former private name of ERROR_DOCS (linkdyn.host.board imports it).
-_ERROR_DOCS = ERROR_DOCS
-
-__all__ = [
-    "PROTOCOL_VERSION", "REQUEST_SYNC", "REPLY_SYNC", "WORD_BYTES",
-    "REQUEST_HEADER", "REPLY_HEADER", "REQUEST_HEADER_BYTES", "REPLY_HEADER_BYTES",
-    "CRC_BYTES", "BLOCK_FIELDS", "CRC16", "crc16", "CONTROL_NODE", "MAX_NODES",
-    "INTER_BYTE_TIMEOUT", "STEP_TIMEOUT", "DEFAULT_BAUDRATE", "Command", "ErrorCode",
-    "ERROR_DOCS", "STATE_CHANGING", "ControlRegister", "MAGIC", "CONTROL_START",
-    "CONTROL_CLEAR", "STATUS_BUSY", "STATUS_DONE", "STATUS_OVERFLOW", "RESULT_SELECT",
-    "RESULT_FOLLOW", "STATUS_FIRST", "STATUS_COUNT", "INFO_FIRST", "INFO_COUNT",
-    "STEP_CONTROL_FIRST", "STEP_CONTROL_COUNT", "ControlField", "CONTROL_REGISTERS",
-    "CONTROL_FIELDS", "STATUS_FIELDS", "RESULT_SELECT_FIELDS", "control_register",
-    "ProtocolSpec", "Access", "Request", "Reply", "BuildInfo", "ChainStatus", "StepResult",
-    "ProtocolError", "FrameSyncError", "TruncatedFrameError", "ChecksumError", "VersionError",
-    "UnknownCommandError", "PayloadError", "DeviceError", "words_to_bytes", "bytes_to_words",
-    "encode_request", "decode_request", "encode_reply", "decode_reply", "split_frame",
-    "ReplyDecoder", "block_word", "read_payload", "write_payload", "load_robot_payload",
-    "step_payload", "ReferenceEngine", "RegisterTarget", "generate_markdown",
-]
+__all__ = [*frames.__all__, *registers.__all__, *payloads.__all__, *engine.__all__,
+           "generate_markdown"]
