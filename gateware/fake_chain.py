@@ -126,7 +126,7 @@ class FakeChain(wiring.Component):
                                                     spec.writable_end))]
         with m.Elif(bus.node == CONTROL_NODE):
             with m.Switch(bus.addr):
-                for reg in CONTROL_REGISTERS:
+                for reg in spec.control_registers:
                     if reg.owner == "chain":
                         with m.Case(reg.address):
                             m.d.comb += [exists.eq(1), writable.eq(reg.writable)]

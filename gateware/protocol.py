@@ -90,7 +90,7 @@ class AccessCheck(wiring.Component):
             pass
         with m.Elif(self.node == CONTROL_NODE):
             with m.Switch(self.addr[:8]):
-                for reg in CONTROL_REGISTERS:
+                for reg in spec.control_registers:
                     with m.Case(reg.address):
                         m.d.comb += [self.exists.eq(1), self.writable.eq(reg.writable),
                                      self.local.eq(reg.owner == "engine")]
@@ -142,7 +142,7 @@ class CommandDecoder(wiring.Component):
         spec = self.spec
         length, block = self.length, self.block
         with m.Switch(self.command):
-            for cmd in Command:
+            for cmd in spec.commands:
                 with m.Case(cmd.value):
                     m.d.comb += [self.known.eq(1),
                                  self.state_changing.eq(cmd in STATE_CHANGING)]

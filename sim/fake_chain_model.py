@@ -29,7 +29,7 @@ class FakeChainModel(RegisterTarget):
         self.spec = spec
         self.latency = latency
         self.memory = [[0] * NODE_STRIDE for _ in range(spec.n_nodes)]
-        self.control = {reg.name: 0 for reg in CONTROL_REGISTERS if reg.owner == "chain"}
+        self.control = {reg.name: 0 for reg in spec.control_registers if reg.owner == "chain"}
         self.control["RESULT_SELECT"] = RESULT_FOLLOW
         self._summed = summed_addresses(spec)
 

@@ -60,7 +60,7 @@ _C = P.Command
 
 #: Addresses of the control block that do not exist, below the build-information words.
 _CONTROL_HOLES = sorted(set(range(P.INFO_FIRST))
-                        - {reg.address for reg in P.CONTROL_REGISTERS})
+                        - {reg.address for reg in P.CONTROL_REGISTERS if not reg.requires})
 
 
 def _request(command, payload=b"", seq=0, **kw):
@@ -243,7 +243,8 @@ def invalid_request(rng, spec, seq, weights=REQUEST_WEIGHTS, *, kinds=None):
         count = end - addr + rng.randrange(1, 3)
     else:               # a read-only control word
         node = ctl
-        addr = rng.choice([reg.address for reg in P.CONTROL_REGISTERS if reg.access == "r"])
+        addr = rng.choice([reg.address for reg in P.CONTROL_REGISTERS
+                           if reg.access == "r" and not reg.requires])
         count = 1
     words = [rng.getrandbits(32) for _ in range(count)]
     return _request(_C.WRITE, P.write_payload(node, addr, words), seq=seq)

@@ -31,6 +31,8 @@ Modules
     Sync bytes, headers, CRC, command and error codes, encoder and decoders of frames.
 :mod:`~linkdyn.model.protocol.registers`
     The control block's register map, the node access rules, :class:`ProtocolSpec`.
+:mod:`~linkdyn.model.protocol.controller_map`
+    The joint controllers' words in the node address space and the control block.
 :mod:`~linkdyn.model.protocol.payloads`
     Request payload builders and reply payload decoders.
 :mod:`~linkdyn.model.protocol.engine`
@@ -41,12 +43,13 @@ Modules
 Every public name of these modules is available from :mod:`linkdyn.model.protocol` itself.
 """
 
-from . import engine, frames, payloads, registers
+from . import controller_map, engine, frames, payloads, registers
 from .document import generate_markdown, main  # noqa: F401  (python -m linkdyn.model.protocol)
 from .engine import *  # noqa: F401,F403  (the package re-exports every module's public names)
+from .controller_map import *  # noqa: F401,F403
 from .frames import *  # noqa: F401,F403
 from .payloads import *  # noqa: F401,F403
 from .registers import *  # noqa: F401,F403
 
-__all__ = [*frames.__all__, *registers.__all__, *payloads.__all__, *engine.__all__,
+__all__ = [*frames.__all__, *registers.__all__, *controller_map.__all__, *payloads.__all__, *engine.__all__,
            "generate_markdown"]

@@ -132,6 +132,10 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
         Command.STATUS: ("none", f"control words `{STATUS_FIRST:#04x}` .. "
                                  f"`{STATUS_FIRST + STATUS_COUNT - 1:#04x}` ({STATUS_COUNT})"),
         Command.CLEAR: ("none", "none"),
+        Command.CONTROL: ("boards with controllers: per node `q_ref, qd_ref, qdd_ref` "
+                          f"(3·{n})", "per node the record `tau_cmd, i_ref, fault, q, qd` of "
+                          f"the control step, then OVERFLOW .. UPDATE_COUNT: 5·{n} + "
+                          f"{STEP_CONTROL_COUNT}"),
     }
     for cmd in Command:
         req, rep = rows[cmd]

@@ -9,8 +9,9 @@ from .frames import (
     CRC_BYTES, PROTOCOL_VERSION, REQUEST_HEADER_BYTES, REQUEST_SYNC, STATE_CHANGING,
     WORD_BYTES, Command, ErrorCode, bytes_to_words, crc16, encode_reply,
 )
+from .controller_map import RECORD_WORDS, REFERENCE_WORDS
 from .registers import (
-    CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, INFO_COUNT, INFO_FIRST,
+    CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, CONTROL_STEP, INFO_COUNT, INFO_FIRST,
     STATUS_BUSY, STATUS_COUNT, STATUS_DONE, STATUS_FIRST, STEP_CONTROL_COUNT,
     STEP_CONTROL_FIRST, Access, control_register,
 )
@@ -129,7 +130,7 @@ class ReferenceEngine:
             return ErrorCode.BAD_CRC, []
         if version != PROTOCOL_VERSION:
             return ErrorCode.BAD_VERSION, []
-        if command not in set(Command):
+        if command not in spec.commands:
             return ErrorCode.UNKNOWN_COMMAND, []
         command = Command(command)
         lengths = spec.request_lengths(command)
@@ -189,19 +190,35 @@ class ReferenceEngine:
                 self._block(i, 0, c, words[i * c:(i + 1) * c])
             self._block(0, spec.base_motion_address, spec.base_motion_count, words[n * c:])
             return []
+        if command is Command.CONTROL:
+            # The references into every node's controller window, one control step, the
+            # records back (controller_map).
+            k = len(REFERENCE_WORDS)
+            for i in range(n):
+                self._block(i, REFERENCE_WORDS[0].address, k, words[i * k:(i + 1) * k])
+            self._block(CONTROL_NODE, _CONTROL_ADDR, 1, [CONTROL_STEP])
+            self._poll()
+            records = []
+            for i in range(n):
+                records += self._block(i, RECORD_WORDS[0].address, len(RECORD_WORDS))
+            return records + self._block(CONTROL_NODE, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT)
         # STEP
         k = len(words) // n
         for i in range(n):
             self._block(i, spec.input_address, k, words[i * k:(i + 1) * k])
         self._block(CONTROL_NODE, _CONTROL_ADDR, 1, [CONTROL_START])
+        self._poll()
+        tau = [self._block(i, spec.tau_address, 1)[0] for i in range(n)]
+        return tau + self._block(CONTROL_NODE, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT)
+
+    def _poll(self):
+        """Poll STATUS until the update (or control step) started has finished."""
         for _ in range(self.max_polls):
             (status,) = self._block(CONTROL_NODE, STATUS_FIRST, 1)
             if status & STATUS_DONE and not status & STATUS_BUSY:
                 break
         else:
             raise _Abort(ErrorCode.TIMEOUT)
-        tau = [self._block(i, spec.tau_address, 1)[0] for i in range(n)]
-        return tau + self._block(CONTROL_NODE, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT)
 
     def _block(self, node, addr, count, data=None):
         out = []

@@ -34,7 +34,7 @@ __all__ = [
     "decode_reply", "split_frame", "ReplyDecoder",
 ]
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 #: First byte of a request frame.
 REQUEST_SYNC = 0xA5
@@ -115,6 +115,7 @@ class Command(enum.IntEnum):
     STEP = 0x05
     STATUS = 0x06
     CLEAR = 0x07
+    CONTROL = 0x08
 
 
 class ErrorCode(enum.IntEnum):
@@ -158,7 +159,8 @@ ERROR_DOCS = {
 }
 
 #: Commands that change state: they need the chain idle (else BUSY).
-STATE_CHANGING = frozenset({Command.WRITE, Command.LOAD_ROBOT, Command.STEP, Command.CLEAR})
+STATE_CHANGING = frozenset({Command.WRITE, Command.LOAD_ROBOT, Command.STEP, Command.CLEAR,
+                            Command.CONTROL})
 
 
 # -- exceptions --------------------------------------------------------------------------------

@@ -15,12 +15,15 @@ from dataclasses import dataclass
 
 from ..fixedpoint import Q15_16, QFormat, WORD_WIDTH
 from ..microprogram import BANK_COUNTS
+from .controller_map import (CONTROLLER_BASE, CONTROLLER_WORDS, RECORD_WORDS, REFERENCE_WORDS,
+                             controller_word)
 from .frames import PROTOCOL_VERSION, WORD_BYTES, Command, ErrorCode
 
 __all__ = [
     "CONTROL_NODE", "MAX_NODES", "ControlField", "ControlRegister", "CONTROL_FIELDS",
     "STATUS_FIELDS", "RESULT_SELECT_FIELDS", "CONTROL_REGISTERS", "control_register",
-    "CONTROL_START", "CONTROL_CLEAR", "STATUS_BUSY", "STATUS_DONE", "STATUS_OVERFLOW",
+    "CONTROL_START", "CONTROL_CLEAR", "CONTROL_STEP", "CONTROL_FAULT_CLEAR", "STATUS_BUSY",
+    "STATUS_DONE", "STATUS_OVERFLOW",
     "RESULT_SELECT", "RESULT_FOLLOW", "STATUS_FIRST", "STATUS_COUNT", "INFO_FIRST",
     "INFO_COUNT", "STEP_CONTROL_FIRST", "STEP_CONTROL_COUNT", "MAGIC", "Access", "ProtocolSpec",
 ]
@@ -48,12 +51,18 @@ CONTROL_FIELDS = (
                                 "STATUS.done falls)"),
     ControlField("clear", 1, 1, "clear OVERFLOW_STICKY and STATUS.overflow; the protocol "
                                 "engine also clears its error counters"),
+    ControlField("control_step", 2, 1, "boards with controllers: run one control step (every "
+                                       "joint's feedback, one update, every joint's output; "
+                                       "STATUS.busy until it ends)"),
+    ControlField("fault_clear", 3, 1, "boards with controllers: clear every joint's fault "
+                                      "latch and shut-off counters"),
 )
 
 #: Bits of the STATUS register.
 STATUS_FIELDS = (
-    ControlField("busy", 0, 1, "an update is running"),
-    ControlField("done", 1, 1, "the last update started has finished (0 after reset)"),
+    ControlField("busy", 0, 1, "an update (or a control step) is running"),
+    ControlField("done", 1, 1, "the last update (or control step) started has finished (0 "
+                               "after reset)"),
     ControlField("overflow", 2, 1, "OVERFLOW_STICKY is not zero"),
 )
 
@@ -85,6 +94,9 @@ class ControlRegister:
     owner : str
         ``"chain"``: implemented by the chain behind the register bus; ``"engine"``: answered by
         the protocol engine itself, never seen on the bus.
+    requires : str
+        ``"controller"``: present only on a board with joint controllers
+        (:mod:`~linkdyn.model.protocol.controller_map`); ``""``: always.
     unit : str
         Unit of the value.
     doc : str
@@ -100,6 +112,7 @@ class ControlRegister:
     unit: str
     doc: str
     fields: tuple = ()
+    requires: str = ""
 
     @property
     def writable(self):
@@ -139,6 +152,20 @@ def _control_registers():
         "RESULT_SELECT", 0x15, "rw", "chain", "",
         "which finished update the result reads show: `tau` of every node, node 0's base "
         "wrench, OVERFLOW and the banked node registers (bits below)", RESULT_SELECT_FIELDS))
+    for address, name, access, unit, doc in (
+            (0x16, "CONTROL_PERIOD", "rw", "cycles",
+             "0: control steps only on CONTROL.control_step or the CONTROL command; p > 0: "
+             "also one every p cycles (a step due while one runs is skipped and counted in "
+             "CONTROL_OVERRUNS)"),
+            (0x17, "CONTROL_STEPS", "r", "", "control steps finished since reset (wraps)"),
+            (0x18, "FAULTS", "r", "", "bit i: joint i has a latched fault"),
+            (0x19, "CONTROL_OVERRUNS", "r", "", "periodic control steps skipped because one "
+                                                "was running (saturating)"),
+            (0x1A, "CONTROL_LATENCY_CYCLES", "r", "cycles",
+             "cycles from the start of the last control step to its end"),
+    ):
+        regs.append(ControlRegister(name, address, access, "chain", unit, doc,
+                                    requires="controller"))
     info = [
         ("MAGIC", "", "0x4E59444C, the bytes 'LDYN'"),
         ("PROTOCOL_VERSION", "", "PROTOCOL_VERSION"),
@@ -150,6 +177,8 @@ def _control_registers():
         ("NODE_MAP_SIZE", "words", "host-addressable words per node"),
         ("BUFFER_WORDS", "words", "frame buffer size, the longest payload"),
         ("BANKS", "", "register banks of the chain: 1 (sequential policy), 2 or 4 (pipelined)"),
+        ("CONTROLLERS", "", "1: a joint controller beside every node (the controller window, "
+                            "the CONTROL command); 0: none"),
         ("MAP_CHECK", "", "CRC-32 of the register maps (ProtocolSpec.map_check)"),
     ]
     for k, (name, unit, doc) in enumerate(info):
@@ -189,6 +218,8 @@ def _field_mask(fields, name):
 
 CONTROL_START = _field_mask(CONTROL_FIELDS, "start")
 CONTROL_CLEAR = _field_mask(CONTROL_FIELDS, "clear")
+CONTROL_STEP = _field_mask(CONTROL_FIELDS, "control_step")
+CONTROL_FAULT_CLEAR = _field_mask(CONTROL_FIELDS, "fault_clear")
 STATUS_BUSY = _field_mask(STATUS_FIELDS, "busy")
 STATUS_DONE = _field_mask(STATUS_FIELDS, "done")
 STATUS_OVERFLOW = _field_mask(STATUS_FIELDS, "overflow")
@@ -226,6 +257,11 @@ class ProtocolSpec:
         Register banks of the chain (reported by INFO): 1 for the sequential update policy, 2
         or 4 for the pipelined one (``docs/chain.md``); a host zeroes the external wrench of
         every bank before it streams STEPs without it.
+    controllers : bool
+        A joint controller beside every node (reported by INFO): the controller window of
+        every node, the control block's controller registers and the CONTROL command
+        (:mod:`~linkdyn.model.protocol.controller_map`). Only with the sequential policy
+        (``banks == 1``).
 
     Raises
     ------
@@ -238,9 +274,12 @@ class ProtocolSpec:
     ``linkdyn.model.golden.microprogram(fmt)``): every address below :attr:`node_map_size`
     can be read; ``constant`` and ``input`` registers can be written on every node, the
     ``forward_in`` registers on node 0 only (the base motion); everything else is read-only.
+    With controllers, the words of :data:`~linkdyn.model.protocol.controller_map.CONTROLLER_WORDS`
+    follow their own access.
     """
 
-    def __init__(self, n_nodes, fmt=Q15_16, *, clock_hz=0, baudrate=0, board_id=0, banks=1):
+    def __init__(self, n_nodes, fmt=Q15_16, *, clock_hz=0, baudrate=0, board_id=0, banks=1,
+                 controllers=False):
         if not isinstance(n_nodes, int) or isinstance(n_nodes, bool):
             raise TypeError(f"Node count must be an integer, not {n_nodes!r}")
         if not 1 <= n_nodes <= MAX_NODES:
@@ -255,6 +294,11 @@ class ProtocolSpec:
                 raise ValueError(f"{name} must be 0 .. 2**{bits}-1, not {value!r}")
         if banks not in BANK_COUNTS or isinstance(banks, bool):
             raise ValueError(f"Bank count must be one of {BANK_COUNTS}, not {banks!r}")
+        if not isinstance(controllers, bool):
+            raise TypeError(f"controllers must be a bool, not {controllers!r}")
+        if controllers and banks != 1:
+            raise ValueError(f"joint controllers need the sequential policy (1 bank), not "
+                             f"{banks} banks")
         from ..golden import microprogram
         self.n_nodes = n_nodes
         self.fmt = fmt
@@ -262,6 +306,7 @@ class ProtocolSpec:
         self.baudrate = baudrate
         self.board_id = board_id
         self.banks = banks
+        self.controllers = controllers
         self.registers = microprogram(fmt).registers
         rmap = self.registers
         self.node_map_size = rmap.size
@@ -286,8 +331,10 @@ class ProtocolSpec:
         if fwd != list(range(self.writable_end, self.writable_end + len(fwd))):
             raise ValueError("the forward mailbox must follow the input registers")
         self.writable_end_node0 = self.writable_end + len(fwd)
-        if self.node_map_size > 256:
-            raise ValueError("the node register map exceeds the 8-bit bus address")
+        if self.node_map_size > CONTROLLER_BASE:
+            raise ValueError("the node register map reaches into the controller window")
+        self.control_registers = tuple(reg for reg in CONTROL_REGISTERS
+                                       if not reg.requires or controllers)
 
     # -- sizes -------------------------------------------------------------------------------
 
@@ -306,16 +353,36 @@ class ProtocolSpec:
         return self.n_nodes + STEP_CONTROL_COUNT
 
     @property
+    def control_words(self):
+        """int: payload words of CONTROL: the reference (:data:`REFERENCE_WORDS`) per node."""
+        return self.n_nodes * len(REFERENCE_WORDS)
+
+    @property
+    def control_reply_words(self):
+        """int: reply words of CONTROL: the record (:data:`RECORD_WORDS`) per node, then
+        OVERFLOW .. UPDATE_COUNT."""
+        return self.n_nodes * len(RECORD_WORDS) + STEP_CONTROL_COUNT
+
+    @property
     def buffer_words(self):
         """int: frame buffer words: the longest request or reply payload of any command
         (a whole node register map plus the block word fits in one WRITE)."""
-        return max(self.load_robot_words, self.step_words(True), self.step_reply_words,
-                   STATUS_COUNT, INFO_COUNT, self.node_map_size + 1)
+        sizes = [self.load_robot_words, self.step_words(True), self.step_reply_words,
+                 STATUS_COUNT, INFO_COUNT, self.node_map_size + 1]
+        if self.controllers:
+            sizes += [self.control_words, self.control_reply_words, len(CONTROLLER_WORDS) + 1]
+        return max(sizes)
 
     @property
     def max_payload_bytes(self):
         """int: the longest payload a frame may carry, bytes."""
         return WORD_BYTES * self.buffer_words
+
+    @property
+    def commands(self):
+        """tuple of Command: the commands this board implements (CONTROL only with
+        controllers); any other command code is answered with UNKNOWN_COMMAND."""
+        return tuple(c for c in Command if c is not Command.CONTROL or self.controllers)
 
     def request_lengths(self, command):
         """Return the allowed payload lengths (bytes) of a command, or ``None`` for WRITE
@@ -329,6 +396,8 @@ class ProtocolSpec:
             return (WORD_BYTES * self.load_robot_words,)
         if command is Command.STEP:
             return (WORD_BYTES * self.step_words(False), WORD_BYTES * self.step_words(True))
+        if command is Command.CONTROL:
+            return (WORD_BYTES * self.control_words,)
         return None
 
     # -- access ------------------------------------------------------------------------------
@@ -336,11 +405,19 @@ class ProtocolSpec:
     def access(self, node, addr):
         """Return the :class:`Access` of word ``addr`` of ``node`` (or of the control block)."""
         if node == CONTROL_NODE:
-            for reg in CONTROL_REGISTERS:
+            for reg in self.control_registers:
                 if reg.address == addr:
                     return Access(True, reg.writable, reg.owner)
             return Access(False)
-        if not 0 <= node < self.n_nodes or not 0 <= addr < self.node_map_size:
+        if not 0 <= node < self.n_nodes:
+            return Access(False)
+        if self.controllers and addr >= CONTROLLER_BASE:
+            try:
+                word = controller_word(addr)
+            except KeyError:
+                return Access(False)
+            return Access(True, word.writable, "controller")
+        if not 0 <= addr < self.node_map_size:
             return Access(False)
         end = self.writable_end_node0 if node == 0 else self.writable_end
         return Access(True, addr < end, "node")
@@ -363,8 +440,12 @@ class ProtocolSpec:
         for reg in self.registers:
             if reg.address is not None:
                 text.append(f"{reg.address}:{reg.name}:{reg.kind}:{reg.format.fraction_bits}")
-        for reg in CONTROL_REGISTERS:
+        for reg in self.control_registers:
             text.append(f"c{reg.address}:{reg.name}:{reg.access}:{reg.owner}")
+        if self.controllers:
+            for word in CONTROLLER_WORDS:
+                fraction = "-" if word.format is None else word.format.fraction_bits
+                text.append(f"k{word.address}:{word.name}:{word.access}:{fraction}")
         return zlib.crc32(";".join(text).encode())
 
     def build_info(self):
@@ -378,6 +459,7 @@ class ProtocolSpec:
             "BAUDRATE": self.baudrate,
             "BOARD_ID": self.board_id,
             "BANKS": self.banks,
+            "CONTROLLERS": int(self.controllers),
             "NODE_MAP_SIZE": self.node_map_size,
             "BUFFER_WORDS": self.buffer_words,
             "MAP_CHECK": self.map_check,
@@ -386,4 +468,5 @@ class ProtocolSpec:
     def __repr__(self):
         return (f"ProtocolSpec(n_nodes={self.n_nodes}, fmt={self.fmt.name}, "
                 f"clock_hz={self.clock_hz}, baudrate={self.baudrate}, "
-                f"board_id={self.board_id:#x})")
+                f"board_id={self.board_id:#x}, banks={self.banks}, "
+                f"controllers={self.controllers})")

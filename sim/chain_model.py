@@ -1,0 +1,143 @@
+"""The chain in Python behind the register bus: :class:`ChainModel`, the register target that
+predicts :class:`~linkdyn.gateware.chain.LinkDynChain` (sequential policy) word for word, for
+the :class:`~linkdyn.model.protocol.ReferenceEngine`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from linkdyn.model import protocol as P
+from linkdyn.model.fixedpoint import signed_word
+from linkdyn.model.golden import run_segment
+
+__all__ = ["ChainModel", "TIMING_MARKS"]
+
+_MASK = 0xFFFFFFFF
+#: Words :class:`ChainModel` answers for the timing-dependent control words: the comparison
+#: takes the board's words at these places (the reply's CRC is then recomputed).
+TIMING_MARKS = {0x7EA7_0004: "LATENCY_CYCLES", 0x7EA7_0005: "INTERVAL_CYCLES"}
+_MARK_OF = {name: mark for mark, name in TIMING_MARKS.items()}
+
+
+class ChainModel(P.RegisterTarget):
+    """:class:`~linkdyn.gateware.chain.LinkDynChain` (sequential policy) behind the register bus,
+    in Python: the target of the :class:`~linkdyn.model.protocol.ReferenceEngine` that predicts
+    the board's replies.
+
+    Every node's host-visible register words are kept (power-up: all 0, the register files'
+    initial value). An update (CONTROL.start) runs the golden model's microprogram segments
+    (:func:`linkdyn.model.golden.run_segment`) on those words as
+    :func:`~linkdyn.model.golden.rnea_fixed` does, so that any constants and inputs, not only a
+    robot's, give the chain's words: joint, forward and local from node 0 to node n-1, each
+    node's ``forward_in`` taken from its predecessor's forward outputs (node 0: its own,
+    the base motion), then distal from node n-1 to node 0, each node's ``backward_in`` from its
+    successor's backward outputs (node n-1: its own). Reads of node i's mailbox registers show
+    the sender's words, as the chain's bus does. An update ends at once.
+
+    Parameters
+    ----------
+    spec : ProtocolSpec
+
+    Attributes
+    ----------
+    memory : list of list of int
+        Per node, the words at addresses ``0 .. node_map_size - 1`` (unsigned).
+    control : dict
+        OVERFLOW, OVERFLOW_STICKY, UPDATE_COUNT, RESULT_SELECT.
+    updates : int
+        Updates run.
+    """
+
+    def __init__(self, spec):
+        self.spec = spec
+        rmap = spec.registers
+        self.memory = [[0] * spec.node_map_size for _ in range(spec.n_nodes)]
+        self.control = {"OVERFLOW": 0, "OVERFLOW_STICKY": 0, "UPDATE_COUNT": 0,
+                        "RESULT_SELECT": P.RESULT_FOLLOW}
+        self.updates = 0
+        self._names = [(reg.name, reg.address) for reg in rmap if reg.address is not None]
+        self._forward = rmap.forward_message
+        self._backward = rmap.backward_message
+        self._redirect = {}
+        for source, receiver in self._forward:
+            self._redirect[rmap[receiver].address] = (-1, rmap[source].address)
+        for source, receiver in self._backward:
+            self._redirect[rmap[receiver].address] = (+1, rmap[source].address)
+
+    def read(self, node, addr):
+        access = self.spec.access(node, addr)
+        if not access.exists or access.owner == "engine":
+            return False, 0
+        if node == P.CONTROL_NODE:
+            name = next(reg.name for reg in P.CONTROL_REGISTERS if reg.address == addr)
+            if name == "CONTROL":
+                return True, 0
+            if name == "STATUS":
+                return True, ((P.STATUS_DONE if self.updates else 0)
+                              | (P.STATUS_OVERFLOW if self.control["OVERFLOW_STICKY"] else 0))
+            if name in _MARK_OF:
+                return True, _MARK_OF[name]
+            return True, self.control[name]
+        if addr in self._redirect:
+            step, source = self._redirect[addr]
+            if 0 <= node + step < self.spec.n_nodes:
+                return True, self.memory[node + step][source]
+        return True, self.memory[node][addr]
+
+    def write(self, node, addr, word):
+        access = self.spec.access(node, addr)
+        if not access.exists or not access.writable or access.owner == "engine":
+            return False
+        if node != P.CONTROL_NODE:
+            self.memory[node][addr] = word & _MASK
+            return True
+        if addr == P.RESULT_SELECT:
+            # The sequential chain keeps one update: `follow`, or the last update's number
+            # (which shows the same words); a number reads back as written.
+            number = word & (P.RESULT_FOLLOW - 1)
+            if word & P.RESULT_FOLLOW:
+                self.control["RESULT_SELECT"] = P.RESULT_FOLLOW
+            elif number != 0 and number == self.control["UPDATE_COUNT"]:
+                self.control["RESULT_SELECT"] = number
+            else:
+                return False
+            return True
+        if word & P.CONTROL_CLEAR:
+            self.control["OVERFLOW_STICKY"] = 0
+        if word & P.CONTROL_START:
+            self._update()
+        return True
+
+    def _registers(self, node):
+        return {name: np.array(signed_word(self.memory[node][addr]), dtype=np.int64)
+                for name, addr in self._names}
+
+    def _update(self):
+        spec = self.spec
+        n = spec.n_nodes
+        nodes = []
+        overflow = 0
+        for i in range(n):
+            regs = self._registers(i)
+            if i > 0:
+                for source, receiver in self._forward:
+                    regs[receiver] = nodes[i - 1][source].copy()
+            for segment in ("joint", "forward", "local"):
+                if run_segment(regs, segment, spec.fmt):
+                    overflow |= 1 << i
+            nodes.append(regs)
+        for i in reversed(range(n)):
+            regs = nodes[i]
+            if i < n - 1:
+                for source, receiver in self._backward:
+                    regs[receiver] = nodes[i + 1][source].copy()
+            if run_segment(regs, "distal", spec.fmt):
+                overflow |= 1 << i
+        for i, regs in enumerate(nodes):
+            for name, addr in self._names:
+                self.memory[i][addr] = int(regs[name]) & _MASK
+        c = self.control
+        c["OVERFLOW"] = overflow
+        c["OVERFLOW_STICKY"] |= overflow
+        c["UPDATE_COUNT"] = (c["UPDATE_COUNT"] + 1) & _MASK
+        self.updates += 1
