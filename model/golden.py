@@ -353,6 +353,10 @@ class GoldenChain:
     fmt : QFormat
     constants : list of dict
         ``encode_robot(robot, fmt)``, the words every node is loaded with.
+    last_nodes : list of dict or None
+        Every node's registers (plain ints) after the last :meth:`step`, the messages it
+        received included (:class:`linkdyn.model.local_loop.LocalLoopChain` re-runs a node on
+        them); ``None`` before the first.
 
     Raises
     ------
@@ -376,6 +380,7 @@ class GoldenChain:
         self._wrench_inputs = [reg.name for reg in rmap.of_kind("input")[3:]]
         self._forward = rmap.forward_message
         self._backward = rmap.backward_message
+        self.last_nodes = None
 
     def _words(self, values, names, shape):
         """Encode inputs of ``shape`` in one call; on a bad value raise rnea_fixed's message."""
@@ -453,6 +458,7 @@ class GoldenChain:
                 regs[target] = 0 if i == n - 1 else nodes[i + 1][source]
             if distal.run([regs])[0]:
                 overflow[i] = True
+        self.last_nodes = nodes
         fmt = self.fmt
         tau_words = np.array([regs["tau"] for regs in nodes], dtype=np.int64)
         base_wrench = fmt.decode(np.array([nodes[0][f"{q}_out_{c}"] for q in ("f", "mu")
