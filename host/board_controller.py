@@ -523,12 +523,12 @@ class ControllerCommands:
         info = self.require_controllers()
         spec = info.spec
         n = info.nodes
-        single, frames = self._step_frames(q_ref, qd_ref, qdd_ref, None, info,
-                                           names=("q_ref", "qd_ref", "qdd_ref"))
         if window is None:
             window = self.control_window()
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"window must be a positive integer, not {window!r}")
+        single, frames = self._step_frames(q_ref, qd_ref, qdd_ref, None, info,
+                                           names=("q_ref", "qd_ref", "qdd_ref"))
         count = len(frames)
         retries_before = self.statistics.retries
         if self._last_update is None:
