@@ -336,8 +336,8 @@ def _plot(path, t, result):
     import matplotlib.pyplot as plt
     tau = result.tau_cmd
     x = np.arange(1, len(tau) + 1) if t is None else t
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True, layout="constrained",
-                                      height_ratios=(3, 1))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6.5), sharex=True,
+                                      layout="constrained", height_ratios=(3, 1.3))
     for j in range(tau.shape[1]):
         top.plot(x, tau[:, j], label=f"joint {j + 1}")
         bottom.step(x, result.fault_code[:, j] + 0.05 * j, where="post")
@@ -345,9 +345,11 @@ def _plot(path, t, result):
     top.set_title("Commanded joint torques (board's joint controllers)")
     top.grid(True, alpha=0.3)
     top.legend(ncol=3, fontsize="small")
-    bottom.set_ylabel("fault code")
+    from linkdyn.model.controller import FAULTS
+    bottom.set_ylabel("latched fault")
     bottom.set_xlabel("t [s]" if t is not None else "control step")
-    bottom.set_yticks(range(0, 6))
+    bottom.set_yticks(range(len(FAULTS) + 1),
+                      ["none"] + [FAULTS[code][0] for code in sorted(FAULTS)], fontsize="small")
     bottom.grid(True, alpha=0.3)
     try:
         fig.savefig(path, dpi=120)
@@ -372,7 +374,8 @@ def command_status(args):
     print(f"{'joint':>5} {'sensor q':>9} {'qd':>8} {'step q':>9} {'qd':>8} {'tau_cmd':>9} "
           f"{'i_ref':>8}  {'mode':<27} fault")
     for j in state.joints:
-        fault = "-" if not j.fault_code else f"{j.fault} ({', '.join(j.faults)})"
+        fault = "-" if not j.fault_code else j.fault + (
+            f" (causes: {', '.join(j.faults)})" if j.faults != [j.fault] else "")
         print(f"{j.joint + 1:>5} {j.sensor_q:>9.4f} {j.sensor_qd:>8.4f} {j.q:>9.4f} "
               f"{j.qd:>8.4f} {j.tau_cmd:>9.4f} {j.i_ref:>8.4f}  "
               f"{','.join(j.mode_bits()) or '-':<27} {fault}")
