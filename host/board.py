@@ -24,7 +24,9 @@ BAD_LENGTH) or BUSY. Before resending after such an error the host lets the line
 always carries a new sequence number, so a late reply to the first attempt is recognised and
 dropped.
 
-Retrying is safe for every command because every request the host sends is *self-contained*:
+Retrying is safe for every command but CONTROL (whose step changes the joint controllers' state;
+:mod:`linkdyn.host.board_controller` says how its retries go) because every other request the host
+sends is *self-contained*:
 INFO, READ, STATUS read; WRITE, LOAD_ROBOT and CLEAR set the same words again; and a STEP is a
 pure function of the words it carries and of state the host has confirmed before streaming:
 the robot's constants (LOAD_ROBOT, read back) and the external wrench registers, which a STEP

@@ -196,6 +196,9 @@ def command_info(args):
         print(f"  STEP: {spec.step_words()} request words ({spec.step_words(True)} with the "
               f"external wrench), {spec.step_reply_words} reply words; LOAD_ROBOT "
               f"{spec.load_robot_words} words")
+        if info.controllers:
+            print(f"  joint controllers: CONTROL {spec.control_words} request words, "
+                  f"{spec.control_reply_words} reply words ('linkdyn control')")
     return 0
 
 

@@ -51,7 +51,7 @@ from ..model.controller import (COUNT, FAULTS, MODE_BITS, REGISTERS, ControllerC
                                 FixedPointRangeError)
 from ..model.fixedpoint import signed_word
 from ..model.protocol import (
-    CONTROL_FAULT_CLEAR, CONTROL_NODE, CRC_BYTES, RECORD_WORDS, REFERENCE_WORDS,
+    CONTROL_FAULT_CLEAR, CONTROL_NODE, CRC_BYTES, RECORD_WORDS,
     REQUEST_HEADER_BYTES, Command, bytes_to_words,
     control_register, controller_word,
 )
@@ -221,7 +221,8 @@ class JointControllerState:
 
     @property
     def faults(self):
-        """list of str: the names of the latched causes (:data:`~linkdyn.model.controller.FAULTS`)."""
+        """list of str: the names of the latched causes (:data:`linkdyn.model.controller.FAULTS`
+        order)."""
         return fault_names(self.fault_cause)
 
     @property

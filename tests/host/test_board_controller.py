@@ -265,6 +265,7 @@ def test_a_speed_fault_is_reported_with_its_cause_persists_and_clears():
     result = board.control(q, qd, qdd)
     code, cause = result.fault_code[:, 1], result.fault_cause[:, 1]
     assert list(code) == [0, 0, 2, 2, 2, 2], "latched at step 3 and kept"
+    assert list(cause) == [0, 0, 0b10, 0b10, 0b10, 0b10], "the cause mask: bit code - 1"
     assert FAULTS[2][0] == "velocity"
     assert result.fault_names(2) == {1: ["velocity"]} == result.fault_names()
     assert result.fault_names(1) == {}

@@ -84,6 +84,14 @@ def test_configure_reports_bad_input_and_writes_nothing(board, capsys):
     assert "configure needs --robot" in capsys.readouterr().err
 
 
+def test_info_shows_the_joint_controllers(board, capsys):
+    _, argv = board
+    assert main(["info", "--port", argv[2]]) == 0
+    out = capsys.readouterr().out
+    assert "6 nodes, Q15.16" in out and ", joint controllers," in out
+    assert "joint controllers: CONTROL 18 request words, 35 reply words" in out
+
+
 def test_control_commands_refuse_a_board_without_controllers(capsys):
     with ReferencePty(ReferenceSerial()) as pty:
         for action in (["--robot", "ur5", "configure"], ["hold"], ["status"], ["clear"]):
