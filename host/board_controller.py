@@ -358,19 +358,25 @@ class ControllerCommands:
                              f"{n} joints, {len(configs)} configurations came")
         encoded = [_encode_config(config, j) for j, config in enumerate(configs)]
         for j, words in enumerate(encoded):
-            self.write(j, _PORT_FIRST, [words[name] for name in PARAMETER_NAMES])
-            self.write(j, _MODE, [words["mode"]])
+            self._write_config(j, words)
         if verify:
-            from .board import BoardProtocolError
             for j, words in enumerate(encoded):
-                back = self.read(j, _PORT_FIRST, len(PARAMETER_NAMES))
-                (mode,) = self.read(j, _MODE)
-                for name, got in zip(PARAMETER_NAMES + ("mode",), back + [mode]):
-                    if got != words[name] & 0xFFFFFFFF:
-                        raise BoardProtocolError(
-                            f"joint {j + 1} controller {name}: wrote "
-                            f"{words[name] & 0xFFFFFFFF:#010x}, read back {got:#010x}")
+                self._verify_config(j, words)
         self.controller_configs = tuple(configs)
+
+    def _write_config(self, joint, words):
+        self.write(joint, _PORT_FIRST, [words[name] for name in PARAMETER_NAMES])
+        self.write(joint, _MODE, [words["mode"]])
+
+    def _verify_config(self, joint, words):
+        from .board import BoardProtocolError
+        back = self.read(joint, _PORT_FIRST, len(PARAMETER_NAMES))
+        (mode,) = self.read(joint, _MODE)
+        for name, got in zip(PARAMETER_NAMES + ("mode",), back + [mode]):
+            if got != words[name] & 0xFFFFFFFF:
+                raise BoardProtocolError(
+                    f"joint {joint + 1} controller {name}: wrote "
+                    f"{words[name] & 0xFFFFFFFF:#010x}, read back {got:#010x}")
 
     def configure_controller(self, joint, config, *, verify=True):
         """Write one joint controller's configuration; see :meth:`configure_controllers`.
@@ -385,15 +391,9 @@ class ControllerCommands:
         info = self.require_controllers()
         joint = self._joint(joint, info.nodes)
         words = _encode_config(config, joint)
-        self.write(joint, _PORT_FIRST, [words[name] for name in PARAMETER_NAMES])
-        self.write(joint, _MODE, [words["mode"]])
+        self._write_config(joint, words)
         if verify:
-            back = self.read_controller_config(joint).encode()
-            if back != words:
-                from .board import BoardProtocolError
-                bad = next(name for name in words if words[name] != back[name])
-                raise BoardProtocolError(f"joint {joint + 1} controller {bad}: wrote "
-                                         f"{words[bad]:#x}, read back {back[bad]:#x}")
+            self._verify_config(joint, words)
         configs = list(getattr(self, "controller_configs", None) or [None] * info.nodes)
         configs[joint] = config
         self.controller_configs = tuple(configs)

@@ -140,6 +140,20 @@ def test_configure_writes_every_register_and_reads_it_back():
     assert board.read_controller_config(1).encode() == configs[1].encode()
 
 
+def test_configure_reports_a_word_the_board_did_not_keep():
+    port = ControlledReferenceSerial(N, sensor_at_reference)
+    board = _board(port)
+    original = port.target.write
+    kd = P.controller_word("kd").address
+    port.target.write = lambda node, addr, word: original(node, addr, 0 if (node, addr) == (
+        2, kd) else word)
+    with pytest.raises(BoardProtocolError, match="joint 3 controller kd: wrote 0x00280000, "
+                                                 "read back 0x00000000"):
+        board.configure_controllers(_configs())
+    with pytest.raises(BoardProtocolError, match="joint 3 controller kd"):
+        board.configure_controller(2, _configs()[2])
+
+
 def test_a_gain_that_does_not_fit_raises_naming_joint_and_register_and_writes_nothing():
     port, board = _loaded()
     before = [board.read_controller_config(j).encode() for j in range(N)]
@@ -220,6 +234,10 @@ def test_commanded_torque_is_the_float_rnea_of_the_reference_and_the_model_words
     np.testing.assert_array_equal(single.words, direct[0])
     state = board.read_controller_state()
     np.testing.assert_array_equal(state.tau_cmd, result.tau_cmd[-1])
+    assert [j.sensor_q for j in state.joints] == list(result.q[-1])
+    assert [j.qd for j in state.joints] == list(result.qd[-1])
+    assert [j.i_ref for j in state.joints] == list(result.i_ref[-1])
+    assert all(j.mode_bits() == ["drive_enable"] and j.fault is None for j in state.joints)
     assert state.control_steps == 12 and state.faults == 0
 
 
