@@ -5,16 +5,20 @@ The board client (:mod:`linkdyn.host.board`)::
     from linkdyn.host import Board
     with Board.open("/dev/ttyUSB0") as board:
         tau = board.inverse_dynamics(q, qd, qdd)
+
+and, on a board with joint controllers, runs them (:mod:`linkdyn.host.board_controller`).
 """
 
 from .board import (
     Board, BoardConnectionError, BoardDeviceError, BoardError, BoardInfo, BoardProtocolError,
     BoardResult, BoardStatistics, BoardTimeoutError, CertificateWarning, IncompatibleBoardError,
-    SaturationError,
+    NoControllersError, SaturationError,
 )
+from .board_controller import ControllerState, ControlResult, JointControllerState
 
 __all__ = [
     "Board", "BoardInfo", "BoardResult", "BoardStatistics", "BoardError",
     "BoardConnectionError", "BoardTimeoutError", "BoardProtocolError", "IncompatibleBoardError",
-    "BoardDeviceError", "SaturationError", "CertificateWarning",
+    "BoardDeviceError", "SaturationError", "CertificateWarning", "NoControllersError",
+    "ControlResult", "ControllerState", "JointControllerState",
 ]

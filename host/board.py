@@ -24,7 +24,9 @@ BAD_LENGTH) or BUSY. Before resending after such an error the host lets the line
 always carries a new sequence number, so a late reply to the first attempt is recognised and
 dropped.
 
-Retrying is safe for every command because every request the host sends is *self-contained*:
+Retrying is safe for every command but CONTROL (whose step changes the joint controllers' state;
+:mod:`linkdyn.host.board_controller` says how its retries go) because every other request the host
+sends is *self-contained*:
 INFO, READ, STATUS read; WRITE, LOAD_ROBOT and CLEAR set the same words again; and a STEP is a
 pure function of the words it carries and of state the host has confirmed before streaming:
 the robot's constants (LOAD_ROBOT, read back) and the external wrench registers, which a STEP
@@ -63,6 +65,7 @@ import numpy as np
 import serial
 
 from ..model.fixedpoint import FixedPointRangeError, QFormat, WORD_WIDTH
+from .board_controller import ControllerCommands
 from ..model.protocol import (
     CONTROL_NODE, CRC_BYTES, DEFAULT_BAUDRATE, INFO_COUNT, INTER_BYTE_TIMEOUT, MAGIC,
     PROTOCOL_VERSION, REPLY_HEADER_BYTES, REQUEST_HEADER_BYTES, STATUS_COUNT, STEP_TIMEOUT,
@@ -74,7 +77,8 @@ from ..model.protocol import (
 __all__ = [
     "Board", "BoardInfo", "BoardResult", "BoardStatistics", "BoardError",
     "BoardConnectionError", "BoardTimeoutError", "BoardProtocolError",
-    "IncompatibleBoardError", "BoardDeviceError", "SaturationError", "CertificateWarning",
+    "IncompatibleBoardError", "NoControllersError", "BoardDeviceError", "SaturationError",
+    "CertificateWarning",
     "DEFAULT_TIMEOUT", "DEFAULT_RETRIES", "PROGRESS_THRESHOLD",
 ]
 
@@ -113,6 +117,11 @@ class BoardProtocolError(BoardError):
 class IncompatibleBoardError(BoardProtocolError):
     """The board speaks another protocol version or register map, or has another node count
     or word format than required."""
+
+
+class NoControllersError(IncompatibleBoardError):
+    """A joint-controller call (:mod:`linkdyn.host.board_controller`) on a board built without
+    joint controllers (INFO CONTROLLERS = 0)."""
 
 
 class BoardDeviceError(BoardError):
@@ -199,6 +208,9 @@ class BoardInfo:
         The protocol parameters of the board.
     banks : int or None
         Register banks of the board's chain (1 sequential; 2 or 4 pipelined; INFO's BANKS).
+    controllers : bool
+        A joint controller beside every node (INFO's CONTROLLERS;
+        :mod:`linkdyn.host.board_controller`).
     """
 
     nodes: int
@@ -212,9 +224,12 @@ class BoardInfo:
     protocol_version: int
     spec: ProtocolSpec
     banks: int = 1
+    controllers: bool = False
 
     def __str__(self):
         banks = f", {self.banks} register bank{'s' if self.banks > 1 else ''}"
+        if self.controllers:
+            banks += ", joint controllers"
         return (f"LinkDyn board: {self.nodes} nodes, {self.fmt.name}, clock "
                 f"{self.clock_hz / 1e6:g} MHz, UART {self.baudrate:,} baud, board id "
                 f"{self.board_id:#x}{banks}, protocol v{self.protocol_version}, register map "
@@ -306,8 +321,12 @@ class _Request:
 
 # -- the client --------------------------------------------------------------------------------
 
-class Board:
+class Board(ControllerCommands):
     """Client of a LinkDyn board on a serial port.
+
+    On a board with joint controllers it also runs them (the methods of
+    :class:`~linkdyn.host.board_controller.ControllerCommands`: ``configure_controllers``,
+    ``control``, ``read_controller_state``, ``clear_faults``, ``set_control_period``).
 
     Use :meth:`open` to open a port by name or URL; the constructor takes an already open
     pyserial port (or any object with ``write``, ``read``, ``in_waiting``, ``timeout`` and
@@ -364,6 +383,8 @@ class Board:
         self.robot = None
         #: Certificate of the loaded robot for its default box (:meth:`load_robot`), or None.
         self.certificate = None
+        #: The joint controllers' configurations this host wrote (:meth:`configure_controllers`).
+        self.controller_configs = None
 
     @classmethod
     def open(cls, url, baudrate=DEFAULT_BAUDRATE, *, timeout=DEFAULT_TIMEOUT,
@@ -470,13 +491,17 @@ class Board:
                                          f"{WORD_WIDTH}-bit format")
         fmt = QFormat(integer, fraction)
         nodes = words["NODES"]
+        if words["CONTROLLERS"] not in (0, 1):
+            raise IncompatibleBoardError(f"the board's CONTROLLERS word is "
+                                         f"{words['CONTROLLERS']:#x}, not 0 or 1")
         try:
             spec = ProtocolSpec(nodes, fmt, clock_hz=words["CLOCK_HZ"],
                                 baudrate=words["BAUDRATE"], board_id=words["BOARD_ID"],
-                                banks=words["BANKS"])
+                                banks=words["BANKS"], controllers=bool(words["CONTROLLERS"]))
         except (TypeError, ValueError) as error:
-            raise IncompatibleBoardError(f"the board reports {nodes} nodes and "
-                                         f"{words['BANKS']} register banks: {error}") from None
+            raise IncompatibleBoardError(f"the board reports {nodes} nodes, "
+                                         f"{words['BANKS']} register banks and CONTROLLERS "
+                                         f"{words['CONTROLLERS']}: {error}") from None
         for name, mine in (("MAP_CHECK", spec.map_check), ("NODE_MAP_SIZE", spec.node_map_size),
                            ("BUFFER_WORDS", spec.buffer_words)):
             if words[name] != mine:
@@ -487,7 +512,8 @@ class Board:
         self._info = BoardInfo(nodes, fmt, words["CLOCK_HZ"], words["BAUDRATE"],
                                words["BOARD_ID"], words["NODE_MAP_SIZE"],
                                words["BUFFER_WORDS"], words["MAP_CHECK"],
-                               words["PROTOCOL_VERSION"], spec, words["BANKS"])
+                               words["PROTOCOL_VERSION"], spec, words["BANKS"],
+                               spec.controllers)
         return self._info
 
     @property
@@ -737,10 +763,10 @@ class Board:
             raise SaturationError(result)
         return result.tau
 
-    def _step_frames(self, q, qd, qdd, f_ext, info):
+    def _step_frames(self, q, qd, qdd, f_ext, info, names=("q", "qd", "qdd")):
         n, fmt = info.nodes, info.fmt
         arrays = []
-        for name, value in (("q", q), ("qd", qd), ("qdd", qdd)):
+        for name, value in zip(names, (q, qd, qdd)):
             try:
                 array = np.asarray(value, dtype=float)
             except (TypeError, ValueError):
@@ -752,13 +778,14 @@ class Board:
         try:
             shape = np.broadcast_shapes(*(a.shape for a in arrays))
         except ValueError:
-            raise ValueError("q, qd and qdd have shapes that do not broadcast: "
+            raise ValueError(f"{', '.join(names[:2])} and {names[2]} have shapes that do not "
+                             "broadcast: "
                              + ", ".join(str(a.shape) for a in arrays)) from None
         single = len(shape) == 1
         count = 1 if single else shape[0]
         columns = [np.broadcast_to(a, shape).reshape(count, n) for a in arrays]
         words = np.empty((count, n, 3 if f_ext is None else 9), dtype=np.int64)
-        for k, (name, unit, array) in enumerate(zip(("q", "qd", "qdd"),
+        for k, (name, unit, array) in enumerate(zip(names,
                                                     ("rad", "rad/s", "rad/s^2"), columns)):
             words[:, :, k] = _encode(fmt, array, name, unit)
         if f_ext is not None:

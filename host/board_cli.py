@@ -37,22 +37,23 @@ __all__ = ["register", "EXIT_SATURATED"]
 EXIT_SATURATED = 1
 
 
+def port_arguments(parser):
+    """Add the board-link options (``--port``, ``--baudrate``, ``--timeout``, ``--retries``)."""
+    from linkdyn.model.protocol import DEFAULT_BAUDRATE
+    parser.add_argument("--port", required=True,
+                        help="serial port, pseudo-terminal or pyserial URL of the board")
+    parser.add_argument("--baudrate", type=int, default=DEFAULT_BAUDRATE,
+                        help=f"line rate, baud (default {DEFAULT_BAUDRATE:,})")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="longest silence while a reply is awaited, s (default 1; a "
+                             "slow line, such as a simulated board's, is waited for as "
+                             "long as its bytes keep coming)")
+    parser.add_argument("--retries", type=int, default=3,
+                        help="times a request is resent before giving up (default 3)")
+
+
 def register(subparsers):
     """Add ``info``, ``load``, ``torques``, ``status`` and ``sim-board`` to the parser."""
-    from linkdyn.model.protocol import DEFAULT_BAUDRATE
-
-    def port_arguments(parser):
-        parser.add_argument("--port", required=True,
-                            help="serial port, pseudo-terminal or pyserial URL of the board")
-        parser.add_argument("--baudrate", type=int, default=DEFAULT_BAUDRATE,
-                            help=f"line rate, baud (default {DEFAULT_BAUDRATE:,})")
-        parser.add_argument("--timeout", type=float, default=None,
-                            help="longest silence while a reply is awaited, s (default 1; a "
-                                 "slow line, such as a simulated board's, is waited for as "
-                                 "long as its bytes keep coming)")
-        parser.add_argument("--retries", type=int, default=3,
-                            help="times a request is resent before giving up (default 3)")
-
     robot_help = "built-in robot name, robot file (.json) or URDF (.urdf)"
 
     info = subparsers.add_parser("info", help="show the board's build information",
@@ -195,6 +196,9 @@ def command_info(args):
         print(f"  STEP: {spec.step_words()} request words ({spec.step_words(True)} with the "
               f"external wrench), {spec.step_reply_words} reply words; LOAD_ROBOT "
               f"{spec.load_robot_words} words")
+        if info.controllers:
+            print(f"  joint controllers: CONTROL {spec.control_words} request words, "
+                  f"{spec.control_reply_words} reply words ('linkdyn control')")
     return 0
 
 

@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "linkdyn.host.identification.cli",
     "linkdyn.host.trajectory.cli",
     "linkdyn.host.board_cli",
+    "linkdyn.host.control_cli",
     "linkdyn.host.experiments.cli",
 )
 
