@@ -333,6 +333,8 @@ class _Errors:
         self.size = size
         self.used = 0
         self.labels = []
+        self.magnitudes = []
+        self.index = {}
 
     def zero(self):
         return _Error(np.zeros(self.size), np.zeros(self.size))
@@ -345,6 +347,8 @@ class _Errors:
         e = self.zero()
         e.lo[self.used] = e.hi[self.used] = magnitude
         self.labels.append(label)
+        self.magnitudes.append(float(magnitude))
+        self.index.setdefault(label, self.used)
         self.used += 1
         return e
 
@@ -677,8 +681,9 @@ class _Analysis:
     """One run of the abstract interpreter over the chain (see the module docstring)."""
 
     def __init__(self, robot, fmt, bits, domain, box, wrench, table=SINE_TABLE,
-                 vector_norms=True):
+                 vector_norms=True, mechanics=True):
         self.vector_norms = vector_norms
+        self.mechanics = mechanics and vector_norms
         self.robot, self.fmt, self.bits, self.wrench = robot, fmt, bits, wrench
         self.q_min, self.q_max, self.qd_max, self.qdd_max = box
         self.program = microprogram(fmt)
@@ -882,8 +887,14 @@ class _Analysis:
         # The components' own bounds may be tighter: keep the smaller.
         own = self.component_norms(regs, comps)
         value_norm = min(value_norm, own[0])
+        if self.mechanics:
+            value_norm = min(value_norm, self.mechanics_norm(node, regs, group))
         error_norm = np.minimum(error_norm, own[1])
         remainder = min(remainder, own[2])
+        if self.mechanics and group in ("f_local", "mu_local") and not self.saturations:
+            alt_error, alt_remainder = self.mechanics_error(node, regs, group)
+            error_norm = np.minimum(error_norm, alt_error)
+            remainder = min(remainder, alt_remainder)
         norms[group] = (value_norm, error_norm, remainder)
         for c in comps:
             if group == "v" and c == "omega_dot_in_z":
@@ -896,6 +907,204 @@ class _Analysis:
                            min(error.r, remainder))
             regs[c] = (value, error)
             self.check(node, c, value, error)
+
+    def _cylinder(self, regs, prefix, norm):
+        """Bounds ``(P, Z)`` of the xy-part and the z-component of a vector (frame of its
+        components) from its component ranges and its norm bound."""
+        bx, by, bz = (max(abs(b) for b in regs[c][0].bounds()) for c in _vec(prefix))
+        return min(norm, math.hypot(bx, by)), min(norm, bz)
+
+    def mechanics_norm(self, node, regs, group):
+        """A second bound on a group's value norm from the mechanics of the recursion.
+
+        Each is an identity of the exact recursion, bounded term by term (the program
+        computes the left side; its error is analysed as before):
+
+        * ``omega = R^T (omega_in + qd z)`` and ``omega_dot = R^T (v + qdd z)``: the ``z``
+          terms only add to the z-component, ``|w + a z|^2 <= min(N^2, P^2 + Z^2) + 2 |a| Z +
+          a^2`` with ``N`` the norm, ``P`` the xy-part and ``Z`` the z-component bound of ``w``
+          (a cylinder; a rotation about ``z`` keeps ``P`` and ``Z``);
+        * ``v = omega_dot_in + qd omega_in x z``: ``omega_in x z`` is the xy-part of
+          ``omega_in`` turned a quarter, it adds to the xy-part of ``omega_dot_in`` only;
+        * ``f_local = m R^T p_ddot_in + omega_dot x c' + omega x (omega x c') + f_ext`` with
+          the first moment about origin ``i-1``, ``c' = m r + m c``: the inertial force about
+          the previous origin, where ``m r`` and ``m c`` largely cancel;
+        * ``mu_local = I' omega_dot + omega x I' omega + c' x R^T p_ddot_in + r x f_ext +
+          mu_ext`` with the inertia about origin ``i-1``, ``I' = I + m (|r|^2 1 - r r^T) +
+          2 (r . m c) 1 - r (m c)^T - (m c) r^T``; ``|omega x I' omega| <= (l_max - l_min)/2
+          |omega|^2`` (``l``: the eigenvalues of ``I'``; ``omega x (I' - s 1) omega`` for any
+          ``s``).
+        """
+        norms = self.norms[node]
+        qd, qdd = float(self.qd_max[node]), float(self.qdd_max[node])
+        slack = 1 + 1e-12
+        if group == "omega":
+            n_in = norms["omega_in"][0]
+            p, z = self._cylinder(regs, "omega_in", n_in)
+            return math.sqrt(min(n_in ** 2, p * p + z * z) + 2 * qd * z + qd * qd) * slack
+        if group == "v":
+            n_w = norms["omega_in"][0]
+            p_w, _ = self._cylinder(regs, "omega_in", n_w)
+            n_d = norms["omega_dot_in"][0]
+            p_d, z_d = self._cylinder(regs, "omega_dot_in", n_d)
+            t = qd * p_w
+            return math.sqrt(min(n_d ** 2, p_d * p_d + z_d * z_d) + 2 * p_d * t + t * t) * slack
+        if group == "omega_dot":
+            n_v = norms["v"][0]
+            n_d = norms["omega_dot_in"][0]
+            _, z_d = self._cylinder(regs, "omega_dot_in", n_d)
+            bx, by = (max(abs(b) for b in regs[c][0].bounds()) for c in ("v_x", "v_y"))
+            p_v = min(n_v, math.hypot(bx, by))
+            return math.sqrt(min(n_v ** 2, p_v * p_v + z_d * z_d) + 2 * qdd * z_d
+                             + qdd * qdd) * slack
+        if group in ("f_local", "mu_local"):
+            mech = self.link_mechanics(node)
+            n_p, n_wd, n_w = (norms[k][0] for k in ("p_ddot_in", "omega_dot", "omega"))
+            force, moment = (0.0, 0.0) if self.wrench is None else self.wrench
+            if group == "f_local":
+                bound = (mech["m"] * n_p + mech["c1"] * (n_wd + n_w * n_w)
+                         + math.sqrt(3) * force)
+            else:
+                bound = (mech["I1"] * n_wd + mech["I1_spread"] * n_w * n_w + mech["c1"] * n_p
+                         + math.sqrt(3) * (mech["r"] * force + moment))
+            return bound * slack
+        return math.inf
+
+    def _factor(self, regs, names, value):
+        """A factor ``(value norm, per-symbol error norm, remainder)`` of a vector or scalar
+        register set (its components' errors; every symbol of a constant or a rounding sits in
+        one component)."""
+        per = [regs[c][1].per_symbol() for c in names]
+        rem = math.sqrt(sum(regs[c][1].r ** 2 for c in names))
+        return value, np.sqrt(sum(e * e for e in per)), rem
+
+    def _roundings(self, node, names):
+        """The rounding symbols of registers ``names`` at ``node`` as a factor of value 0."""
+        index = self.errors.index
+        e = np.zeros(self.errors.size)
+        for name in names:
+            k = index.get(("rounding", name, node))
+            if k is not None:
+                e[k] = self.errors.magnitudes[k]
+        return 0.0, e, 0.0
+
+    @staticmethod
+    def _product(*factors):
+        """First-order per-symbol norm bound and remainder of the error of a product of
+        norm-submultiplicative factors (scalars, cross products, matrix times vector), each
+        ``(v, E, R)``: value norm ``v``, per-symbol first-order error norms ``E`` and
+        remainder ``R``. First order: ``sum_i E_i prod_(j != i) v_j``; remainder: ``sum_i
+        R_i prod_(j != i) v_j + prod (v + t) - prod v - sum_i t_i prod_(j != i) v_j`` with
+        ``t_i = sum E_i + R_i`` (every product of two or more errors)."""
+        values = [f[0] for f in factors]
+        totals = [float(np.sum(f[1])) + f[2] for f in factors]
+        first = 0.0
+        remainder = 0.0
+        linear_total = 0.0
+        for i, (v, e, r) in enumerate(factors):
+            others = math.prod(values[:i] + values[i + 1:])
+            first = first + e * others
+            remainder += r * others
+            linear_total += totals[i] * others
+        remainder += max(0.0, math.prod(v + t for v, t in zip(values, totals))
+                         - math.prod(values) - linear_total)
+        return first, remainder
+
+    def mechanics_error(self, node, regs, group):
+        """A second bound on the error norms of ``f_local`` or ``mu_local`` (per symbol, and
+        the remainder), from the identities of :meth:`mechanics_norm` applied to the words
+        the node computes.
+
+        With the encoded constants ``m~, r~, m c~, I~`` and the node's rounded words
+        ``p_ddot~ = R~^T p_ddot_in~ + omega_dot~ x r~ + omega~ x u~ + rho_p``, ``u~ = omega~ x
+        r~ + rho_u``, ``w_mc~ = omega~ x m c~ + rho_w``, ``h~ = I~ omega~ + rho_h`` (``rho``:
+        the Dot roundings), the Dots compute exactly::
+
+            f_local~ = m~ a~ + omega_dot~ x c'~ + omega~ x (omega~ x c'~) + m~ omega~ x rho_u
+                       + omega~ x rho_w + m~ rho_p + f_ext~ + rho_f
+            mu_local~ = I'~ omega_dot~ + omega~ x I'~ omega~ + c'~ x a~ + r~ x (m~ omega~ x
+                        rho_u + omega~ x rho_w + m~ rho_p + rho_f) + m c~ x (omega~ x rho_u +
+                        rho_p) + omega~ x rho_h + r~ x f_ext~ + mu_ext~ + rho_mu
+
+        with ``a~ = R~^T p_ddot_in~``, ``c'~ = m~ r~ + m c~`` and ``I'~`` from ``m~, r~, m c~,
+        I~`` (:meth:`mechanics_norm`), so their errors against the exact recursion are sums of
+        products of the factors' errors (:meth:`_product`). The error analysis keeps, for
+        every register, the exact first-order coefficient of each error symbol and a bound on
+        the rest (no clamp has acted: this bound is only used while no register can
+        saturate), so both this bound and the program-order one bound the same coefficients
+        and the smaller of the two holds.
+        """
+        mech = self.link_mechanics(node)
+        norms = self.norms[node]
+        m = self._factor(regs, ("m",), mech["m"])
+        r = self._factor(regs, _vec("r"), mech["r"])
+        mc = self._factor(regs, _vec("mc"), mech["mc"])
+        w = norms["omega"]
+        wd = norms["omega_dot"]
+        n_in, e_in, r_in = norms["p_ddot_in"]
+        rot = self.rotation_error[node]
+        rot_rem = math.sqrt(sum(regs[c][1].r ** 2 for c in _ROTATION_ENTRIES))
+        rot_total = float(np.sum(rot)) + rot_rem
+        in_total = float(np.sum(e_in)) + r_in
+        a = (n_in, e_in + rot * n_in, r_in + rot_rem * n_in + rot_total * in_total)
+        # c' = m r + m c: first order |r| E_m + m E_r + E_mc, remainder t_m t_r.
+        totals = {k: float(np.sum(f[1])) + f[2] for k, f in (("m", m), ("r", r), ("mc", mc))}
+        c1 = (mech["c1"], mech["r"] * m[1] + mech["m"] * r[1] + mc[1],
+              mech["r"] * m[2] + mech["m"] * r[2] + mc[2] + totals["m"] * totals["r"])
+        force, moment = (0.0, 0.0) if self.wrench is None else self.wrench
+        f_ext = self._factor(regs, _vec("f_ext"), math.sqrt(3) * force)
+        mu_ext = self._factor(regs, _vec("mu_ext"), math.sqrt(3) * moment)
+        rho = {name: self._roundings(node, _vec(name))
+               for name in ("u", "w_mc", "p_ddot", "f_local", "h", "mu_local")}
+        P = self._product
+        if group == "f_local":
+            terms = [P(m, a), P(wd, c1), P(w, w, c1), P(m, w, rho["u"]), P(w, rho["w_mc"]),
+                     P(m, rho["p_ddot"]), P(f_ext), P(rho["f_local"])]
+        else:
+            # I' = I + m (|r|^2 1 - r r^T) + 2 (r . mc) 1 - r mc^T - mc r^T (spectral norms).
+            inertia = self._factor(regs, ("I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "I_zz"),
+                                   mech["I1"])
+            r_norm, m_val, mc_norm = mech["r"], mech["m"], mech["mc"]
+            e_inertia = (inertia[1] + r_norm ** 2 * m[1] + 4 * (m_val * r_norm + mc_norm) * r[1]
+                         + 4 * r_norm * mc[1])
+            t_m, t_r, t_mc = totals["m"], totals["r"], totals["mc"]
+            r_inertia = (inertia[2] + r_norm ** 2 * m[2] + 4 * (m_val * r_norm + mc_norm) * r[2]
+                         + 4 * r_norm * mc[2] + t_m * 4 * r_norm * t_r
+                         + (m_val + t_m) * 2 * t_r ** 2 + 4 * t_r * t_mc)
+            i1 = (mech["I1"], e_inertia, r_inertia)
+            # omega x I' omega: first order e x (I' - s) omega + omega x (I' - s) e + omega x
+            # dI' omega, so 2 spread |omega| E_w + |omega|^2 E_I'.
+            gyro_first = 2 * mech["I1_spread"] * w[0] * w[1] + w[0] ** 2 * i1[1]
+            _, gyro_rem = P(w, i1, w)
+            gyro_rem += 2 * mech["I1_spread"] * w[0] * w[2]
+            terms = [P(i1, wd), (gyro_first, gyro_rem), P(c1, a),
+                     P(r, m, w, rho["u"]), P(mc, w, rho["u"]), P(r, w, rho["w_mc"]),
+                     P(r, m, rho["p_ddot"]), P(mc, rho["p_ddot"]), P(r, rho["f_local"]),
+                     P(w, rho["h"]), P(rho["mu_local"]), P(r, f_ext), P(mu_ext)]
+        first = sum(t[0] for t in terms)
+        remainder = sum(t[1] for t in terms)
+        slack = 1 + 1e-9
+        return np.asarray(first) * slack, remainder * slack
+
+    def link_mechanics(self, node):
+        """Mass, ``|c'|``, ``||I'||``, ``(l_max - l_min)/2`` of ``I'`` and ``|r|`` of a link,
+        about origin ``i-1`` (see :meth:`mechanics_norm`)."""
+        cache = self.__dict__.setdefault("_mechanics", {})
+        if node not in cache:
+            link = self.robot.links[node]
+            r = link_offset_vector(link)
+            m, mc, inertia = float(link.mass), link.first_moment, link.inertia_origin
+            shifted = (inertia + m * (float(r @ r) * np.eye(3) - np.outer(r, r))
+                       + 2 * float(r @ mc) * np.eye(3) - np.outer(r, mc) - np.outer(mc, r))
+            eig = np.linalg.eigvalsh(0.5 * (shifted + shifted.T))
+            slack = 1 + 1e-12
+            cache[node] = {"m": abs(m) * slack,
+                           "c1": float(np.linalg.norm(m * r + mc)) * slack,
+                           "I1": float(np.max(np.abs(eig))) * slack,
+                           "I1_spread": 0.5 * float(eig[-1] - eig[0]) * slack + 1e-15,
+                           "r": float(np.linalg.norm(r)) * slack,
+                           "mc": float(np.linalg.norm(mc)) * slack}
+        return cache[node]
 
     def rotation_norms(self, regs):
         """Per error symbol, a bound on the spectral norm of its coefficient in ``R~ - R``.
