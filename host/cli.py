@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "linkdyn.host.trajectory.cli",
     "linkdyn.host.board_cli",
     "linkdyn.host.experiments.cli",
+    "linkdyn.host.certify_cli",
 )
 
 

@@ -88,7 +88,8 @@ from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
 
 __all__ = ["Certificate", "certify", "default_box", "range_formats", "QUANTITIES", "quantity_of",
-           "cordic_error_bound", "sine_error_bound", "DEFAULT_QDD_MAX", "main"]
+           "cordic_error_bound", "sine_error_bound", "DEFAULT_QDD_MAX", "main",
+           "write_certificate", "add_box_arguments"]
 
 #: Default acceleration bound of the box, rad/s^2 (issue 17: ``|qdd| <= 10``).
 DEFAULT_QDD_MAX = 10.0
@@ -1510,9 +1511,8 @@ def _parse_vector(text):
     return values[0] if len(values) == 1 else values
 
 
-def main(argv=None):
-    """Command line: certify a robot over a box and write ``DIR/certificate.json`` and a report."""
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+def add_box_arguments(parser):
+    """Add the options of ``certify`` (robot, box, domain, sampled states, output) to a parser."""
     parser.add_argument("--robot", required=True,
                         help="built-in robot name, robot file (.json) or URDF file")
     parser.add_argument("--tip", help="last link of the chain")
@@ -1527,12 +1527,67 @@ def main(argv=None):
     parser.add_argument("--states", type=int, default=10_000,
                         help="random states for the sampled comparison (default 10000; 0: none)")
     parser.add_argument("--out", required=True, type=Path, help="output folder")
+
+
+def main(argv=None):
+    """Command line: certify a robot over a box and write ``DIR/certificate.json`` and a report."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    add_box_arguments(parser)
     args = parser.parse_args(argv)
     try:
         return _run(args)
     except CommandError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
+
+
+def write_certificate(robot, out, *, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_max=None,
+                      domain="affine", states=10_000, log=None):
+    """Certify a robot over a box and write ``out/certificate.json``, ``certificate.md`` and
+    ``certificate.png`` (certified bound against the sampled maximum per joint).
+
+    Parameters
+    ----------
+    robot : Robot
+        The robot.
+    out : pathlib.Path
+        Output folder (created).
+    qd_max, qdd_max, wrench_max, domain
+        As for :func:`certify`.
+    states : int
+        Random states of the sampled comparison (plus ``states // 5`` corners; 0: none).
+    log : callable, optional
+        Called with progress lines.
+
+    Returns
+    -------
+    (Certificate, numpy.ndarray)
+        The certificate and the sampled maximum per joint, N·m (zeros when ``states`` is 0).
+
+    Raises
+    ------
+    ValueError
+        As :func:`certify`; or if ``states`` is negative or ``out`` is a file.
+    """
+    out = Path(out)
+    if not isinstance(states, int) or isinstance(states, bool) or states < 0:
+        raise ValueError(f"states must be an integer >= 0, not {states!r}")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output {str(out)!r} exists and is not a folder")
+    certificate = certify(robot, qd_max=qd_max, qdd_max=qdd_max, wrench_max=wrench_max,
+                          domain=domain)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "certificate.json").write_text(certificate.to_json() + "\n", encoding="utf-8")
+    if states:
+        if log:
+            log(f"sampling {states:,} + {states // 5:,} states ...")
+        sampled, _ = sampled_error(robot, certificate, states)
+    else:
+        sampled = np.zeros(robot.n)
+    plot_bound(certificate, sampled, out / "certificate.png")
+    (out / "certificate.md").write_text(
+        report_markdown(certificate, sampled, states, "certificate.png"), encoding="utf-8")
+    return certificate, sampled
 
 
 def _run(args):
@@ -1545,23 +1600,13 @@ def _run(args):
         raise CommandError(str(error)) from None
     if args.states < 0:
         raise CommandError(f"--states must be >= 0, not {args.states}")
-    if args.out.exists() and not args.out.is_dir():
-        raise CommandError(f"--out {str(args.out)!r} exists and is not a folder")
     try:
-        certificate = certify(robot, qd_max=args.qd_max, qdd_max=args.qdd_max,
-                              wrench_max=args.wrench_max, domain=args.domain)
+        certificate, _ = write_certificate(
+            robot, args.out, qd_max=args.qd_max, qdd_max=args.qdd_max,
+            wrench_max=args.wrench_max, domain=args.domain, states=args.states,
+            log=lambda text: print(text, file=sys.stderr))
     except ValueError as error:
         raise CommandError(str(error)) from None
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "certificate.json").write_text(certificate.to_json() + "\n", encoding="utf-8")
-    if args.states:
-        print(f"sampling {args.states:,} + {args.states // 5:,} states ...", file=sys.stderr)
-        sampled, _ = sampled_error(robot, certificate, args.states)
-    else:
-        sampled = np.zeros(robot.n)
-    plot_bound(certificate, sampled, args.out / "certificate.png")
-    (args.out / "certificate.md").write_text(
-        report_markdown(certificate, sampled, args.states, "certificate.png"), encoding="utf-8")
     print(f"bound per joint (N·m): {' '.join(f'{v:.3e}' for v in certificate.bound_nm)}; "
           f"saturation free: {'yes' if certificate.saturation_free else 'NO'}; "
           f"wrote {args.out / 'certificate.json'}, certificate.md, certificate.png")
