@@ -565,7 +565,8 @@ def _encode_error(value, fraction_bits, what):
 
 
 def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_max=None,
-            fmt=Q15_16, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True):
+            fmt=Q15_16, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True,
+            mechanics=True):
     """Certify the fixed-point torque error of a robot's node chain over a box of states.
 
     Parameters
@@ -595,6 +596,10 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     vector_norms : bool
         Keep the Euclidean-norm bounds of the vector groups (:data:`_GROUPS`, default); off,
         the analysis is componentwise only (to measure what the norms bring).
+    mechanics : bool
+        With ``vector_norms``, also bound the groups' values and the errors of ``f_local`` and
+        ``mu_local`` by the mechanics of the recursion (:meth:`_Analysis.mechanics_norm`,
+        :meth:`_Analysis.mechanics_error`; default); off, the program-order norm rules only.
 
     Returns
     -------
@@ -627,7 +632,7 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     bits = _formats(fmt, formats)
     analysis = _Analysis(robot, fmt, bits, domain, (q_min, q_max, qd_lim, qdd_lim),
                          None if wrench_max is None else (force_max, moment_max), table,
-                         vector_norms)
+                         vector_norms, mechanics)
     return analysis.run()
 
 
