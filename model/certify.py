@@ -124,6 +124,12 @@ QUANTITIES = {
 
 _FIXED_KINDS = ("zero", "rate", "theta_offset", "phase")
 
+#: Label of the error symbol of a node's known inertial-parameter errors.
+_KNOWN_PARAMETERS = "inertial"
+
+#: The inertial parameter registers, in the order of :meth:`~linkdyn.model.robot.Link.parameters`.
+_INERTIAL = ("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "I_zz")
+
 
 def quantity_of(name):
     """Return the quantity of :data:`QUANTITIES` a register belongs to, or ``None`` for the
@@ -1092,6 +1098,94 @@ class _Analysis:
         slack = 1 + 1e-9
         return np.asarray(first) * slack, remainder * slack
 
+    def encoded_parameters(self, node):
+        """The link's inertial parameters as the node's words encode them (``m, mc, I``),
+        and their differences from the exact ones (the same order as
+        :meth:`~linkdyn.model.robot.Link.parameters`)."""
+        exact = np.asarray(self.robot.links[node].parameters(), dtype=float)[:10]
+        bits = np.array([2.0 ** self.fbits(name) for name in _INERTIAL])
+        encoded = np.floor(exact * bits + 0.5) / bits
+        return encoded, encoded - exact
+
+    def add_known_parameters(self, node, regs):
+        """After the local segment: refer ``f_local`` and ``mu_local`` to the exact robot.
+
+        The node's words encode the inertial parameters ``pi~`` (``m, mc, I``), whose errors
+        ``dpi = pi~ - pi`` are known numbers, so up to here the analysis takes the encoded
+        robot as its reference (:meth:`node_registers`). The link's wrench is linear in its
+        parameters (eq. 12), so the exact one differs from the encoded one's by the wrench of
+        ``dpi`` on the same motion: ``df = dm p_ddot + omega_dot x d(mc) + omega x (omega x
+        d(mc))``, ``dmu = r x df + d(mc) x p_ddot + dI omega_dot + omega x dI omega``. This adds
+        it as one error symbol of the node (``eta = 1``) whose coefficients are the ranges of
+        ``df`` and ``dmu`` over the box (affine forms of the state, so their direction is kept
+        where the box is narrow), with the norm bounds ``|dm| |a| + |dc'| (|omega_dot| +
+        |omega|^2)`` and ``||dI'|| |omega_dot| + (l_max - l_min)/2 |omega|^2 + |dc'| |a|``
+        about origin ``i-1`` (:meth:`mechanics_norm`), and subtracts it from the values.
+        """
+        _, delta = self.encoded_parameters(node)
+        values = self.values
+        const = values.const
+        dm = float(delta[0])
+        dmc = [const(float(v)) for v in delta[1:4]]
+        xx, xy, xz, yy, yz, zz = (float(v) for v in delta[4:10])
+        d_inertia = ((xx, xy, xz), (xy, yy, yz), (xz, yz, zz))
+        value = lambda name: regs[name][0]  # noqa: E731
+        p, wd, w, r = ([value(c) for c in _vec(name)] for name in ("p_ddot", "omega_dot",
+                                                                    "omega", "r"))
+
+        def scale(x, c):
+            return values.mul(x, const(c))
+
+        def cross(a, b):
+            return [values.add(values.mul(a[(k + 1) % 3], b[(k + 2) % 3]),
+                               values.mul(a[(k + 2) % 3], b[(k + 1) % 3]), -1.0)
+                    for k in range(3)]
+
+        def add(*vectors):
+            out = list(vectors[0])
+            for v in vectors[1:]:
+                out = [values.add(x, y) for x, y in zip(out, v)]
+            return out
+
+        def matrix(m, v):
+            return [values.add(values.add(scale(v[0], m[k][0]), scale(v[1], m[k][1])),
+                               scale(v[2], m[k][2])) for k in range(3)]
+
+        df = add([scale(x, dm) for x in p], cross(wd, dmc), cross(w, cross(w, dmc)))
+        dmu = add(cross(r, df), cross(dmc, p), matrix(d_inertia, wd),
+                  cross(w, matrix(d_inertia, w)))
+        # Norm bounds about origin i-1.
+        r_exact = link_offset_vector(self.robot.links[node])
+        dmc_v = delta[1:4]
+        d_matrix = np.array(d_inertia)
+        shifted = (d_matrix + dm * (float(r_exact @ r_exact) * np.eye(3)
+                                    - np.outer(r_exact, r_exact))
+                   + 2 * float(r_exact @ dmc_v) * np.eye(3) - np.outer(r_exact, dmc_v)
+                   - np.outer(dmc_v, r_exact))
+        eig = np.linalg.eigvalsh(0.5 * (shifted + shifted.T))
+        dc = float(np.linalg.norm(dm * r_exact + dmc_v))
+        norms = self.norms[node]
+        n_w, n_wd, n_in = (norms[k][0] for k in ("omega", "omega_dot", "p_ddot_in"))
+        slack = 1 + 1e-9
+        bounds = {"f_local": (abs(dm) * n_in + dc * (n_wd + n_w * n_w)) * slack,
+                  "mu_local": (float(np.max(np.abs(eig))) * n_wd + 0.5 * float(eig[-1] - eig[0])
+                               * n_w * n_w + dc * n_in) * slack}
+        k = self.errors.used
+        self.errors.new(1.0, ("constant", _KNOWN_PARAMETERS, node))
+        for group, vector in (("f_local", df), ("mu_local", dmu)):
+            ranges = [v.bounds() for v in vector]
+            own = math.sqrt(sum(max(abs(lo), abs(hi)) ** 2 for lo, hi in ranges)) * slack
+            bound = min(bounds[group], own)
+            for c, (lo, hi), dv in zip(_vec(group), ranges, vector):
+                x, error = regs[c]
+                extra = self.errors.zero()
+                extra.lo[k], extra.hi[k] = max(lo, -bound), min(hi, bound)
+                regs[c] = (values.add(x, dv, -1.0), _Errors.add(error, extra))
+            v_norm, e_norm, rem = norms[group]
+            e_norm = e_norm.copy()
+            e_norm[k] = bound
+            norms[group] = (v_norm + bound, e_norm, rem)
+
     def link_mechanics(self, node):
         """Mass, ``|c'|``, ``||I'||``, ``(l_max - l_min)/2`` of ``I'`` and ``|r|`` of a link,
         about origin ``i-1`` (see :meth:`mechanics_norm`)."""
@@ -1099,7 +1193,10 @@ class _Analysis:
         if node not in cache:
             link = self.robot.links[node]
             r = link_offset_vector(link)
-            m, mc, inertia = float(link.mass), link.first_moment, link.inertia_origin
+            encoded, _ = self.encoded_parameters(node)
+            m, mc = float(encoded[0]), encoded[1:4]
+            xx, xy, xz, yy, yz, zz = encoded[4:10]
+            inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
             shifted = (inertia + m * (float(r @ r) * np.eye(3) - np.outer(r, r))
                        + 2 * float(r @ mc) * np.eye(3) - np.outer(r, mc) - np.outer(mc, r))
             eig = np.linalg.eigvalsh(0.5 * (shifted + shifted.T))
@@ -1217,6 +1314,15 @@ class _Analysis:
                                                      link.offset / (2 * math.pi), 32, wraps=True)
             else:
                 regs[reg.name] = self.constant(i, reg.name, exact[reg.name])
+        if self.mechanics:
+            # The inertial parameters' encoding errors are known numbers: the analysis takes
+            # the encoded robot as its reference and adds their effect on the torque, the
+            # inverse dynamics of the differences (linear in them), at the end
+            # (known_parameter_bound).
+            for name in _INERTIAL:
+                word = math.floor(exact[name] * 2.0 ** self.fbits(name) + 0.5)
+                regs[name] = (self.values.const(word * 2.0 ** -self.fbits(name)),
+                              self.errors.zero())
         regs["q"] = self.input(i, "q", 0, self.q_min[i], self.q_max[i])
         regs["qd"] = self.input(i, "qd", 1, -self.qd_max[i], self.qd_max[i])
         regs["qdd"] = self.input(i, "qdd", 2, -self.qdd_max[i], self.qdd_max[i])
@@ -1267,6 +1373,8 @@ class _Analysis:
                 self.run_segment(i, regs, segment)
                 if segment == "joint":
                     self.rotation_error.append(self.rotation_norms(regs))
+            if self.mechanics:
+                self.add_known_parameters(i, regs)
             nodes.append(regs)
             previous = regs
         for i in reversed(range(n)):
@@ -1303,7 +1411,8 @@ class _Analysis:
                 if kind == "input":
                     by_input.setdefault(f"input {name}", [0.0] * n)[i] += float(value)
                 if kind == "constant":
-                    group = quantity_of(name) or name
+                    group = ("inertial parameters" if name == _KNOWN_PARAMETERS
+                             else quantity_of(name) or name)
                     if name.startswith("p_ddot_in"):
                         group = "gravity"
                     by_input.setdefault(f"constant {group}", [0.0] * n)[i] += float(value)

@@ -12,10 +12,11 @@ import os
 import numpy as np
 import pytest
 
-from linkdyn.model.certify import _Analysis, _formats, box_states, certify, default_box
+from linkdyn.model.certify import (_INERTIAL, _Analysis, _formats, box_states, certify,
+                                   default_box)
 from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.certify import sampled_error
-from linkdyn.model.golden import rnea_fixed
+from linkdyn.model.golden import encode_robot, rnea_fixed
 from linkdyn.model.reference import load_reference_robot
 from linkdyn.model.rnea import link_offset_vector
 
@@ -34,14 +35,22 @@ def robot(request):
 def test_inertial_wrench_about_the_previous_origin_is_bounded_by_the_link_constants(robot):
     # The program computes f = m p + wd x mc + w x (w x mc), mu = r x f + mc x p + I wd +
     # w x I w with p = R^T p_in + wd x r + w x (w x r); the bounds use |c'|, ||I'|| and the
-    # eigenvalue spread of I' about origin i-1 (link_mechanics).
+    # eigenvalue spread of I' about origin i-1 (link_mechanics) of the parameters the node's
+    # words encode, which are the golden model's words.
     analysis = _Analysis(robot, Q15_16, _formats(Q15_16, None), "affine", default_box(robot),
                          None)
+    words = encode_robot(robot)
     rng = np.random.default_rng(11)
     for node, link in enumerate(robot.links):
         mech = analysis.link_mechanics(node)
-        r, m, mc, inertia = (link_offset_vector(link), link.mass, link.first_moment,
-                             link.inertia_origin)
+        encoded, delta = analysis.encoded_parameters(node)
+        assert np.array_equal(encoded * 2.0 ** 16, [words[node][name] for name in _INERTIAL])
+        assert np.allclose(encoded - delta, link.parameters(), rtol=0, atol=1e-15)
+        assert np.all(np.abs(delta) <= 2.0 ** -17)
+        r = link_offset_vector(link)
+        m, mc = encoded[0], encoded[1:4]
+        xx, xy, xz, yy, yz, zz = encoded[4:10]
+        inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
         for _ in range(200):
             w, wd, a = rng.normal(size=(3, 3)) * rng.uniform(0.1, 20, size=(3, 1))
             p = a + np.cross(wd, r) + np.cross(w, np.cross(w, r))
