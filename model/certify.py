@@ -30,11 +30,28 @@ their norms; cross products of two groups by the product of norms); a symbol of 
 the frame only (``||dR/dtheta|| = 1``). Each component's range and coefficients are then
 intersected with those norm bounds (a reduced product of the two domains).
 
+The mechanics of the recursion give second bounds, and the smaller holds (``mechanics=True``,
+the default; :meth:`_Analysis.mechanics_norm`, :meth:`_Analysis.mechanics_error`):
+
+* *cylinders*: ``omega = R^T (omega_in + qd z)``, ``omega_dot = R^T (v + qdd z)`` and ``v =
+  omega_dot_in + qd omega_in x z``: the joint's own rate adds to the z-component only, and
+  ``omega_in x z`` sees the xy-part only;
+* *the inertial wrench about the previous origin*: ``f_local`` and ``mu_local`` equal ``m a +
+  omega_dot x c' + omega x (omega x c')`` and ``I' omega_dot + omega x I' omega + c' x a``
+  with ``a = R^T p_ddot_in``, ``c' = m r + m c`` and ``I'`` about origin ``i-1``, where ``m r``
+  and ``m c`` largely cancel; the words the node computes satisfy the same identity with the
+  encoded constants and the Dot roundings as extra terms, which bounds their errors too;
+* *known constants*: the encoding errors of ``m``, ``m c``, ``I`` are known numbers; the
+  analysis refers to the encoded robot and adds, once per link, the wrench of the parameter
+  differences (inverse dynamics is linear in them) as one error symbol with affine
+  coefficients (:meth:`_Analysis.add_known_parameters`).
+
 The error sources, each with a proven bound:
 
 * the encoding of ``q``, ``qd``, ``qdd`` (and ``f_ext``) to their words, half up: at most half an
   LSB of the word;
-* the encoding of every robot constant and of ``-g``: the exact difference word - value, known;
+* the encoding of every robot constant and of ``-g``: the exact difference word - value, known
+  (for the inertial parameters, see *known constants* above);
 * each Dot: its accumulation is exact (:mod:`linkdyn.model.fixedpoint`), its one rounding half up
   moves the result by at most ``2**-(f+1)`` (``f`` fractional bits of the destination; nothing
   when the accumulator has no more fractional bits than the destination); a product term
@@ -419,8 +436,12 @@ class Certificate:
         ``node``, ``register``, ``range`` (exact value), ``error`` (bound on ``|e|``),
         ``limit`` (the word's range in the analysed format).
     sources : dict
-        Per error-source kind, the part of each joint's bound (N·m, tuple per joint), and
-        ``"second order"`` for the products of errors.
+        Per error-source kind, the part of each joint's bound (N·m, tuple per joint):
+        ``"input"``, ``"constant"``, ``"rounding"``, ``"table"``, ``"cordic"``,
+        ``"second order"`` (the products of errors), and by input (``"input q"``, ...) and
+        constant (``"constant r"``, ``"constant gravity"``, ``"constant inertial parameters"``
+        for the known inertial-parameter errors with ``mechanics``; ``"constant mass"``,
+        ``"constant inertia"``, ... without).
     """
 
     robot: str
