@@ -731,6 +731,7 @@ class _Analysis:
         self.records = []
         self.pending = {}
         self.norms = [dict() for _ in range(n)]
+        self.cylinders = [dict() for _ in range(n)]
         self.rotation_error = []
         self.table_bound = sine_error_bound(table)
         self.cordic_bound = cordic_error_bound()
@@ -941,11 +942,32 @@ class _Analysis:
             regs[c] = (value, error)
             self.check(node, c, value, error)
 
-    def _cylinder(self, regs, prefix, norm):
+    def _cylinder(self, regs, prefix, norm, node=None):
         """Bounds ``(P, Z)`` of the xy-part and the z-component of a vector (frame of its
-        components) from its component ranges and its norm bound."""
-        bx, by, bz = (max(abs(b) for b in regs[c][0].bounds()) for c in _vec(prefix))
-        return min(norm, math.hypot(bx, by)), min(norm, bz)
+        components) from its component ranges, its norm bound and, for ``omega``,
+        ``omega_dot``, ``v`` and the incoming ``omega_in``, ``omega_dot_in``, the bounds
+        carried through the rotations (:meth:`_turn_cylinder`)."""
+        comps = ("v_x", "v_y", "omega_dot_in_z") if prefix == "v" else _vec(prefix)
+        bx, by, bz = (max(abs(b) for b in regs[c][0].bounds()) for c in comps)
+        p, z = min(norm, math.hypot(bx, by)), min(norm, bz)
+        if node is not None and prefix in self.cylinders[node]:
+            carried_p, carried_z = self.cylinders[node][prefix]
+            p, z = min(p, carried_p), min(z, carried_z)
+        return p, z
+
+    def _turn_cylinder(self, node, p, z):
+        """``(P, Z)`` of ``R^T w`` for ``w`` within ``(P, Z)``, ``R = Rz(theta) Rx(alpha)``.
+
+        ``Rz(theta)^T`` keeps both; ``Rx(alpha)^T`` maps ``(x, y, z)`` to ``(x, c y + s z,
+        -s y + c z)``: the new z-component is at most ``|s| P + |c| Z``, and the largest
+        ``x^2 + (|c| y + |s| Z)^2`` over ``x^2 + y^2 <= P^2`` is ``P^2 + Z^2`` when ``|c| Z <=
+        |s| P`` (at ``y = |c| Z / |s|``), else ``(|c| P + |s| Z)^2`` (at ``y = P``).
+        """
+        alpha = self.robot.links[node].alpha
+        c, s = abs(math.cos(alpha)), abs(math.sin(alpha))
+        slack = 1 + 1e-12
+        new_p = math.hypot(p, z) if c * z <= s * p else c * p + s * z
+        return new_p * slack, (s * p + c * z) * slack
 
     def mechanics_norm(self, node, regs, group):
         """A second bound on a group's value norm from the mechanics of the recursion.
@@ -956,7 +978,8 @@ class _Analysis:
         * ``omega = R^T (omega_in + qd z)`` and ``omega_dot = R^T (v + qdd z)``: the ``z``
           terms only add to the z-component, ``|w + a z|^2 <= min(N^2, P^2 + Z^2) + 2 |a| Z +
           a^2`` with ``N`` the norm, ``P`` the xy-part and ``Z`` the z-component bound of ``w``
-          (a cylinder; a rotation about ``z`` keeps ``P`` and ``Z``);
+          (a cylinder; a rotation about ``z`` keeps ``P`` and ``Z``, the twist turns them,
+          :meth:`_turn_cylinder`);
         * ``v = omega_dot_in + qd omega_in x z``: ``omega_in x z`` is the xy-part of
           ``omega_in`` turned a quarter, it adds to the xy-part of ``omega_dot_in`` only;
         * ``f_local = m R^T p_ddot_in + omega_dot x c' + omega x (omega x c') + f_ext`` with
@@ -969,26 +992,27 @@ class _Analysis:
           ``s``).
         """
         norms = self.norms[node]
+        cylinders = self.cylinders[node]
         qd, qdd = float(self.qd_max[node]), float(self.qdd_max[node])
         slack = 1 + 1e-12
         if group == "omega":
             n_in = norms["omega_in"][0]
-            p, z = self._cylinder(regs, "omega_in", n_in)
+            p, z = self._cylinder(regs, "omega_in", n_in, node)
+            cylinders["omega"] = self._turn_cylinder(node, p, z + qd)
             return math.sqrt(min(n_in ** 2, p * p + z * z) + 2 * qd * z + qd * qd) * slack
         if group == "v":
             n_w = norms["omega_in"][0]
-            p_w, _ = self._cylinder(regs, "omega_in", n_w)
+            p_w, _ = self._cylinder(regs, "omega_in", n_w, node)
             n_d = norms["omega_dot_in"][0]
-            p_d, z_d = self._cylinder(regs, "omega_dot_in", n_d)
+            p_d, z_d = self._cylinder(regs, "omega_dot_in", n_d, node)
             t = qd * p_w
+            cylinders["v"] = ((p_d + t) * slack, z_d)
             return math.sqrt(min(n_d ** 2, p_d * p_d + z_d * z_d) + 2 * p_d * t + t * t) * slack
         if group == "omega_dot":
             n_v = norms["v"][0]
-            n_d = norms["omega_dot_in"][0]
-            _, z_d = self._cylinder(regs, "omega_dot_in", n_d)
-            bx, by = (max(abs(b) for b in regs[c][0].bounds()) for c in ("v_x", "v_y"))
-            p_v = min(n_v, math.hypot(bx, by))
-            return math.sqrt(min(n_v ** 2, p_v * p_v + z_d * z_d) + 2 * qdd * z_d
+            p_v, z_v = self._cylinder(regs, "v", n_v, node)
+            cylinders["omega_dot"] = self._turn_cylinder(node, p_v, z_v + qdd)
+            return math.sqrt(min(n_v ** 2, p_v * p_v + z_v * z_v) + 2 * qdd * z_v
                              + qdd * qdd) * slack
         if group in ("f_local", "mu_local"):
             mech = self.link_mechanics(node)
@@ -1390,6 +1414,10 @@ class _Analysis:
                     break
                 self.norms[i][name] = (self.component_norms(regs, _vec(name)) if i == 0
                                        else self.norms[i - 1][sender])
+            if i > 0:
+                for name, sender in (("omega_in", "omega"), ("omega_dot_in", "omega_dot")):
+                    if sender in self.cylinders[i - 1]:
+                        self.cylinders[i][name] = self.cylinders[i - 1][sender]
             for segment in ("joint", "forward", "local"):
                 self.run_segment(i, regs, segment)
                 if segment == "joint":

@@ -8,6 +8,7 @@ still covers the sampled error, also in narrow boxes with motion, where it is cl
 """
 
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -108,3 +109,30 @@ def test_bound_holds_in_narrow_boxes_with_motion(robot):
         assert not overflow.any()
         assert np.all(sampled <= bound), (centre, sampled, bound)
         assert np.all(bound < 100 * sampled), (centre, bound / sampled)
+
+
+@pytest.mark.parametrize("alpha", [0.0, np.pi / 2, -np.pi / 2, 0.3, 2.5])
+def test_cylinder_bounds_follow_the_joint_rotation(alpha):
+    # w with |w_xy| <= P and |w_z| <= Z, turned by R^T = Rx(alpha)^T Rz(theta)^T: the new
+    # xy-norm and z-component stay within _turn_cylinder's bounds, which are reached.
+    robot = load_reference_robot("ur5")
+    links = tuple(replace(link, alpha=alpha) for link in robot.links)
+    analysis = _Analysis(replace(robot, links=links), Q15_16, _formats(Q15_16, None),
+                         "affine", default_box(robot), None)
+    rng = np.random.default_rng(17)
+    for p, z in ((1.0, 0.0), (0.0, 1.0), (1.0, 2.0), (3.0, 0.5)):
+        new_p, new_z = analysis._turn_cylinder(0, p, z)
+        phi, rho = rng.uniform(0, 2 * np.pi, 20_000), p * np.sqrt(rng.random(20_000))
+        rho[:2000] = p  # on the rim
+        w = np.stack([rho * np.cos(phi), rho * np.sin(phi),
+                      z * np.where(rng.random(20_000) < 0.5, -1.0, 1.0)], axis=-1)
+        theta = rng.uniform(0, 2 * np.pi, 20_000)
+        ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)
+        # R = Rz(theta) Rx(alpha); rows of R^T are the columns of R.
+        rt = np.stack([np.stack([ct, st, 0 * ct], -1),
+                       np.stack([-st * ca, ct * ca, sa + 0 * ct], -1),
+                       np.stack([st * sa, -ct * sa, ca + 0 * ct], -1)], axis=-2)
+        out = np.einsum("nij,nj->ni", rt, w)
+        xy, zz = np.hypot(out[:, 0], out[:, 1]), np.abs(out[:, 2])
+        assert xy.max() <= new_p + 1e-12 and zz.max() <= new_z + 1e-12
+        assert xy.max() >= 0.97 * new_p and zz.max() >= 0.97 * new_z
