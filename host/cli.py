@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "linkdyn.host.board_cli",
     "linkdyn.host.control_cli",
     "linkdyn.host.experiments.cli",
+    "linkdyn.host.certify_cli",
 )
 
 

@@ -30,11 +30,28 @@ their norms; cross products of two groups by the product of norms); a symbol of 
 the frame only (``||dR/dtheta|| = 1``). Each component's range and coefficients are then
 intersected with those norm bounds (a reduced product of the two domains).
 
+The mechanics of the recursion give second bounds, and the smaller holds (``mechanics=True``,
+the default; :meth:`_Analysis.mechanics_norm`, :meth:`_Analysis.mechanics_error`):
+
+* *cylinders*: ``omega = R^T (omega_in + qd z)``, ``omega_dot = R^T (v + qdd z)`` and ``v =
+  omega_dot_in + qd omega_in x z``: the joint's own rate adds to the z-component only, and
+  ``omega_in x z`` sees the xy-part only;
+* *the inertial wrench about the previous origin*: ``f_local`` and ``mu_local`` equal ``m a +
+  omega_dot x c' + omega x (omega x c')`` and ``I' omega_dot + omega x I' omega + c' x a``
+  with ``a = R^T p_ddot_in``, ``c' = m r + m c`` and ``I'`` about origin ``i-1``, where ``m r``
+  and ``m c`` largely cancel; the words the node computes satisfy the same identity with the
+  encoded constants and the Dot roundings as extra terms, which bounds their errors too;
+* *known constants*: the encoding errors of ``m``, ``m c``, ``I`` are known numbers; the
+  analysis refers to the encoded robot and adds, once per link, the wrench of the parameter
+  differences (inverse dynamics is linear in them) as one error symbol with affine
+  coefficients (:meth:`_Analysis.add_known_parameters`).
+
 The error sources, each with a proven bound:
 
 * the encoding of ``q``, ``qd``, ``qdd`` (and ``f_ext``) to their words, half up: at most half an
   LSB of the word;
-* the encoding of every robot constant and of ``-g``: the exact difference word - value, known;
+* the encoding of every robot constant and of ``-g``: the exact difference word - value, known
+  (for the inertial parameters, see *known constants* above);
 * each Dot: its accumulation is exact (:mod:`linkdyn.model.fixedpoint`), its one rounding half up
   moves the result by at most ``2**-(f+1)`` (``f`` fractional bits of the destination; nothing
   when the accumulator has no more fractional bits than the destination); a product term
@@ -88,7 +105,8 @@ from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
 
 __all__ = ["Certificate", "certify", "default_box", "range_formats", "QUANTITIES", "quantity_of",
-           "cordic_error_bound", "sine_error_bound", "DEFAULT_QDD_MAX", "main"]
+           "cordic_error_bound", "sine_error_bound", "DEFAULT_QDD_MAX", "main",
+           "write_certificate", "add_box_arguments"]
 
 #: Default acceleration bound of the box, rad/s^2 (issue 17: ``|qdd| <= 10``).
 DEFAULT_QDD_MAX = 10.0
@@ -122,6 +140,12 @@ QUANTITIES = {
 }
 
 _FIXED_KINDS = ("zero", "rate", "theta_offset", "phase")
+
+#: Label of the error symbol of a node's known inertial-parameter errors.
+_KNOWN_PARAMETERS = "inertial"
+
+#: The inertial parameter registers, in the order of :meth:`~linkdyn.model.robot.Link.parameters`.
+_INERTIAL = ("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "I_zz")
 
 
 def quantity_of(name):
@@ -333,6 +357,8 @@ class _Errors:
         self.size = size
         self.used = 0
         self.labels = []
+        self.magnitudes = []
+        self.index = {}
 
     def zero(self):
         return _Error(np.zeros(self.size), np.zeros(self.size))
@@ -345,6 +371,8 @@ class _Errors:
         e = self.zero()
         e.lo[self.used] = e.hi[self.used] = magnitude
         self.labels.append(label)
+        self.magnitudes.append(float(magnitude))
+        self.index.setdefault(label, self.used)
         self.used += 1
         return e
 
@@ -408,8 +436,12 @@ class Certificate:
         ``node``, ``register``, ``range`` (exact value), ``error`` (bound on ``|e|``),
         ``limit`` (the word's range in the analysed format).
     sources : dict
-        Per error-source kind, the part of each joint's bound (N·m, tuple per joint), and
-        ``"second order"`` for the products of errors.
+        Per error-source kind, the part of each joint's bound (N·m, tuple per joint):
+        ``"input"``, ``"constant"``, ``"rounding"``, ``"table"``, ``"cordic"``,
+        ``"second order"`` (the products of errors), and by input (``"input q"``, ...) and
+        constant (``"constant r"``, ``"constant gravity"``, ``"constant inertial parameters"``
+        for the known inertial-parameter errors with ``mechanics``; ``"constant mass"``,
+        ``"constant inertia"``, ... without).
     """
 
     robot: str
@@ -560,7 +592,8 @@ def _encode_error(value, fraction_bits, what):
 
 
 def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_max=None,
-            fmt=Q15_16, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True):
+            fmt=Q15_16, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True,
+            mechanics=True):
     """Certify the fixed-point torque error of a robot's node chain over a box of states.
 
     Parameters
@@ -590,6 +623,10 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     vector_norms : bool
         Keep the Euclidean-norm bounds of the vector groups (:data:`_GROUPS`, default); off,
         the analysis is componentwise only (to measure what the norms bring).
+    mechanics : bool
+        With ``vector_norms``, also bound the groups' values and the errors of ``f_local`` and
+        ``mu_local`` by the mechanics of the recursion (:meth:`_Analysis.mechanics_norm`,
+        :meth:`_Analysis.mechanics_error`; default); off, the program-order norm rules only.
 
     Returns
     -------
@@ -622,7 +659,7 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     bits = _formats(fmt, formats)
     analysis = _Analysis(robot, fmt, bits, domain, (q_min, q_max, qd_lim, qdd_lim),
                          None if wrench_max is None else (force_max, moment_max), table,
-                         vector_norms)
+                         vector_norms, mechanics)
     return analysis.run()
 
 
@@ -677,8 +714,9 @@ class _Analysis:
     """One run of the abstract interpreter over the chain (see the module docstring)."""
 
     def __init__(self, robot, fmt, bits, domain, box, wrench, table=SINE_TABLE,
-                 vector_norms=True):
+                 vector_norms=True, mechanics=True):
         self.vector_norms = vector_norms
+        self.mechanics = mechanics and vector_norms
         self.robot, self.fmt, self.bits, self.wrench = robot, fmt, bits, wrench
         self.q_min, self.q_max, self.qd_max, self.qdd_max = box
         self.program = microprogram(fmt)
@@ -693,6 +731,7 @@ class _Analysis:
         self.records = []
         self.pending = {}
         self.norms = [dict() for _ in range(n)]
+        self.cylinders = [dict() for _ in range(n)]
         self.rotation_error = []
         self.table_bound = sine_error_bound(table)
         self.cordic_bound = cordic_error_bound()
@@ -882,8 +921,14 @@ class _Analysis:
         # The components' own bounds may be tighter: keep the smaller.
         own = self.component_norms(regs, comps)
         value_norm = min(value_norm, own[0])
+        if self.mechanics:
+            value_norm = min(value_norm, self.mechanics_norm(node, regs, group))
         error_norm = np.minimum(error_norm, own[1])
         remainder = min(remainder, own[2])
+        if self.mechanics and group in ("f_local", "mu_local") and not self.saturations:
+            alt_error, alt_remainder = self.mechanics_error(node, regs, group)
+            error_norm = np.minimum(error_norm, alt_error)
+            remainder = min(remainder, alt_remainder)
         norms[group] = (value_norm, error_norm, remainder)
         for c in comps:
             if group == "v" and c == "omega_dot_in_z":
@@ -896,6 +941,318 @@ class _Analysis:
                            min(error.r, remainder))
             regs[c] = (value, error)
             self.check(node, c, value, error)
+
+    def _cylinder(self, regs, prefix, norm, node=None):
+        """Bounds ``(P, Z)`` of the xy-part and the z-component of a vector (frame of its
+        components) from its component ranges, its norm bound and, for ``omega``,
+        ``omega_dot``, ``v`` and the incoming ``omega_in``, ``omega_dot_in``, the bounds
+        carried through the rotations (:meth:`_turn_cylinder`)."""
+        comps = ("v_x", "v_y", "omega_dot_in_z") if prefix == "v" else _vec(prefix)
+        bx, by, bz = (max(abs(b) for b in regs[c][0].bounds()) for c in comps)
+        p, z = min(norm, math.hypot(bx, by)), min(norm, bz)
+        if node is not None and prefix in self.cylinders[node]:
+            carried_p, carried_z = self.cylinders[node][prefix]
+            p, z = min(p, carried_p), min(z, carried_z)
+        return p, z
+
+    def _turn_cylinder(self, node, p, z):
+        """``(P, Z)`` of ``R^T w`` for ``w`` within ``(P, Z)``, ``R = Rz(theta) Rx(alpha)``.
+
+        ``Rz(theta)^T`` keeps both; ``Rx(alpha)^T`` maps ``(x, y, z)`` to ``(x, c y + s z,
+        -s y + c z)``: the new z-component is at most ``|s| P + |c| Z``, and the largest
+        ``x^2 + (|c| y + |s| Z)^2`` over ``x^2 + y^2 <= P^2`` is ``P^2 + Z^2`` when ``|c| Z <=
+        |s| P`` (at ``y = |c| Z / |s|``), else ``(|c| P + |s| Z)^2`` (at ``y = P``).
+        """
+        alpha = self.robot.links[node].alpha
+        c, s = abs(math.cos(alpha)), abs(math.sin(alpha))
+        slack = 1 + 1e-12
+        new_p = math.hypot(p, z) if c * z <= s * p else c * p + s * z
+        return new_p * slack, (s * p + c * z) * slack
+
+    def mechanics_norm(self, node, regs, group):
+        """A second bound on a group's value norm from the mechanics of the recursion.
+
+        Each is an identity of the exact recursion, bounded term by term (the program
+        computes the left side; its error is analysed as before):
+
+        * ``omega = R^T (omega_in + qd z)`` and ``omega_dot = R^T (v + qdd z)``: the ``z``
+          terms only add to the z-component, ``|w + a z|^2 <= min(N^2, P^2 + Z^2) + 2 |a| Z +
+          a^2`` with ``N`` the norm, ``P`` the xy-part and ``Z`` the z-component bound of ``w``
+          (a cylinder; a rotation about ``z`` keeps ``P`` and ``Z``, the twist turns them,
+          :meth:`_turn_cylinder`);
+        * ``v = omega_dot_in + qd omega_in x z``: ``omega_in x z`` is the xy-part of
+          ``omega_in`` turned a quarter, it adds to the xy-part of ``omega_dot_in`` only;
+        * ``f_local = m R^T p_ddot_in + omega_dot x c' + omega x (omega x c') + f_ext`` with
+          the first moment about origin ``i-1``, ``c' = m r + m c``: the inertial force about
+          the previous origin, where ``m r`` and ``m c`` largely cancel;
+        * ``mu_local = I' omega_dot + omega x I' omega + c' x R^T p_ddot_in + r x f_ext +
+          mu_ext`` with the inertia about origin ``i-1``, ``I' = I + m (|r|^2 1 - r r^T) +
+          2 (r . m c) 1 - r (m c)^T - (m c) r^T``; ``|omega x I' omega| <= (l_max - l_min)/2
+          |omega|^2`` (``l``: the eigenvalues of ``I'``; ``omega x (I' - s 1) omega`` for any
+          ``s``).
+        """
+        norms = self.norms[node]
+        cylinders = self.cylinders[node]
+        qd, qdd = float(self.qd_max[node]), float(self.qdd_max[node])
+        slack = 1 + 1e-12
+        if group == "omega":
+            n_in = norms["omega_in"][0]
+            p, z = self._cylinder(regs, "omega_in", n_in, node)
+            cylinders["omega"] = self._turn_cylinder(node, p, z + qd)
+            return math.sqrt(min(n_in ** 2, p * p + z * z) + 2 * qd * z + qd * qd) * slack
+        if group == "v":
+            n_w = norms["omega_in"][0]
+            p_w, _ = self._cylinder(regs, "omega_in", n_w, node)
+            n_d = norms["omega_dot_in"][0]
+            p_d, z_d = self._cylinder(regs, "omega_dot_in", n_d, node)
+            t = qd * p_w
+            cylinders["v"] = ((p_d + t) * slack, z_d)
+            return math.sqrt(min(n_d ** 2, p_d * p_d + z_d * z_d) + 2 * p_d * t + t * t) * slack
+        if group == "omega_dot":
+            n_v = norms["v"][0]
+            p_v, z_v = self._cylinder(regs, "v", n_v, node)
+            cylinders["omega_dot"] = self._turn_cylinder(node, p_v, z_v + qdd)
+            return math.sqrt(min(n_v ** 2, p_v * p_v + z_v * z_v) + 2 * qdd * z_v
+                             + qdd * qdd) * slack
+        if group in ("f_local", "mu_local"):
+            mech = self.link_mechanics(node)
+            n_p, n_wd, n_w = (norms[k][0] for k in ("p_ddot_in", "omega_dot", "omega"))
+            force, moment = (0.0, 0.0) if self.wrench is None else self.wrench
+            if group == "f_local":
+                bound = (mech["m"] * n_p + mech["c1"] * (n_wd + n_w * n_w)
+                         + math.sqrt(3) * force)
+            else:
+                bound = (mech["I1"] * n_wd + mech["I1_spread"] * n_w * n_w + mech["c1"] * n_p
+                         + math.sqrt(3) * (mech["r"] * force + moment))
+            return bound * slack
+        return math.inf
+
+    def _factor(self, regs, names, value):
+        """A factor ``(value norm, per-symbol error norm, remainder)`` of a vector or scalar
+        register set (its components' errors; every symbol of a constant or a rounding sits in
+        one component)."""
+        per = [regs[c][1].per_symbol() for c in names]
+        rem = math.sqrt(sum(regs[c][1].r ** 2 for c in names))
+        return value, np.sqrt(sum(e * e for e in per)), rem
+
+    def _roundings(self, node, names):
+        """The rounding symbols of registers ``names`` at ``node`` as a factor of value 0."""
+        index = self.errors.index
+        e = np.zeros(self.errors.size)
+        for name in names:
+            k = index.get(("rounding", name, node))
+            if k is not None:
+                e[k] = self.errors.magnitudes[k]
+        return 0.0, e, 0.0
+
+    @staticmethod
+    def _product(*factors):
+        """First-order per-symbol norm bound and remainder of the error of a product of
+        norm-submultiplicative factors (scalars, cross products, matrix times vector), each
+        ``(v, E, R)``: value norm ``v``, per-symbol first-order error norms ``E`` and
+        remainder ``R``. First order: ``sum_i E_i prod_(j != i) v_j``; remainder: ``sum_i
+        R_i prod_(j != i) v_j + prod (v + t) - prod v - sum_i t_i prod_(j != i) v_j`` with
+        ``t_i = sum E_i + R_i`` (every product of two or more errors)."""
+        values = [f[0] for f in factors]
+        totals = [float(np.sum(f[1])) + f[2] for f in factors]
+        first = 0.0
+        remainder = 0.0
+        linear_total = 0.0
+        for i, (v, e, r) in enumerate(factors):
+            others = math.prod(values[:i] + values[i + 1:])
+            first = first + e * others
+            remainder += r * others
+            linear_total += totals[i] * others
+        remainder += max(0.0, math.prod(v + t for v, t in zip(values, totals))
+                         - math.prod(values) - linear_total)
+        return first, remainder
+
+    def mechanics_error(self, node, regs, group):
+        """A second bound on the error norms of ``f_local`` or ``mu_local`` (per symbol, and
+        the remainder), from the identities of :meth:`mechanics_norm` applied to the words
+        the node computes.
+
+        With the encoded constants ``m~, r~, m c~, I~`` and the node's rounded words
+        ``p_ddot~ = R~^T p_ddot_in~ + omega_dot~ x r~ + omega~ x u~ + rho_p``, ``u~ = omega~ x
+        r~ + rho_u``, ``w_mc~ = omega~ x m c~ + rho_w``, ``h~ = I~ omega~ + rho_h`` (``rho``:
+        the Dot roundings), the Dots compute exactly::
+
+            f_local~ = m~ a~ + omega_dot~ x c'~ + omega~ x (omega~ x c'~) + m~ omega~ x rho_u
+                       + omega~ x rho_w + m~ rho_p + f_ext~ + rho_f
+            mu_local~ = I'~ omega_dot~ + omega~ x I'~ omega~ + c'~ x a~ + r~ x (m~ omega~ x
+                        rho_u + omega~ x rho_w + m~ rho_p + rho_f) + m c~ x (omega~ x rho_u +
+                        rho_p) + omega~ x rho_h + r~ x f_ext~ + mu_ext~ + rho_mu
+
+        with ``a~ = R~^T p_ddot_in~``, ``c'~ = m~ r~ + m c~`` and ``I'~`` from ``m~, r~, m c~,
+        I~`` (:meth:`mechanics_norm`), so their errors against the exact recursion are sums of
+        products of the factors' errors (:meth:`_product`). The error analysis keeps, for
+        every register, the exact first-order coefficient of each error symbol and a bound on
+        the rest (no clamp has acted: this bound is only used while no register can
+        saturate), so both this bound and the program-order one bound the same coefficients
+        and the smaller of the two holds.
+        """
+        mech = self.link_mechanics(node)
+        norms = self.norms[node]
+        m = self._factor(regs, ("m",), mech["m"])
+        r = self._factor(regs, _vec("r"), mech["r"])
+        mc = self._factor(regs, _vec("mc"), mech["mc"])
+        w = norms["omega"]
+        wd = norms["omega_dot"]
+        n_in, e_in, r_in = norms["p_ddot_in"]
+        rot = self.rotation_error[node]
+        rot_rem = math.sqrt(sum(regs[c][1].r ** 2 for c in _ROTATION_ENTRIES))
+        rot_total = float(np.sum(rot)) + rot_rem
+        in_total = float(np.sum(e_in)) + r_in
+        a = (n_in, e_in + rot * n_in, r_in + rot_rem * n_in + rot_total * in_total)
+        # c' = m r + m c: first order |r| E_m + m E_r + E_mc, remainder t_m t_r.
+        totals = {k: float(np.sum(f[1])) + f[2] for k, f in (("m", m), ("r", r), ("mc", mc))}
+        c1 = (mech["c1"], mech["r"] * m[1] + mech["m"] * r[1] + mc[1],
+              mech["r"] * m[2] + mech["m"] * r[2] + mc[2] + totals["m"] * totals["r"])
+        force, moment = (0.0, 0.0) if self.wrench is None else self.wrench
+        f_ext = self._factor(regs, _vec("f_ext"), math.sqrt(3) * force)
+        mu_ext = self._factor(regs, _vec("mu_ext"), math.sqrt(3) * moment)
+        rho = {name: self._roundings(node, _vec(name))
+               for name in ("u", "w_mc", "p_ddot", "f_local", "h", "mu_local")}
+        P = self._product
+        if group == "f_local":
+            terms = [P(m, a), P(wd, c1), P(w, w, c1), P(m, w, rho["u"]), P(w, rho["w_mc"]),
+                     P(m, rho["p_ddot"]), P(f_ext), P(rho["f_local"])]
+        else:
+            # I' = I + m (|r|^2 1 - r r^T) + 2 (r . mc) 1 - r mc^T - mc r^T (spectral norms).
+            inertia = self._factor(regs, ("I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "I_zz"),
+                                   mech["I1"])
+            r_norm, m_val, mc_norm = mech["r"], mech["m"], mech["mc"]
+            e_inertia = (inertia[1] + r_norm ** 2 * m[1] + 4 * (m_val * r_norm + mc_norm) * r[1]
+                         + 4 * r_norm * mc[1])
+            t_m, t_r, t_mc = totals["m"], totals["r"], totals["mc"]
+            r_inertia = (inertia[2] + r_norm ** 2 * m[2] + 4 * (m_val * r_norm + mc_norm) * r[2]
+                         + 4 * r_norm * mc[2] + t_m * 4 * r_norm * t_r
+                         + (m_val + t_m) * 2 * t_r ** 2 + 4 * t_r * t_mc)
+            i1 = (mech["I1"], e_inertia, r_inertia)
+            # omega x I' omega: first order e x (I' - s) omega + omega x (I' - s) e + omega x
+            # dI' omega, so 2 spread |omega| E_w + |omega|^2 E_I'.
+            gyro_first = 2 * mech["I1_spread"] * w[0] * w[1] + w[0] ** 2 * i1[1]
+            _, gyro_rem = P(w, i1, w)
+            gyro_rem += 2 * mech["I1_spread"] * w[0] * w[2]
+            terms = [P(i1, wd), (gyro_first, gyro_rem), P(c1, a),
+                     P(r, m, w, rho["u"]), P(mc, w, rho["u"]), P(r, w, rho["w_mc"]),
+                     P(r, m, rho["p_ddot"]), P(mc, rho["p_ddot"]), P(r, rho["f_local"]),
+                     P(w, rho["h"]), P(rho["mu_local"]), P(r, f_ext), P(mu_ext)]
+        first = sum(t[0] for t in terms)
+        remainder = sum(t[1] for t in terms)
+        slack = 1 + 1e-9
+        return np.asarray(first) * slack, remainder * slack
+
+    def encoded_parameters(self, node):
+        """The link's inertial parameters as the node's words encode them (``m, mc, I``),
+        and their differences from the exact ones (the same order as
+        :meth:`~linkdyn.model.robot.Link.parameters`)."""
+        exact = np.asarray(self.robot.links[node].parameters(), dtype=float)[:10]
+        bits = np.array([2.0 ** self.fbits(name) for name in _INERTIAL])
+        encoded = np.floor(exact * bits + 0.5) / bits
+        return encoded, encoded - exact
+
+    def add_known_parameters(self, node, regs):
+        """After the local segment: refer ``f_local`` and ``mu_local`` to the exact robot.
+
+        The node's words encode the inertial parameters ``pi~`` (``m, mc, I``), whose errors
+        ``dpi = pi~ - pi`` are known numbers, so up to here the analysis takes the encoded
+        robot as its reference (:meth:`node_registers`). The link's wrench is linear in its
+        parameters (eq. 12), so the exact one differs from the encoded one's by the wrench of
+        ``dpi`` on the same motion: ``df = dm p_ddot + omega_dot x d(mc) + omega x (omega x
+        d(mc))``, ``dmu = r x df + d(mc) x p_ddot + dI omega_dot + omega x dI omega``. This adds
+        it as one error symbol of the node (``eta = 1``) whose coefficients are the ranges of
+        ``df`` and ``dmu`` over the box (affine forms of the state, so their direction is kept
+        where the box is narrow), with the norm bounds ``|dm| |a| + |dc'| (|omega_dot| +
+        |omega|^2)`` and ``||dI'|| |omega_dot| + (l_max - l_min)/2 |omega|^2 + |dc'| |a|``
+        about origin ``i-1`` (:meth:`mechanics_norm`), and subtracts it from the values.
+        """
+        _, delta = self.encoded_parameters(node)
+        values = self.values
+        const = values.const
+        dm = float(delta[0])
+        dmc = [const(float(v)) for v in delta[1:4]]
+        xx, xy, xz, yy, yz, zz = (float(v) for v in delta[4:10])
+        d_inertia = ((xx, xy, xz), (xy, yy, yz), (xz, yz, zz))
+        value = lambda name: regs[name][0]  # noqa: E731
+        p, wd, w, r = ([value(c) for c in _vec(name)] for name in ("p_ddot", "omega_dot",
+                                                                    "omega", "r"))
+
+        def scale(x, c):
+            return values.mul(x, const(c))
+
+        def cross(a, b):
+            return [values.add(values.mul(a[(k + 1) % 3], b[(k + 2) % 3]),
+                               values.mul(a[(k + 2) % 3], b[(k + 1) % 3]), -1.0)
+                    for k in range(3)]
+
+        def add(*vectors):
+            out = list(vectors[0])
+            for v in vectors[1:]:
+                out = [values.add(x, y) for x, y in zip(out, v)]
+            return out
+
+        def matrix(m, v):
+            return [values.add(values.add(scale(v[0], m[k][0]), scale(v[1], m[k][1])),
+                               scale(v[2], m[k][2])) for k in range(3)]
+
+        df = add([scale(x, dm) for x in p], cross(wd, dmc), cross(w, cross(w, dmc)))
+        dmu = add(cross(r, df), cross(dmc, p), matrix(d_inertia, wd),
+                  cross(w, matrix(d_inertia, w)))
+        # Norm bounds about origin i-1.
+        r_exact = link_offset_vector(self.robot.links[node])
+        dmc_v = delta[1:4]
+        d_matrix = np.array(d_inertia)
+        shifted = (d_matrix + dm * (float(r_exact @ r_exact) * np.eye(3)
+                                    - np.outer(r_exact, r_exact))
+                   + 2 * float(r_exact @ dmc_v) * np.eye(3) - np.outer(r_exact, dmc_v)
+                   - np.outer(dmc_v, r_exact))
+        eig = np.linalg.eigvalsh(0.5 * (shifted + shifted.T))
+        dc = float(np.linalg.norm(dm * r_exact + dmc_v))
+        norms = self.norms[node]
+        n_w, n_wd, n_in = (norms[k][0] for k in ("omega", "omega_dot", "p_ddot_in"))
+        slack = 1 + 1e-9
+        bounds = {"f_local": (abs(dm) * n_in + dc * (n_wd + n_w * n_w)) * slack,
+                  "mu_local": (float(np.max(np.abs(eig))) * n_wd + 0.5 * float(eig[-1] - eig[0])
+                               * n_w * n_w + dc * n_in) * slack}
+        k = self.errors.used
+        self.errors.new(1.0, ("constant", _KNOWN_PARAMETERS, node))
+        for group, vector in (("f_local", df), ("mu_local", dmu)):
+            ranges = [v.bounds() for v in vector]
+            own = math.sqrt(sum(max(abs(lo), abs(hi)) ** 2 for lo, hi in ranges)) * slack
+            bound = min(bounds[group], own)
+            for c, (lo, hi), dv in zip(_vec(group), ranges, vector):
+                x, error = regs[c]
+                extra = self.errors.zero()
+                extra.lo[k], extra.hi[k] = max(lo, -bound), min(hi, bound)
+                regs[c] = (values.add(x, dv, -1.0), _Errors.add(error, extra))
+            v_norm, e_norm, rem = norms[group]
+            e_norm = e_norm.copy()
+            e_norm[k] = bound
+            norms[group] = (v_norm + bound, e_norm, rem)
+
+    def link_mechanics(self, node):
+        """Mass, ``|c'|``, ``||I'||``, ``(l_max - l_min)/2`` of ``I'`` and ``|r|`` of a link,
+        about origin ``i-1`` (see :meth:`mechanics_norm`)."""
+        cache = self.__dict__.setdefault("_mechanics", {})
+        if node not in cache:
+            link = self.robot.links[node]
+            r = link_offset_vector(link)
+            encoded, _ = self.encoded_parameters(node)
+            m, mc = float(encoded[0]), encoded[1:4]
+            xx, xy, xz, yy, yz, zz = encoded[4:10]
+            inertia = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+            shifted = (inertia + m * (float(r @ r) * np.eye(3) - np.outer(r, r))
+                       + 2 * float(r @ mc) * np.eye(3) - np.outer(r, mc) - np.outer(mc, r))
+            eig = np.linalg.eigvalsh(0.5 * (shifted + shifted.T))
+            slack = 1 + 1e-12
+            cache[node] = {"m": abs(m) * slack,
+                           "c1": float(np.linalg.norm(m * r + mc)) * slack,
+                           "I1": float(np.max(np.abs(eig))) * slack,
+                           "I1_spread": 0.5 * float(eig[-1] - eig[0]) * slack + 1e-15,
+                           "r": float(np.linalg.norm(r)) * slack,
+                           "mc": float(np.linalg.norm(mc)) * slack}
+        return cache[node]
 
     def rotation_norms(self, regs):
         """Per error symbol, a bound on the spectral norm of its coefficient in ``R~ - R``.
@@ -1002,6 +1359,15 @@ class _Analysis:
                                                      link.offset / (2 * math.pi), 32, wraps=True)
             else:
                 regs[reg.name] = self.constant(i, reg.name, exact[reg.name])
+        if self.mechanics:
+            # The inertial parameters' encoding errors are known numbers: the analysis takes
+            # the encoded robot as its reference and adds their effect on the torque, the
+            # inverse dynamics of the differences (linear in them), at the end
+            # (known_parameter_bound).
+            for name in _INERTIAL:
+                word = math.floor(exact[name] * 2.0 ** self.fbits(name) + 0.5)
+                regs[name] = (self.values.const(word * 2.0 ** -self.fbits(name)),
+                              self.errors.zero())
         regs["q"] = self.input(i, "q", 0, self.q_min[i], self.q_max[i])
         regs["qd"] = self.input(i, "qd", 1, -self.qd_max[i], self.qd_max[i])
         regs["qdd"] = self.input(i, "qdd", 2, -self.qdd_max[i], self.qdd_max[i])
@@ -1048,10 +1414,16 @@ class _Analysis:
                     break
                 self.norms[i][name] = (self.component_norms(regs, _vec(name)) if i == 0
                                        else self.norms[i - 1][sender])
+            if i > 0:
+                for name, sender in (("omega_in", "omega"), ("omega_dot_in", "omega_dot")):
+                    if sender in self.cylinders[i - 1]:
+                        self.cylinders[i][name] = self.cylinders[i - 1][sender]
             for segment in ("joint", "forward", "local"):
                 self.run_segment(i, regs, segment)
                 if segment == "joint":
                     self.rotation_error.append(self.rotation_norms(regs))
+            if self.mechanics:
+                self.add_known_parameters(i, regs)
             nodes.append(regs)
             previous = regs
         for i in reversed(range(n)):
@@ -1088,7 +1460,8 @@ class _Analysis:
                 if kind == "input":
                     by_input.setdefault(f"input {name}", [0.0] * n)[i] += float(value)
                 if kind == "constant":
-                    group = quantity_of(name) or name
+                    group = ("inertial parameters" if name == _KNOWN_PARAMETERS
+                             else quantity_of(name) or name)
                     if name.startswith("p_ddot_in"):
                         group = "gravity"
                     by_input.setdefault(f"constant {group}", [0.0] * n)[i] += float(value)
@@ -1301,9 +1674,8 @@ def _parse_vector(text):
     return values[0] if len(values) == 1 else values
 
 
-def main(argv=None):
-    """Command line: certify a robot over a box and write ``DIR/certificate.json`` and a report."""
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+def add_box_arguments(parser):
+    """Add the options of ``certify`` (robot, box, domain, sampled states, output) to a parser."""
     parser.add_argument("--robot", required=True,
                         help="built-in robot name, robot file (.json) or URDF file")
     parser.add_argument("--tip", help="last link of the chain")
@@ -1318,12 +1690,67 @@ def main(argv=None):
     parser.add_argument("--states", type=int, default=10_000,
                         help="random states for the sampled comparison (default 10000; 0: none)")
     parser.add_argument("--out", required=True, type=Path, help="output folder")
+
+
+def main(argv=None):
+    """Command line: certify a robot over a box and write ``DIR/certificate.json`` and a report."""
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    add_box_arguments(parser)
     args = parser.parse_args(argv)
     try:
         return _run(args)
     except CommandError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
+
+
+def write_certificate(robot, out, *, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_max=None,
+                      domain="affine", states=10_000, log=None):
+    """Certify a robot over a box and write ``out/certificate.json``, ``certificate.md`` and
+    ``certificate.png`` (certified bound against the sampled maximum per joint).
+
+    Parameters
+    ----------
+    robot : Robot
+        The robot.
+    out : pathlib.Path
+        Output folder (created).
+    qd_max, qdd_max, wrench_max, domain
+        As for :func:`certify`.
+    states : int
+        Random states of the sampled comparison (plus ``states // 5`` corners; 0: none).
+    log : callable, optional
+        Called with progress lines.
+
+    Returns
+    -------
+    (Certificate, numpy.ndarray)
+        The certificate and the sampled maximum per joint, N·m (zeros when ``states`` is 0).
+
+    Raises
+    ------
+    ValueError
+        As :func:`certify`; or if ``states`` is negative or ``out`` is a file.
+    """
+    out = Path(out)
+    if not isinstance(states, int) or isinstance(states, bool) or states < 0:
+        raise ValueError(f"states must be an integer >= 0, not {states!r}")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output {str(out)!r} exists and is not a folder")
+    certificate = certify(robot, qd_max=qd_max, qdd_max=qdd_max, wrench_max=wrench_max,
+                          domain=domain)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "certificate.json").write_text(certificate.to_json() + "\n", encoding="utf-8")
+    if states:
+        if log:
+            log(f"sampling {states:,} + {states // 5:,} states ...")
+        sampled, _ = sampled_error(robot, certificate, states)
+    else:
+        sampled = np.zeros(robot.n)
+    plot_bound(certificate, sampled, out / "certificate.png")
+    (out / "certificate.md").write_text(
+        report_markdown(certificate, sampled, states, "certificate.png"), encoding="utf-8")
+    return certificate, sampled
 
 
 def _run(args):
@@ -1336,23 +1763,13 @@ def _run(args):
         raise CommandError(str(error)) from None
     if args.states < 0:
         raise CommandError(f"--states must be >= 0, not {args.states}")
-    if args.out.exists() and not args.out.is_dir():
-        raise CommandError(f"--out {str(args.out)!r} exists and is not a folder")
     try:
-        certificate = certify(robot, qd_max=args.qd_max, qdd_max=args.qdd_max,
-                              wrench_max=args.wrench_max, domain=args.domain)
+        certificate, _ = write_certificate(
+            robot, args.out, qd_max=args.qd_max, qdd_max=args.qdd_max,
+            wrench_max=args.wrench_max, domain=args.domain, states=args.states,
+            log=lambda text: print(text, file=sys.stderr))
     except ValueError as error:
         raise CommandError(str(error)) from None
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "certificate.json").write_text(certificate.to_json() + "\n", encoding="utf-8")
-    if args.states:
-        print(f"sampling {args.states:,} + {args.states // 5:,} states ...", file=sys.stderr)
-        sampled, _ = sampled_error(robot, certificate, args.states)
-    else:
-        sampled = np.zeros(robot.n)
-    plot_bound(certificate, sampled, args.out / "certificate.png")
-    (args.out / "certificate.md").write_text(
-        report_markdown(certificate, sampled, args.states, "certificate.png"), encoding="utf-8")
     print(f"bound per joint (N·m): {' '.join(f'{v:.3e}' for v in certificate.bound_nm)}; "
           f"saturation free: {'yes' if certificate.saturation_free else 'NO'}; "
           f"wrote {args.out / 'certificate.json'}, certificate.md, certificate.png")
