@@ -65,7 +65,8 @@ OPTIONS = IdentificationOptions(acceleration="differentiate", cutoff=10.0,
 
 
 def perturb_plant(plant, *, mass=PERTURBATION["mass"], com=PERTURBATION["com"],
-                  friction=PERTURBATION["friction"], seed=PERTURBATION["seed"]):
+                  friction=PERTURBATION["friction"], seed=PERTURBATION["seed"],
+                  rigid=False):
     """Return a plant of the same arm whose true parameters differ from the URDF's.
 
     Parameters
@@ -80,6 +81,10 @@ def perturb_plant(plant, *, mass=PERTURBATION["mass"], com=PERTURBATION["com"],
         of each joint's effort limit (uniform; default 1 % to 2 %).
     seed : int
         Seed of the ``numpy.random.Generator`` drawing the factors.
+    rigid : bool
+        Build the same perturbed arm without the friction (drawn all the same, so the masses
+        and centres of mass are equal): its MuJoCo inverse dynamics plus the friction terms is
+        the plant's own torque for a motion.
 
     Returns
     -------
@@ -104,8 +109,10 @@ def perturb_plant(plant, *, mass=PERTURBATION["mass"], com=PERTURBATION["com"],
     tau_max = np.where(np.isfinite(plant.tau_max), plant.tau_max, 0.0)
     damping = tau_max * rng.uniform(low, high, plant.n)
     frictionloss = tau_max * rng.uniform(low, high, plant.n)
-    perturbed = Plant.from_urdf(plant.urdf_path, plant.tip, damping=damping,
-                                frictionloss=frictionloss)
+    zero = np.zeros(plant.n)
+    perturbed = Plant.from_urdf(plant.urdf_path, plant.tip,
+                                damping=zero if rigid else damping,
+                                frictionloss=zero if rigid else frictionloss)
     truth = {"links": {}, "damping": damping.tolist(), "frictionloss": frictionloss.tolist()}
     for link in plant.robot.links:
         m0, c0, inertia0 = perturbed.link_inertial(link.name)
@@ -134,7 +141,22 @@ def _measurements(log, name, start=0.0):
     return Measurements(log.t[keep], log.q[keep], log.qd[keep], log.tau[keep], name=name)
 
 
-def board_torque_errors(models, log, *, start=0.0, options=OPTIONS):
+def plant_torque(rigid, truth, q, qd, qdd, steepness=100.0):
+    """Return the perturbed plant's own torque for a motion, N·m, shape (k, n).
+
+    MuJoCo's inverse dynamics (``mj_inverse``) of the perturbed arm without friction
+    (``perturb_plant(..., rigid=True)``) plus its added friction in the form of eq. (20):
+    ``damping qd + frictionloss (2 / pi) atan(k qd)`` (the dry friction's level is reached as
+    ``|qd|`` grows; a joint at rest is held by anything up to the level, which no model of the
+    motion predicts).
+    """
+    damping = np.asarray(truth["damping"])
+    level = np.asarray(truth["frictionloss"])
+    rigid_torque = np.array([rigid.inverse_dynamics(a, b, c) for a, b, c in zip(q, qd, qdd)])
+    return rigid_torque + damping * qd + level * (2 / math.pi) * np.arctan(steepness * qd)
+
+
+def board_torque_errors(models, log, *, start=0.0, options=OPTIONS, plant=None):
     """Compare the nodes' torques for the measured motion of a run with the torques applied.
 
     Parameters
@@ -147,6 +169,11 @@ def board_torque_errors(models, log, *, start=0.0, options=OPTIONS):
         Ignore the samples before this time, s.
     options : IdentificationOptions
         Filtering and differentiation (the same as the identification's).
+    plant : tuple, optional
+        ``(rigid, truth)`` of :func:`perturb_plant`: also compare the plant's own torque
+        (:func:`plant_torque`, label ``"plant parameters"``) with the applied one, the floor no
+        model of the motion can go below, and every model with it (``"against_plant"``:
+        ``{label: TorqueErrors}``).
 
     Returns
     -------
@@ -160,6 +187,13 @@ def board_torque_errors(models, log, *, start=0.0, options=OPTIONS):
         predicted = rnea_fixed(robot, data.q, data.qd, data.qdd).tau
         result[label] = torque_errors(data.tau, predicted)
         result["_data"]["predicted"][label] = predicted
+    if plant is not None:
+        own = plant_torque(*plant, data.q, data.qd, data.qdd)
+        result["plant parameters"] = torque_errors(data.tau, own)
+        result["_data"]["predicted"]["plant parameters"] = own
+        # The models against the plant's own dynamics for the same motion (no stiction).
+        result["against_plant"] = {label: torque_errors(own, result["_data"]["predicted"][label])
+                                   for label in models}
     return result
 
 
@@ -210,6 +244,7 @@ def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds
         raise ValueError(f"the identify experiment is set up for the UR5, not {robot!r}")
     nominal_plant = Plant.from_reference(robot)
     plant, truth = perturb_plant(nominal_plant)
+    rigid, _ = perturb_plant(nominal_plant, rigid=True)
     nominal = plant.robot
     excitation = _excitation(nominal, period, iterations, samples, progress)
     trajectory = excitation.trajectory
@@ -226,6 +261,7 @@ def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds
     runs["identify_excitation"] = log
     faults["identify_excitation"] = controller.fault_codes
     timing.append(log.seconds_per_cycle)
+    clipped = plant.clip_count.tolist()
 
     result = identify(nominal, _measurements(log, "identify_excitation"), OPTIONS)
     identified = replace(result.identified, name=f"{nominal.name} (identified on the plant)")
@@ -246,18 +282,21 @@ def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds
         faults[f"identify_{label}"] = controller.fault_codes
         timing.append(log.seconds_per_cycle)
 
-    figures = {"identification": {
+    identification = {
         "base_parameters": result.base.count, "steepness": result.steepness,
         "physically_consistent": result.physically_consistent,
         "validation_rms_identified": result.errors["identified"].rms.tolist(),
         "validation_rms_nominal": result.errors["nominal"].rms.tolist(),
         "excitation_criterion": [excitation.initial_value, excitation.value],
-        "excitation_iterations": excitation.iterations, "excitation_period": period}}
+        "excitation_iterations": excitation.iterations, "excitation_period": period}
+    figures = {"identify_excitation": {
+        "faults": faults["identify_excitation"], "clipped_cycles": clipped,
+        "max_error": float(np.linalg.norm(runs["identify_excitation"].error, axis=1).max())}}
     torque = {}
     for label in ("nominal", "identified"):
         name = f"identify_{label}"
         log = runs[name]
-        errors = board_torque_errors(models, log, start=hold)
+        errors = board_torque_errors(models, log, start=hold, plant=(rigid, truth))
         torque[name] = errors
         magnitude = np.linalg.norm(log.error, axis=1)
         eight = log.t >= hold
@@ -267,17 +306,19 @@ def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds
             "model_in_the_nodes": label,
             "torque_rms_nominal": nominal_rms.tolist(),
             "torque_rms_identified": identified_rms.tolist(),
+            "torque_rms_plant_parameters": errors["plant parameters"].rms.tolist(),
+            "model_rms_nominal": errors["against_plant"]["nominal"].rms.tolist(),
+            "model_rms_identified": errors["against_plant"]["identified"].rms.tolist(),
+            "model_ratio": (errors["against_plant"]["identified"].rms
+                            / errors["against_plant"]["nominal"].rms).tolist(),
             "torque_ratio": (identified_rms / nominal_rms).tolist(),
             "at_most_half_on_every_joint": bool(np.all(identified_rms <= 0.5 * nominal_rms)),
             "rms_error_eight": float(np.sqrt(np.mean(magnitude[eight] ** 2))),
             "max_error_eight": float(magnitude[eight].max()),
             "faults": faults[name]}
-    figures["identify_excitation"] = {"faults": faults["identify_excitation"],
-                                      "max_error": float(np.linalg.norm(
-                                          runs["identify_excitation"].error, axis=1).max()),
-                                      "clipped_cycles": plant.clip_count.tolist()}
     return {"runs": runs, "figures": figures, "seconds_per_cycle": float(np.mean(timing)),
-            "truth": truth, "hold": hold, "eight_period": eight_period,
+            "identification": identification, "truth": truth, "hold": hold,
+            "eight_period": eight_period,
             "objects": {"identified": identified, "torque": torque, "excitation": trajectory},
             "gains": {"excitation": {"omega": HIGH_GAINS.omega, "zeta": HIGH_GAINS.zeta},
                       "eight": {"omega": TRACK_GAINS.omega, "zeta": TRACK_GAINS.zeta}}}

@@ -146,7 +146,10 @@ def describe_identify(result, out):
                      + " N·m, identified " + "/".join(f"{v:.2f}" for v in
                                                        f["torque_rms_identified"])
                      + " N·m (ratio " + "/".join(f"{v:.2f}" for v in f["torque_ratio"])
-                     + f"; at most half on every joint: {f['at_most_half_on_every_joint']}), "
+                     + f"; at most half on every joint: {f['at_most_half_on_every_joint']}; "
+                     "the plant's own parameters "
+                     + "/".join(f"{v:.2f}" for v in f["torque_rms_plant_parameters"])
+                     + " N·m), "
                      f"tracking RMS {f['rms_error_eight'] * 1e3:.1f} mm")
     text = "; ".join(lines)
     save_robot(result["objects"]["identified"], out / "identify_robot.json",
@@ -165,10 +168,11 @@ def _plot_identify_torques(result, path):
     for j in range(n):
         ax = axes[j % (n // 2)][j // (n // 2)]
         ax.plot(t, measured[:, j], "k", lw=1.4, label="plant (applied)")
-        for label, style in (("nominal", ":"), ("identified", "--")):
+        for label, style in (("nominal", ":"), ("identified", "--"), ("plant parameters", "-")):
             values = data["predicted"][label][:, j]
             rms = float(np.sqrt(np.mean((values - measured[:, j]) ** 2)))
-            ax.plot(t, values, style, lw=1.0, label=f"{label} (RMS {rms:.2f})")
+            ax.plot(t, values, style, lw=1.0 if label != "plant parameters" else 0.7,
+                    label=f"{label} (RMS {rms:.2f})")
         ax.set_ylabel(f"joint {j + 1}, N·m", fontsize=8)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6, loc="upper right")
