@@ -1,4 +1,7 @@
-"""``linkdyn experiment {point,payload,contact,track,identify} --robot ur5 --out DIR [--seconds S]`` (golden mode)."""
+"""``linkdyn experiment {point,payload,contact,track,identify} --out DIR [--seconds S]``.
+
+Golden mode.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +23,9 @@ def register(subparsers):
     parser.add_argument("--controller", default="golden",
                         help="golden (gateware: not built yet)")
     parser.add_argument("--seconds", type=float, default=None,
-                        help="length of each run, s (default 2 for point, 3 for payload, 4 for contact, "
-                             "8.5 for track; identify: a short version with runs of S s)")
+                        help="length of each run, s (default 2 for point, 3 for payload, 4 for "
+                             "contact, 8.5 for track; identify: a short version with runs of "
+                             "S s)")
     parser.set_defaults(func=_run)
 
 

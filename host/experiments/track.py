@@ -175,15 +175,16 @@ def stiffness_from_log(log, start, stop):
             "stiffness": float(force @ force / (force @ deflection))}
 
 
-def recovery_time(t, deviation, release, until, band=0.05):
+def recovery_time(t, deviation, start, release, until, band=0.05):
     """Time after a release until a deviation stays within ``band`` of its peak (s, or None).
 
     ``deviation`` (shape (k,), m) is measured from the undisturbed run at the same time; the peak
-    is its largest value before ``until``; None if it has not settled by ``until``.
+    is its largest value from ``start`` (the push's onset) to ``until`` (the end of the window,
+    s); None if it has not settled by ``until``.
     """
     t = np.asarray(t, dtype=float)
     window = t < until
-    peak = float(deviation[window].max())
+    peak = float(deviation[(t >= start) & window].max())
     after = np.nonzero((t >= release) & window)[0]
     outside = after[deviation[after] > band * peak]
     if len(outside) == 0:
@@ -333,7 +334,7 @@ def track_experiment(robot="ur5", seconds=8.5, *, hold=2.5, size=0.3,
                     "force": list(map(float, force)), "body": body or "tool",
                     "start": start, "until": until,
                     "max_deviation": float(deviation[acting].max()),
-                    "recovery_time": recovery_time(log.t, deviation, until, end),
+                    "recovery_time": recovery_time(log.t, deviation, start, until, end),
                     "deviation_at_next": float(deviation[max(0, int(np.searchsorted(
                         log.t, end)) - 1)])}
             entry["disturbances"] = pushes

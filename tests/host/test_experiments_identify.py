@@ -110,6 +110,22 @@ def test_files_summary_robot_file_and_plots(short, tmp_path):
                                rtol=1e-12, atol=1e-15)
 
 
+def test_docs_section_says_per_joint_what_matches(short, tmp_path):
+    from linkdyn.host.experiments.docs import results_section
+    write_experiment("identify", short, tmp_path, "ur5")
+    section = results_section(json.loads((tmp_path / "summary.json").read_text()))
+    ratio = short["figures"]["identify_identified"]["torque_ratio"]
+    good = [str(j + 1) for j, r in enumerate(ratio) if r <= 0.5]
+    bad = [str(j + 1) for j, r in enumerate(ratio) if r > 0.5]
+    matches = next(l for l in section.splitlines() if l.startswith("**Matches:**"))
+    differs = next(l for l in section.splitlines() if l.startswith("**Differs:**"))
+    assert ("`identify_identified`: identified error at most half the nominal on joints "
+            + ", ".join(good)) in matches
+    if bad:
+        assert f"`identify_identified`: not on joints {', '.join(bad)}" in differs
+    assert " / ".join(f"{v:.2f}" for v in ratio) in section
+
+
 def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="finite number >= 4.5"):
         identify_experiment("ur5", 2.0)

@@ -180,3 +180,25 @@ def test_full_track_recovers_after_every_push():
     limited = result["figures"]["track_disturbed"]["disturbances"]["push_tool"]
     unlimited = result["figures"]["track_disturbed_unsaturated"]["disturbances"]["push_tool"]
     assert limited["max_deviation"] > unlimited["max_deviation"]
+
+
+def test_docs_section_is_generated_from_the_summary(short, tmp_path):
+    from linkdyn.host.experiments.docs import BEGIN, END, update_docs
+    write_experiment("track", short, tmp_path, "ur5")
+    page = tmp_path / "experiments.md"
+    page.write_text("# Experiments\n\nhand-written text\n")
+    section = update_docs(tmp_path / "summary.json", page, tmp_path / "img")
+    text = page.read_text()
+    assert text.startswith("# Experiments\n\nhand-written text\n") and BEGIN in text
+    s = short["figures"]["track_disturbed"]["stiffness"]
+    assert f"ratio {s['ratio']:.3f}" in section
+    verdict = "**Matches:**" if abs(s["ratio"] - 1) <= 0.15 else "**Differs:**"
+    line = next(l for l in section.splitlines() if "x the prediction" in l)
+    assert line.startswith(verdict)
+    for plot in ("track_path.png", "track_error.png"):
+        assert (tmp_path / "img" / f"experiments_{plot}").read_bytes()[:4] == b"\x89PNG"
+        assert f"(img/experiments_{plot})" in section
+    # Regenerating replaces the section, once.
+    update_docs(tmp_path / "summary.json", page)
+    again = page.read_text()
+    assert again == text and again.count(BEGIN) == again.count(END) == 1
