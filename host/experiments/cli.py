@@ -24,7 +24,7 @@ def register(subparsers):
                         help="golden (gateware: not built yet)")
     parser.add_argument("--seconds", type=float, default=None,
                         help="length of each run, s (default 2 for point, 3 for payload, 4 for "
-                             "contact, 8.5 for track; identify: a short version with runs of "
+                             "contact, 10 for track; identify: a short version with runs of "
                              "S s)")
     parser.set_defaults(func=_run)
 

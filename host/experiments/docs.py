@@ -128,13 +128,13 @@ def _track(entry):
                 continue
             p = pushes[key]
             recovery = "not within the run" if p["recovery_time"] is None \
-                else f"{p['recovery_time']:.2f} s"
+                else f"after {p['recovery_time']:.2f} s"
             linear = f", linear prediction {_mm(p['linear_deflection'])}" \
                 if "linear_deflection" in p else ""
             rows.append((f"{what}, {label}",
                          f"{math.sqrt(sum(v * v for v in p['force'])):.1f} N for "
                          f"{p['until'] - p['start']:.2f} s: largest deviation from `track` "
-                         f"{_mm(p['max_deviation'])}{linear}; within 5 % of it after "
+                         f"{_mm(p['max_deviation'])}{linear}; within 5 % of it "
                          f"{recovery}"))
     matches, differs = [], []
     (matches if abs(s["ratio"] - 1) <= 0.15 else differs).append(

@@ -179,7 +179,8 @@ def board_torque_errors(models, log, *, start=0.0, options=OPTIONS, plant=None):
     -------
     dict
         ``{label: TorqueErrors}`` (RMS per joint, N·m, against the low-passed applied torque),
-        and ``"_data"``: the prepared measurements and the torques per label (for the plot).
+        with ``plant`` also ``"plant parameters"`` and ``"against_plant"``, and ``"_data"``:
+        the prepared measurements and the torques per label (for the plot).
     """
     data = prepare(_measurements(log, "eight", start), options)
     result = {"_data": {"t": data.t, "tau": data.tau, "predicted": {}}}
@@ -213,8 +214,8 @@ def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds
     period : float
         Excitation period, s (paper: 10 s), when ``seconds`` is not given.
     eight_seconds : float
-        Length of the eight runs (:func:`.track.track_experiment`'s time line without its
-        disturbances), s, when ``seconds`` is not given.
+        Length of the eight runs (the hold and the eight of :func:`.track.track_experiment`,
+        undisturbed, without the rest at the end), s, when ``seconds`` is not given.
     iterations, samples : int
         SLSQP iterations and criterion samples of the excitation optimisation.
     progress : bool
@@ -223,9 +224,11 @@ def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds
     Returns
     -------
     dict
-        ``runs`` (LoopLog per run of :data:`IDENTIFY_RUNS`), ``figures`` (the identification's
-        validation, the torque errors on the eights per joint for both models, the tracking
-        errors), ``truth`` (the perturbation), ``seconds_per_cycle``; ``objects``, not for
+        ``runs`` (LoopLog per run of :data:`IDENTIFY_RUNS`), ``figures`` (per run: on the
+        eights the torque errors per joint of both models against the applied torque and
+        against the plant's own dynamics, and the tracking errors), ``identification`` (base
+        parameters, the held-out validation of the excitation run), ``truth`` (the
+        perturbation), ``seconds_per_cycle``; ``objects``, not for
         JSON: ``identified`` (the Robot), ``torque`` (:func:`board_torque_errors` per eight
         run), ``excitation`` (the FadedTrajectory).
 

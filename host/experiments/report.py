@@ -49,7 +49,7 @@ def run_experiment(name, out, robot="ur5", seconds=None, controller="golden"):
     robot : str
         Reference arm.
     seconds : float, optional
-        Length of each run, s (default 2 s for point, 3 s for payload, 4 s for contact, 8.5 s
+        Length of each run, s (default 2 s for point, 3 s for payload, 4 s for contact, 10 s
         for track; identify: the paper's 10 s excitation period and 8.5 s eights, a given
         ``seconds`` is the short version of :func:`.identify.identify_experiment`).
     controller : str

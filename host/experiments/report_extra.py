@@ -32,7 +32,7 @@ CLAIMS = {
 }
 
 #: Default length of each run, s (None: the experiment's own default).
-DEFAULT_SECONDS = {"track": 8.5, "identify": None}
+DEFAULT_SECONDS = {"track": 10.0, "identify": None}
 
 
 def _pyplot():
@@ -55,9 +55,9 @@ def describe_track(result, out):
             f"{s['ratio']:.3f}); tracking RMS error undisturbed "
             f"{figures['track']['rms_error_eight'] * 1e3:.2f} mm")
     if push is not None:
-        recovery = ("not within the run" if push["recovery_time"] is None
+        recovery = ("never" if push["recovery_time"] is None
                     else f"{push['recovery_time']:.2f} s")
-        recovery_u = ("not within the run" if push_u["recovery_time"] is None
+        recovery_u = ("never" if push_u["recovery_time"] is None
                       else f"{push_u['recovery_time']:.2f} s")
         text += (f"; push {np.linalg.norm(push['force']):.1f} N for "
                  f"{push['until'] - push['start']:.1f} s: largest deviation "

@@ -14,7 +14,8 @@ gains, as in the paper) and every run has the same time line:
 2. the eight (one eight at full speed, fades of half a period); in the disturbed runs a push on
    the tool of :data:`PUSH_FACTOR` times the force the feedback can hold before its limits
    saturate, and later a push on a link of the arm (the forearm): the paper's "at the
-   end-effector but also at any other link".
+   end-effector but also at any other link";
+3. :data:`REST` seconds at the end pose, for the recovery from the last push.
 
 Runs: ``track`` (no disturbance), ``track_disturbed`` (the disturbances, feedback limited as
 :meth:`linkdyn.model.controller.ControllerConfig.for_joint` sets it: ``K_p`` times 0.1 rad,
@@ -43,7 +44,7 @@ from linkdyn.host.trajectory.paths import figure_eight
 from .loop import GainSet, GoldenController, run_closed_loop
 from .runs import _cycles, _plant, reference_pose
 
-__all__ = ["TRACK_GAINS", "TRACK_RUNS", "STIFFNESS_WINDOW", "PUSH_FACTOR", "UNSATURATED",
+__all__ = ["TRACK_GAINS", "TRACK_RUNS", "STIFFNESS_WINDOW", "PUSH_FACTOR", "UNSATURATED", "REST",
            "predicted_compliance", "saturation_force", "eight_reference", "track_experiment",
            "stiffness_from_log", "recovery_time"]
 
@@ -55,6 +56,9 @@ TRACK_RUNS = ("track", "track_disturbed", "track_disturbed_unsaturated")
 
 #: Length of the window at the end of the hold phase over which the deflection is averaged, s.
 STIFFNESS_WINDOW = 0.5
+
+#: Rest at the end pose after the eight, s.
+REST = 1.5
 
 #: The push during the eight, as a multiple of the force the feedback limits allow.
 PUSH_FACTOR = 3.0
@@ -204,7 +208,7 @@ def _disturbances(hold, period, stiffness_force, push_force, link_force):
     ]
 
 
-def track_experiment(robot="ur5", seconds=8.5, *, hold=2.5, size=0.3,
+def track_experiment(robot="ur5", seconds=10.0, *, hold=2.5, size=0.3,
                      direction=(0.0, 0.0, -1.0), stiffness_fraction=0.5,
                      push_factor=PUSH_FACTOR, link_force=(0.0, 3.0, 0.0)):
     """Track the figure-eight compliantly, with and without disturbances (paper Sect. 4.4).
@@ -215,8 +219,9 @@ def track_experiment(robot="ur5", seconds=8.5, *, hold=2.5, size=0.3,
         Reference arm (``"ur5"``; the forearm push needs a link named ``forearm_link``, else
         it acts on the tool).
     seconds : float
-        Length of each run, s: ``hold`` plus the eight (1.5 periods), so the eight's period is
-        ``(seconds - hold) / 1.5`` (default 8.5 s: a 4 s eight, as in the trajectory docs).
+        Length of each run, s: ``hold``, the eight (1.5 periods) and :data:`REST`, so the eight's
+        period is ``(seconds - hold - REST) / 1.5`` (default 10 s: a 4 s eight, as in the
+        trajectory docs).
     hold : float
         Hold phase at the start pose, s (>= 2 * :data:`STIFFNESS_WINDOW`; default 2.5 s: the
         compliant loop (4 rad/s, critically damped) settles to 0.2 % in 2 s).
@@ -244,7 +249,7 @@ def track_experiment(robot="ur5", seconds=8.5, *, hold=2.5, size=0.3,
     Raises
     ------
     ValueError
-        If ``seconds`` is not a finite number > ``hold + 1.5`` (an eight of at least 1 s),
+        If ``seconds`` is not a finite number >= ``hold + REST + 1.5`` (an eight of 1 s),
         ``hold`` is shorter than twice the stiffness window, or ``direction`` is zero.
     """
     for name, value in (("seconds", seconds), ("hold", hold), ("size", size),
@@ -255,10 +260,10 @@ def track_experiment(robot="ur5", seconds=8.5, *, hold=2.5, size=0.3,
             raise ValueError(f"{name} must be a finite number > 0, not {value!r}")
     if hold < 2 * STIFFNESS_WINDOW:
         raise ValueError(f"hold must be >= {2 * STIFFNESS_WINDOW} s, not {hold!r}")
-    period = (seconds - hold) / 1.5
-    if period < 1.0:
-        raise ValueError(f"seconds must be >= hold + 1.5 s = {hold + 1.5} s (an eight of at "
-                         f"least 1 s), not {seconds!r}")
+    period = (seconds - hold - REST) / 1.5
+    if period < 1.0 - 1e-9:
+        raise ValueError(f"seconds must be >= hold + {REST} s rest + 1.5 s = "
+                         f"{hold + REST + 1.5} s (an eight of at least 1 s), not {seconds!r}")
     d = np.asarray(direction, dtype=float)
     if d.shape != (3,) or not np.all(np.isfinite(d)) or np.linalg.norm(d) < 1e-9:
         raise ValueError(f"direction must be a non-zero 3-vector, not {direction!r}")

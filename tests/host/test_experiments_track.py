@@ -3,7 +3,7 @@
 References: MuJoCo's joint-space inertia and tool Jacobian for the stiffness the gains predict
 (``J^-T M K_p J^-1``, computed here from the 6 x 6 formula, not from the code's 3 x 3 one); the
 Cartesian figure-eight the IK was given; the wrist sensor against the applied disturbance.
-Short runs (4 s: a 1 s eight of 0.15 m); the full run behind LINKDYN_LONG=1.
+Short runs (5.5 s: a 1 s eight of 0.15 m); the full run behind LINKDYN_LONG=1.
 """
 
 import csv
@@ -31,7 +31,7 @@ LONG = bool(os.environ.get("LINKDYN_LONG"))
 
 @pytest.fixture(scope="module")
 def short():
-    return track_experiment("ur5", 4.0, size=0.15)
+    return track_experiment("ur5", 5.5, size=0.15)
 
 
 def _predicted_stiffness_6x6(q):
@@ -143,7 +143,7 @@ def test_files_summary_and_plots(short, tmp_path):
         with open(tmp_path / f"{run}.csv", newline="") as stream:
             rows = list(csv.reader(stream))
         assert rows[0][:2] == ["t", "q1"] and rows[0][-3:] == ["dx", "dy", "dz"]
-        assert len(rows) - 1 == len(short["runs"][run].t) == 4000
+        assert len(rows) - 1 == len(short["runs"][run].t) == 5500
     for plot in entry["plots"]:
         assert (tmp_path / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert summary["track"]["figures"]["track_disturbed"]["stiffness"]["ratio"] \
@@ -152,8 +152,8 @@ def test_files_summary_and_plots(short, tmp_path):
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(seconds=3.0), "seconds must be >= hold"),
-    (dict(seconds=8.5, hold=0.5), "hold must be >="),
-    (dict(seconds=8.5, direction=(0, 0, 0)), "direction must be"),
+    (dict(seconds=10.0, hold=0.5), "hold must be >="),
+    (dict(seconds=10.0, direction=(0, 0, 0)), "direction must be"),
     (dict(seconds=-1.0), "seconds must be a finite number > 0"),
 ])
 def test_bad_input_is_refused(kwargs, message):
@@ -168,7 +168,7 @@ def test_cli_refuses_a_too_short_track(capsys, tmp_path, monkeypatch):
     assert not (tmp_path / "X").exists()
 
 
-@pytest.mark.skipif(not LONG, reason="full 8.5 s runs: LINKDYN_LONG=1")
+@pytest.mark.skipif(not LONG, reason="full 10 s runs: LINKDYN_LONG=1")
 def test_full_track_recovers_after_every_push():
     result = track_experiment("ur5")
     _check_stiffness(result)
