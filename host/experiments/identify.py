@@ -320,6 +320,7 @@ def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds
             "max_error_eight": float(magnitude[eight].max()),
             "faults": faults[name]}
     return {"runs": runs, "figures": figures, "seconds_per_cycle": float(np.mean(timing)),
+            "robot": robot,
             "identification": identification, "truth": truth, "hold": hold,
             "eight_period": eight_period,
             "objects": {"identified": identified, "torque": torque, "excitation": trajectory},

@@ -350,7 +350,7 @@ def track_experiment(robot="ur5", seconds=10.0, *, hold=2.5, size=0.3,
         entry["faults"] = faults[name]
         figures[name] = entry
     return {"runs": runs, "figures": figures, "seconds_per_cycle": float(np.mean(timing)),
-            "pose": q0.tolist(), "hold": hold, "period": period, "size": size,
+            "robot": robot, "pose": q0.tolist(), "hold": hold, "period": period, "size": size,
             "eight_centre": path.position[0].tolist(),
             "eight_axes": [path.rotation[0][:, 0].tolist(), path.rotation[0][:, 1].tolist()],
             "ik_max_error": ik.max_position_error,
