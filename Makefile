@@ -24,7 +24,7 @@ define apt_install
 fi
 endef
 
-.PHONY: install test test-long bench demo verilog bitstream program formal clean
+.PHONY: install test test-long bench demo experiments verilog bitstream program formal clean
 
 install: $(VENV)/.installed
 
@@ -60,6 +60,17 @@ formal: install
 
 demo: install
 	$(PY) -m linkdyn.host.demo --out build/demo
+
+# The closed-loop experiments of the paper's Sect. 4 on the MuJoCo plant (golden mode), then the
+# results section of docs/experiments.md regenerated from their summary.json (a few minutes).
+EXPERIMENTS_OUT ?= build/experiments
+experiments: install
+	rm -f $(EXPERIMENTS_OUT)/summary.json
+	for name in contact point track payload identify; do \
+	  OPENBLAS_NUM_THREADS=1 $(PY) -m linkdyn.host experiment $$name --robot ur5 --out $(EXPERIMENTS_OUT) || exit 1; \
+	done
+	$(PY) -m linkdyn.host.experiments.docs --summary $(EXPERIMENTS_OUT)/summary.json \
+	  --docs docs/experiments.md --img docs/img
 
 clean:
 	rm -rf build sim_build .pytest_cache .hypothesis

@@ -1,4 +1,7 @@
-"""``linkdyn experiment {point,payload,contact} --robot ur5 --out DIR [--seconds S]`` (golden mode)."""
+"""``linkdyn experiment {point,payload,contact,track,identify} --out DIR [--seconds S]``.
+
+Golden mode.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +12,20 @@ def register(subparsers):
     """Add the ``experiment`` subcommand."""
     parser = subparsers.add_parser(
         "experiment", help="run a closed-loop experiment of the paper on the MuJoCo plant",
-        description="Closed-loop experiments (paper Sect. 4.2 contact, 4.3 point, 4.5 payload) with the "
+        description="Closed-loop experiments (paper Sect. 4.1 identify, 4.2 contact, 4.3 point, "
+                    "4.4 track, 4.5 payload) with the "
                     "golden controller and the MuJoCo plant; writes DIR/<run>.csv, "
                     "DIR/summary.json and plots.")
     parser.add_argument("name", metavar="EXPERIMENT",
-                        help="point, payload or contact (track, identify: not built yet)")
+                        help="point, payload, contact, track or identify")
     parser.add_argument("--robot", default="ur5", help="reference arm (default ur5)")
     parser.add_argument("--out", required=True, help="output directory")
     parser.add_argument("--controller", default="golden",
                         help="golden (gateware: not built yet)")
     parser.add_argument("--seconds", type=float, default=None,
-                        help="length of each run, s (default 2 for point, 3 for payload, 4 for contact)")
+                        help="length of each run, s (default 2 for point, 3 for payload, 4 for "
+                             "contact, 10 for track; identify: a short version with runs of "
+                             "S s)")
     parser.set_defaults(func=_run)
 
 
@@ -38,7 +44,7 @@ def _run(args):
                            f"{', '.join(EXPERIMENTS)}")
     if args.name not in EXPERIMENTS:
         raise CommandError(f"unknown experiment {args.name!r}; built: {', '.join(EXPERIMENTS)}"
-                           f" (not yet: {', '.join(NOT_BUILT)})")
+                           + (f" (not yet: {', '.join(NOT_BUILT)})" if NOT_BUILT else ""))
     if args.seconds is not None and not args.seconds > 0:
         raise CommandError(f"--seconds must be > 0, not {args.seconds!r}")
     try:

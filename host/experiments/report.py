@@ -7,8 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .identify import identify_experiment
 from .loop import write_csv
+from .report_extra import CLAIMS as EXTRA_CLAIMS, DEFAULT_SECONDS, describe_identify, \
+    describe_track
 from .runs import contact_experiment, payload_experiment, point_experiment
+from .track import track_experiment
 
 __all__ = ["CLAIMS", "run_experiment", "write_experiment"]
 
@@ -28,6 +32,7 @@ CLAIMS = {
                 "on COMPI); with its gravity written to the last node the accuracy returns to the "
                 "no-payload level while the arm stays compliant (acceptance: modelled <= 1.2x, "
                 "unmodelled >= 5x the no-payload error)."),
+    **EXTRA_CLAIMS,
 }
 
 
@@ -37,14 +42,16 @@ def run_experiment(name, out, robot="ur5", seconds=None, controller="golden"):
     Parameters
     ----------
     name : str
-        ``"point"``, ``"payload"`` or ``"contact"``.
+        ``"point"``, ``"payload"``, ``"contact"``, ``"track"`` or ``"identify"``.
     out : str or path-like
         Output directory (created if missing). ``summary.json`` there is updated (other
         experiments' entries kept).
     robot : str
         Reference arm.
     seconds : float, optional
-        Length of each run, s (default 2 s for point, 3 s for payload, 4 s for contact).
+        Length of each run, s (default 2 s for point, 3 s for payload, 4 s for contact, 10 s
+        for track; identify: the paper's 10 s excitation period and 8.5 s eights, a given
+        ``seconds`` is the short version of :func:`.identify.identify_experiment`).
     controller : str
         ``"golden"``; ``"gateware"`` is not built yet.
 
@@ -66,9 +73,10 @@ def run_experiment(name, out, robot="ur5", seconds=None, controller="golden"):
     if name not in EXPERIMENTS:
         raise ValueError(f"experiment must be one of {EXPERIMENTS}, not {name!r}")
     if seconds is None:
-        seconds = {"point": 2.0, "payload": 3.0, "contact": 4.0}[name]
+        seconds = {"point": 2.0, "payload": 3.0, "contact": 4.0, **DEFAULT_SECONDS}[name]
     result = {"point": point_experiment, "payload": payload_experiment,
-              "contact": contact_experiment}[name](robot, seconds)
+              "contact": contact_experiment, "track": track_experiment,
+              "identify": identify_experiment}[name](robot, seconds)
     return write_experiment(name, result, out, robot)
 
 
@@ -78,7 +86,7 @@ def write_experiment(name, result, out, robot):
     out.mkdir(parents=True, exist_ok=True)
     for run, log in result["runs"].items():
         write_csv(log, out / f"{run}.csv")
-    entry = {key: value for key, value in result.items() if key != "runs"}
+    entry = {key: value for key, value in result.items() if key not in ("runs", "objects")}
     entry["robot"] = robot
     entry["controller"] = "golden"
     entry["real_time_factor"] = 1e-3 / result["seconds_per_cycle"]
@@ -93,6 +101,10 @@ def write_experiment(name, result, out, robot):
                          + "); ordered as designed: "
                          + str(order[0] > order[1] > order[2]))
         entry["plots"] = [_plot_point(result, out / "point.png")]
+    elif name == "track":
+        entry["ours"], entry["plots"] = describe_track(result, out)
+    elif name == "identify":
+        entry["ours"], entry["plots"] = describe_identify(result, out)
     elif name == "contact":
         c = result["figures"]["contact"]
         entry["ours"] = (f"commanded 0..{c['commanded_max']:g} N along x: measured max "

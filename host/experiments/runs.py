@@ -36,8 +36,8 @@ POINT_GAINS = {"high": GainSet(20.0, 1.5), "medium": GainSet(20.0, 0.7),
 #: Sect. 4.5's compliant setting (low feedback gains).
 PAYLOAD_GAINS = GainSet(4.0, 1.0)
 
-EXPERIMENTS = ("point", "payload", "contact")
-NOT_BUILT = ("track", "identify")
+EXPERIMENTS = ("point", "payload", "contact", "track", "identify")
+NOT_BUILT = ()
 
 
 def reference_pose(plant):

@@ -145,7 +145,7 @@ def test_payload_log_has_the_told_force(payload):
 
 @pytest.mark.parametrize("argv, message", [
     (["experiment", "bogus", "--out", "X"], "unknown experiment 'bogus'"),
-    (["experiment", "track", "--out", "X"], "not built yet"),
+    (["experiment", "identify", "--out", "X", "--seconds", "2"], "finite number >= 4.5"),
     (["experiment", "point", "--out", "X", "--seconds", "-1"], "--seconds must be > 0"),
     (["experiment", "point", "--out", "X", "--controller", "gateware"], "gateware is not built"),
     (["experiment", "point", "--out", "X", "--controller", "fpga"], "--controller must be"),
