@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.controller import (COUNT, FAULTS, MODE_BITS, REGISTERS, ControllerConfig,
-                                FixedPointRangeError)
+                                FixedPointRangeError, decode_fault)
 from ..model.fixedpoint import signed_word
 from ..model.protocol import (
     CONTROL_FAULT_CLEAR, CONTROL_NODE, CRC_BYTES, RECORD_WORDS,
@@ -77,33 +77,6 @@ _CONTROL_FIRST = control_register(_CONTROL_BLOCK[0]).address
 assert [control_register(name).address for name in _CONTROL_BLOCK] == \
     list(range(_CONTROL_FIRST, _CONTROL_FIRST + len(_CONTROL_BLOCK)))
 _RECORD_INDEX = {word.name: k for k, word in enumerate(RECORD_WORDS)}
-_CODE_MASK = 0x7
-_CAUSE_SHIFT = 8
-_CAUSE_MASK = (1 << len(FAULTS)) - 1
-
-
-def decode_fault(word):
-    """Split a controller's ``fault`` word into its code and cause mask.
-
-    Parameters
-    ----------
-    word : int or array_like of int
-        The ``fault`` word (register ``fault`` or ``record_fault``): bits 0-2 the code of the
-        first fault since the last clear, bits 8-12 the mask of every cause seen (bit
-        ``code - 1``; :data:`linkdyn.model.controller.FAULTS`).
-
-    Returns
-    -------
-    code, cause : int or numpy.ndarray of int64
-        The code (0: no fault) and the cause mask, shaped like ``word``.
-    """
-    word = np.asarray(word, dtype=np.int64)
-    code, cause = word & _CODE_MASK, (word >> _CAUSE_SHIFT) & _CAUSE_MASK
-    if code.ndim == 0:
-        return int(code), int(cause)
-    return code, cause
-
-
 def fault_names(cause):
     """Return the names of the causes in a cause mask, in priority order.
 

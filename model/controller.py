@@ -61,7 +61,8 @@ from .fixedpoint import FixedPointRangeError, Q15_16, QFormat, round_shift, satu
 
 __all__ = [
     "WORD", "FINE", "COUNT", "COUNT_MAX", "Register", "REGISTERS", "SPECIAL_REGISTERS", "INPUTS",
-    "OUTPUT_PORTS", "FLAGS", "STROBE_FLAGS", "MODE_BITS", "FAULTS", "Op", "PROGRAM", "SEGMENTS",
+    "OUTPUT_PORTS", "FLAGS", "STROBE_FLAGS", "MODE_BITS", "FAULTS", "FAULT_CODE_BITS",
+    "FAULT_CAUSE_SHIFT", "fault_word", "decode_fault", "Op", "PROGRAM", "SEGMENTS",
     "ControllerConfig", "register", "mul_shift", "run_segment", "fault_causes",
     "register_table", "program_listing",
     "JointControllerModel", "FixedPointRangeError",
@@ -245,6 +246,40 @@ FAULTS = {
     4: ("reference_watchdog", "no reference strobe for more than watchdog_cycles steps"),
     5: ("message_watchdog", "no neighbour-message strobe for more than watchdog_cycles steps"),
 }
+
+#: The ``fault`` word (register ``fault``, 0x41): bits 0 .. FAULT_CODE_BITS-1 the code of the
+#: first fault since the last clear, bits FAULT_CAUSE_SHIFT .. + len(FAULTS)-1 the mask of every
+#: cause seen (bit ``code - 1``).
+FAULT_CODE_BITS = 3
+FAULT_CAUSE_SHIFT = 8
+
+
+def fault_word(code, cause):
+    """Return the ``fault`` word of a code and a cause mask (see :data:`FAULT_CODE_BITS`)."""
+    return int(code) | (int(cause) << FAULT_CAUSE_SHIFT)
+
+
+def decode_fault(word):
+    """Split a ``fault`` word into its code and cause mask.
+
+    Parameters
+    ----------
+    word : int or array_like of int
+        The ``fault`` word (register ``fault`` or the step record's ``record_fault``).
+
+    Returns
+    -------
+    code, cause : int or numpy.ndarray of int64
+        The code (0: no fault, else a key of :data:`FAULTS`) and the cause mask, shaped like
+        ``word``.
+    """
+    word = np.asarray(word, dtype=np.int64)
+    code = word & ((1 << FAULT_CODE_BITS) - 1)
+    cause = (word >> FAULT_CAUSE_SHIFT) & ((1 << len(FAULTS)) - 1)
+    if code.ndim == 0:
+        return int(code), int(cause)
+    return code, cause
+
 
 #: One-bit flags: the mode bits, the flags ops write, and the strobes' "seen" bits.
 FLAGS = (*MODE_BITS, "ref_seen", "msg_seen", "pos_lo_ok", "pos_hi_ok", "vel_ok", "in_pos",
@@ -739,7 +774,7 @@ class JointControllerModel:
         if name == "mode":
             return self.mode
         if name == "fault":
-            return self.latch["code"] | (self.latch["cause"] << 8)
+            return fault_word(self.latch["code"], self.latch["cause"])
         raise KeyError(f"no controller register named {name!r}")
 
     def strobe(self, reference=False, message=False):
