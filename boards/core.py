@@ -38,7 +38,15 @@ class BoardCore(wiring.Component):
         chain's register banks (BANKS, the chain's ``banks``, 1 for a chain without).
     chain : wiring.Component, optional
         The register-bus target; default :class:`~linkdyn.gateware.chain.LinkDynChain`
-        ``(nodes, fmt=fmt)``. Tests may pass a stand-in.
+        ``(nodes, fmt=fmt)``, with ``controllers``
+        :class:`~linkdyn.gateware.controlled_chain.ControlledChain` ``(nodes, fmt=fmt)``.
+        Tests may pass a stand-in.
+    controllers : bool
+        A joint controller beside every node (paper Fig. 7): the chain is a
+        :class:`~linkdyn.gateware.controlled_chain.ControlledChain` and the protocol has the
+        controller window and the CONTROL command (``ProtocolSpec(controllers=True)``); its
+        ``sensor`` / ``actuator`` ports are reached as ``core.chain.sensor[i]``,
+        ``core.chain.actuator[i]``.
 
     Members
     -------
@@ -61,19 +69,26 @@ class BoardCore(wiring.Component):
     leds: Out(LED_COUNT)
 
     def __init__(self, nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
-                 board_id=0, chain=None):
+                 board_id=0, chain=None, controllers=False):
         if not isinstance(nodes, int) or not 1 <= nodes <= 32:
             raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")
         self.nodes = nodes
         self.clock_hz = clock_hz
         self.fmt = fmt
-        if chain is None:
+        if not isinstance(controllers, bool):
+            raise TypeError(f"controllers must be a bool, not {controllers!r}")
+        self.controllers = controllers
+        if chain is None and controllers:
+            from linkdyn.gateware.controlled_chain import ControlledChain
+            chain = ControlledChain(nodes, fmt=fmt)
+        elif chain is None:
             from linkdyn.gateware.chain import LinkDynChain
             chain = LinkDynChain(nodes, fmt=fmt)
         self.chain = chain
         # A chain without banks (the FakeChain stand-in) has one set of input registers.
         self.hostlink = HostLink(nodes, clock_hz=clock_hz, baudrate=baudrate, divisor=divisor,
-                                 fmt=fmt, board_id=board_id, banks=getattr(chain, "banks", 1))
+                                 fmt=fmt, board_id=board_id, banks=getattr(chain, "banks", 1),
+                                 controllers=controllers)
         super().__init__()
 
     @property
