@@ -44,6 +44,8 @@ window's reference, record and sensor words are answered at once.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -193,7 +195,7 @@ class ControlledChain(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        n, spec = self._n, self.spec
+        n = self._n
         m.submodules.chain = chain = self.chain
         joints = self.controllers
         for i, joint in enumerate(joints):
@@ -264,8 +266,16 @@ class ControlledChain(wiring.Component):
                                  port_ready.eq(joint.reg.w_ready)]
 
         self._elaborate_timer(m, control_period, period_count, stepping, step_due, overruns)
-        self._elaborate_front_end(m, locals())
-        self._elaborate_sequencer(m, locals())
+        # The state the front end and the sequencer share.
+        shared = SimpleNamespace(
+            reference=reference, record=record, sample=sample, fe=fe, sq=sq, req=req,
+            stepping=stepping, step_due=step_due, control_period=control_period,
+            period_count=period_count, own_words=own_words, port_addr=port_addr,
+            port_node=port_node, port_write=port_write, port_rdata=port_rdata,
+            port_busy=port_busy, port_ready=port_ready, fault_read=fault_read,
+            control_steps=control_steps, latency=latency, step_cycles=step_cycles)
+        self._elaborate_front_end(m, shared)
+        self._elaborate_sequencer(m, shared)
         return m
 
     # -- the CONTROL_PERIOD timer ------------------------------------------------------------------
@@ -287,17 +297,16 @@ class ControlledChain(wiring.Component):
 
     # -- the host's bus --------------------------------------------------------------------------
 
-    def _elaborate_front_end(self, m, v):
-        n, spec, bus, chain = self._n, self.spec, self.bus, self.chain
+    def _elaborate_front_end(self, m, s):
+        n, bus, chain = self._n, self.bus, self.chain
         joints = self.controllers
-        reference, record, sample = v["reference"], v["record"], v["sample"]
-        fe, stepping, step_due = v["fe"], v["stepping"], v["step_due"]
-        control_period, period_count = v["control_period"], v["period_count"]
-        own_words = v["own_words"]
-        port_addr, port_node, port_write = v["port_addr"], v["port_node"], v["port_write"]
-        port_rdata, port_busy, port_ready = v["port_rdata"], v["port_busy"], v["port_ready"]
+        fe, stepping, step_due = s.fe, s.stepping, s.step_due
+        control_period, period_count = s.control_period, s.period_count
+        own_words = s.own_words
+        port_addr, port_node, port_write = s.port_addr, s.port_node, s.port_write
+        port_rdata, port_busy, port_ready = s.port_rdata, s.port_busy, s.port_ready
 
-        req = v["req"]
+        req = s.req
         decoded = Signal(_Decoded)
         m.d.comb += [port_addr.eq(req.addr[:7]), port_node.eq(req.node)]
 
@@ -346,7 +355,7 @@ class ControlledChain(wiring.Component):
                 clear = (req.wdata & CONTROL_CLEAR).any()
                 fault_clear = (req.wdata & CONTROL_FAULT_CLEAR).any()
                 with m.If(decoded.window):
-                    self._window_access(m, v, req, decoded, answer)
+                    self._window_access(m, s, req, decoded, answer)
                 with m.Elif(decoded.own):
                     with m.If(req.we):
                         with m.If(decoded.own_writable):
@@ -373,7 +382,9 @@ class ControlledChain(wiring.Component):
                     with m.Else():
                         m.next = "CONTROL_APPLY"
                 with m.Elif(decoded.status & ~req.we & stepping):
-                    answer(Cat(Const(1, 1), Const(0, 1), chain.overflow_sticky.any()))
+                    # busy, not done (the chain's STATUS bits, the overflow bit as it has it)
+                    answer(Mux(chain.overflow_sticky.any(), STATUS_BUSY | STATUS_OVERFLOW,
+                               STATUS_BUSY))
                 with m.Elif(stepping):
                     with m.If(req.we & decoded.node):
                         answer(error=1)               # node writes: refused while busy
@@ -418,11 +429,11 @@ class ControlledChain(wiring.Component):
             with m.State("ANSWER"):
                 m.next = "IDLE"
 
-    def _window_access(self, m, v, req, decoded, answer):
+    def _window_access(self, m, s, req, decoded, answer):
         """DISPATCH of an access to node ``req.node``'s controller window."""
         joints = self.controllers
-        reference, record, sample = v["reference"], v["record"], v["sample"]
-        stepping = v["stepping"]
+        reference, record = s.reference, s.record
+        stepping = s.stepping
         kinds = {kind: WINDOW_KINDS.index(kind) for kind in WINDOW_KINDS}
         with m.If(~decoded.exists | (req.we & ~decoded.writable) | (req.we & stepping)):
             answer(error=1)
@@ -466,12 +477,12 @@ class ControlledChain(wiring.Component):
 
     # -- the control step --------------------------------------------------------------------------
 
-    def _elaborate_sequencer(self, m, v):
+    def _elaborate_sequencer(self, m, s):
         n, spec, chain = self._n, self.spec, self.chain
         joints = self.controllers
-        record, sample, sq = v["record"], v["sample"], v["sq"]
-        stepping, fault_read = v["stepping"], v["fault_read"]
-        control_steps, latency, step_cycles = v["control_steps"], v["latency"], v["step_cycles"]
+        record, sample, sq = s.record, s.sample, s.sq
+        stepping, fault_read = s.stepping, s.fault_read
+        control_steps, latency, step_cycles = s.control_steps, s.latency, s.step_cycles
 
         node = Signal(range(n))
         k = Signal(2)

@@ -25,7 +25,7 @@ from linkdyn.gateware.controlled_chain import ControlledChain
 from linkdyn.gateware.controller import CYCLES
 from linkdyn.model import load_robot
 from linkdyn.model import protocol as P
-from linkdyn.model.controller import REGISTERS, WORD, ControllerConfig
+from linkdyn.model.controller import WORD, ControllerConfig
 from linkdyn.model.golden import encode_base_motion, encode_robot
 from linkdyn.sim.chain_cases import random_robot
 from linkdyn.sim.chain_testbench import BusHost
@@ -176,7 +176,6 @@ async def _load(ctx, lock, robot, configs):
 async def _scenario(ctx, lock, robot, rng, steps):
     """Random control steps: sensor samples, references (sometimes without the strobe), fault
     clears both ways, parameter writes, CONTROL bits combined."""
-    n = robot.n
     limits = _limits(robot, rng)
     configs = [_config(lim, rng) for lim in limits]
     await _load(ctx, lock, robot, configs)
