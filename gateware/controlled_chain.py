@@ -61,6 +61,7 @@ from linkdyn.model.protocol import (
 from .bus import RegisterBusSignature
 from .chain import LinkDynChain
 from .controller import ActuatorSignature, JointController, SensorSignature
+from .cordic import CordicArctangent
 
 __all__ = ["ControlledChain", "WINDOW_KINDS"]
 
@@ -158,6 +159,9 @@ class ControlledChain(wiring.Component):
             raise ValueError(f"Node count must be 1 .. {MAX_NODES}, not {n!r}")
         if not isinstance(fmt, QFormat):
             raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        if not isinstance(pipelined, bool):
+            raise TypeError(f"pipelined must be a bool, not {pipelined!r}")
+        CordicArctangent.check_step_cycles(cordic_step_cycles, name="cordic_step_cycles")
         self._n = n
         self._fmt = fmt
         self.spec = ProtocolSpec(n, fmt, controllers=True)

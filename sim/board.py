@@ -20,7 +20,10 @@ simulator's speed.) This module does not use the host package: it talks to the b
 starts with the frames of :mod:`linkdyn.model.protocol` only.
 
 The default chain is :class:`linkdyn.gateware.chain.LinkDynChain`; the FakeChain stand-in of
-the host-link tests is used when passed explicitly.
+the host-link tests is used when passed explicitly. ``SimulatedBoard(..., controllers=True)``
+builds the board with joint controllers
+(:class:`~linkdyn.gateware.controlled_chain.ControlledChain`); the joints' sensor ports are
+driven by the bridge, 0 until :meth:`SimulatedBoard.set_sensor` sets them.
 
 Start-up waits until the board answers INFO on the port; shutdown asks the bridge to finish
 (a stop file), waits for the simulator, terminates its process group if it does not end,

@@ -14,7 +14,9 @@ window word and by CONTROL.fault_clear, random parameter writes. Besides: the ac
 while a control step runs, and the CONTROL_PERIOD timer.
 """
 
+import gc
 import os
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -210,8 +212,8 @@ async def _scenario(ctx, lock, robot, rng, steps):
     return configs
 
 
-def _lockstep(n):
-    dut = ControlledChain(n)
+def _lockstep(n, **kwargs):
+    dut = ControlledChain(n, **kwargs)
     return dut, Lockstep(dut, ControlledChainModel(P.ProtocolSpec(n, controllers=True)))
 
 
@@ -242,6 +244,20 @@ def test_controlled_chain_equals_the_model_word_for_word(robot_name, seed, steps
     assert lock.seen["i_ref"] and lock.seen["fault"], lock.seen
     # The step's latency covers the feedback, the update and the output segments.
     assert seen["latency"] > CYCLES["feedback"] + seen["update"] + CYCLES["output"]
+
+
+def test_compact_controllers_and_one_cycle_cordic_steps_equal_the_model():
+    """The other timings (compact controllers, the Spartan-6 CORDIC steps) give the same
+    words."""
+    robot = random_robot(2, 17)
+    dut, lock = _lockstep(2, pipelined=False, cordic_step_cycles=1)
+
+    async def bench(ctx):
+        await _scenario(ctx, lock, robot, np.random.default_rng(18), 4)
+        await lock.everything(ctx)
+
+    run(dut, bench)
+    assert lock.model.control_steps == 4
 
 
 def test_fault_sequences_latch_and_clear_as_the_model():
@@ -405,3 +421,18 @@ def test_panda_controlled_chain_many_steps_long():
 
     run(dut, bench)
     assert lock.model.control_steps == 25
+
+
+@pytest.mark.parametrize("args,kwargs,error,match", [
+    ((0,), {}, ValueError, "Node count must be 1 .. 32, not 0"),
+    (("2",), {}, TypeError, "Node count must be an integer, not '2'"),
+    ((2, "Q15.16"), {}, TypeError, "Word format must be a QFormat"),
+    ((2,), {"pipelined": 1}, TypeError, "pipelined must be a bool, not 1"),
+    ((2,), {"cordic_step_cycles": 3}, ValueError, "cordic_step_cycles must be 1 or 2, not 3"),
+])
+def test_bad_arguments_are_refused_with_what_was_expected(args, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        ControlledChain(*args, **kwargs)
+    with warnings.catch_warnings():     # the refused object is never elaborated
+        warnings.simplefilter("ignore")
+        gc.collect()
