@@ -1,8 +1,8 @@
 """Run every benchmark: ``python -m linkdyn.bench [--write-docs docs/performance.md]``.
 
 Each also runs alone, with options of its own (``--help``): ``python -m linkdyn.bench.<name>``
-for dynamics, node, chain, hostlink (these four run here), controller, local_loop, plant, trees,
-link, golden.
+for dynamics, node, chain, hostlink (these four run here), controller, controlled_chain,
+local_loop, plant, trees, link, golden.
 """
 
 import argparse

@@ -8,6 +8,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from linkdyn.gateware.controller import ActuatorSignature, SensorSignature
 from linkdyn.gateware.hostlink import HostLink
 from linkdyn.model.fixedpoint import Q15_16
 
@@ -38,7 +39,14 @@ class BoardCore(wiring.Component):
         chain's register banks (BANKS, the chain's ``banks``, 1 for a chain without).
     chain : wiring.Component, optional
         The register-bus target; default :class:`~linkdyn.gateware.chain.LinkDynChain`
-        ``(nodes, fmt=fmt)``. Tests may pass a stand-in.
+        ``(nodes, fmt=fmt)``, with ``controllers``
+        :class:`~linkdyn.gateware.controlled_chain.ControlledChain` ``(nodes, fmt=fmt)``.
+        Tests may pass a stand-in.
+    controllers : bool
+        A joint controller beside every node (paper Fig. 7): the chain is a
+        :class:`~linkdyn.gateware.controlled_chain.ControlledChain` and the protocol has the
+        controller window and the CONTROL command (``ProtocolSpec(controllers=True)``); its
+        ``sensor`` / ``actuator`` ports are the core's (members below).
 
     Members
     -------
@@ -49,6 +57,12 @@ class BoardCore(wiring.Component):
     leds : Out(4)
         0: heartbeat (about 1 Hz), 1: host link busy (a byte seen recently), 2: a node
         overflowed since the last clear, 3: chain busy.
+    sensor : In(SensorSignature).array(nodes)
+        With ``controllers`` only: joint i's measured ``q`` (rad), ``qd`` (rad/s), Q15.16, to
+        the chain's ``sensor[i]`` (pins, or a plant in simulation).
+    actuator : Out(ActuatorSignature).array(nodes)
+        With ``controllers`` only: joint i's current reference ``i_ref`` (A, Q15.16) and
+        ``enable``, from the chain's ``actuator[i]``.
 
     Raises
     ------
@@ -56,25 +70,32 @@ class BoardCore(wiring.Component):
         If ``nodes`` is not an integer in 1..32 or the UART settings are impossible.
     """
 
-    rx: In(1, init=1)
-    tx: Out(1, init=1)
-    leds: Out(LED_COUNT)
-
     def __init__(self, nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
-                 board_id=0, chain=None):
+                 board_id=0, chain=None, controllers=False):
         if not isinstance(nodes, int) or not 1 <= nodes <= 32:
             raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")
         self.nodes = nodes
         self.clock_hz = clock_hz
         self.fmt = fmt
-        if chain is None:
+        if not isinstance(controllers, bool):
+            raise TypeError(f"controllers must be a bool, not {controllers!r}")
+        self.controllers = controllers
+        if chain is None and controllers:
+            from linkdyn.gateware.controlled_chain import ControlledChain
+            chain = ControlledChain(nodes, fmt=fmt)
+        elif chain is None:
             from linkdyn.gateware.chain import LinkDynChain
             chain = LinkDynChain(nodes, fmt=fmt)
         self.chain = chain
         # A chain without banks (the FakeChain stand-in) has one set of input registers.
         self.hostlink = HostLink(nodes, clock_hz=clock_hz, baudrate=baudrate, divisor=divisor,
-                                 fmt=fmt, board_id=board_id, banks=getattr(chain, "banks", 1))
-        super().__init__()
+                                 fmt=fmt, board_id=board_id, banks=getattr(chain, "banks", 1),
+                                 controllers=controllers)
+        members = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(LED_COUNT)}
+        if controllers:
+            members["sensor"] = In(SensorSignature).array(nodes)
+            members["actuator"] = Out(ActuatorSignature).array(nodes)
+        super().__init__(members)
 
     @property
     def baudrate(self):
@@ -106,4 +127,12 @@ class BoardCore(wiring.Component):
             m.d.comb += self.leds[2].eq(chain.overflow_sticky.any())
         if hasattr(chain, "busy"):
             m.d.comb += self.leds[3].eq(chain.busy)
+        if self.controllers:
+            for i in range(self.nodes):
+                m.d.comb += [
+                    chain.sensor[i].q.eq(self.sensor[i].q),
+                    chain.sensor[i].qd.eq(self.sensor[i].qd),
+                    self.actuator[i].i_ref.eq(chain.actuator[i].i_ref),
+                    self.actuator[i].enable.eq(chain.actuator[i].enable),
+                ]
         return m

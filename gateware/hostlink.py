@@ -53,6 +53,9 @@ class HostLink(wiring.Component):
         Board identifier reported by INFO.
     banks : int
         Register banks of the chain reported by INFO (1, 2 or 4).
+    controllers : bool
+        The chain has joint controllers (INFO CONTROLLERS; the controller window and the
+        CONTROL command, :class:`~linkdyn.gateware.protocol.ProtocolEngine`).
     rx_fifo_depth, tx_fifo_depth : int, optional
         FIFO depths, bytes; default two longest requests and one longest reply, rounded up to
         a power of two (block RAM).
@@ -79,7 +82,7 @@ class HostLink(wiring.Component):
     bus: Out(RegisterBusSignature())
 
     def __init__(self, n_nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
-                 board_id=0, banks=1, rx_fifo_depth=None, tx_fifo_depth=None, timeout_cycles=None,
+                 board_id=0, banks=1, controllers=False, rx_fifo_depth=None, tx_fifo_depth=None, timeout_cycles=None,
                  step_timeout_cycles=None):
         if not isinstance(clock_hz, int) or clock_hz <= 0:
             raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
@@ -94,7 +97,7 @@ class HostLink(wiring.Component):
         self.divisor = divisor
         self.baudrate = baudrate
         self.engine = ProtocolEngine(n_nodes, fmt=fmt, clock_hz=clock_hz, baudrate=baudrate,
-                                     board_id=board_id, banks=banks,
+                                     board_id=board_id, banks=banks, controllers=controllers,
                                      timeout_cycles=timeout_cycles,
                                      step_timeout_cycles=step_timeout_cycles)
         self.receiver = UARTReceiver(divisor)

@@ -15,7 +15,8 @@ from amaranth.lib.wiring import In, Out
 
 from ..model.fixedpoint import Q15_16
 from ..model.protocol import (
-    BLOCK_FIELDS, CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, CRC16,
+    BLOCK_FIELDS, CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, CONTROL_STEP,
+    CONTROLLER_BASE, CONTROLLER_WORDS, CRC16, RECORD_WORDS, REFERENCE_WORDS,
     INFO_COUNT, INFO_FIRST, INTER_BYTE_TIMEOUT, PROTOCOL_VERSION, REPLY_HEADER, STEP_TIMEOUT,
     REPLY_SYNC, REQUEST_HEADER, REQUEST_HEADER_BYTES, REPLY_HEADER_BYTES, REQUEST_SYNC,
     STATE_CHANGING, STATUS_BUSY, STATUS_COUNT, STATUS_DONE, STATUS_FIRST, STEP_CONTROL_COUNT,
@@ -95,11 +96,23 @@ class AccessCheck(wiring.Component):
                         m.d.comb += [self.exists.eq(1), self.writable.eq(reg.writable),
                                      self.local.eq(reg.owner == "engine")]
         with m.Elif(self.node < spec.n_nodes):
-            m.d.comb += [
+            node_rule = [
                 self.exists.eq(self.addr < spec.node_map_size),
                 self.writable.eq(self.addr < Mux(self.node == 0, spec.writable_end_node0,
                                                  spec.writable_end)),
             ]
+            if spec.controllers:
+                with m.If(self.addr >= CONTROLLER_BASE):
+                    # The controller window (controller_map): its words, their own access.
+                    with m.Switch(self.addr[:8]):
+                        for word in CONTROLLER_WORDS:
+                            with m.Case(word.address):
+                                m.d.comb += [self.exists.eq(1),
+                                             self.writable.eq(word.writable)]
+                with m.Else():
+                    m.d.comb += node_rule
+            else:
+                m.d.comb += node_rule
         return m
 
 
@@ -275,6 +288,11 @@ class ProtocolEngine(wiring.Component):
         Board identifier (INFO only).
     banks : int
         Register banks of the chain behind the bus (INFO only): 1, 2 or 4.
+    controllers : bool
+        The chain has a joint controller beside every node
+        (:class:`~linkdyn.gateware.controlled_chain.ControlledChain`): the controller window
+        and control registers are accessible and the CONTROL command is implemented
+        (``ProtocolSpec(controllers=True)``).
     timeout_cycles : int, optional
         Inter-byte timeout, cycles; default ``clock_hz * INTER_BYTE_TIMEOUT``.
     step_timeout_cycles : int, optional
@@ -328,6 +346,9 @@ class ProtocolEngine(wiring.Component):
         between the buffer and a run of registers on a run of nodes, one bus transaction per
         word, or (STEP) STATUS polls until ``done``. STEP: write the inputs of every node,
         write CONTROL.start, poll, read ``tau`` of every node, read OVERFLOW .. UPDATE_COUNT.
+        CONTROL (with ``controllers``): write the reference words of every node's controller
+        window, write CONTROL.control_step, poll, read the record words of every node, read
+        OVERFLOW .. UPDATE_COUNT.
     ``REPLY``, ``SEND_*``
         Count the frame, send header, buffer words and CRC.
 
@@ -346,9 +367,10 @@ class ProtocolEngine(wiring.Component):
     uart_errors: In(UARTErrors)
 
     def __init__(self, n_nodes, *, fmt=Q15_16, clock_hz=0, baudrate=0, board_id=0, banks=1,
-                 timeout_cycles=None, step_timeout_cycles=None, counter_width=16):
+                 controllers=False, timeout_cycles=None, step_timeout_cycles=None,
+                 counter_width=16):
         self.spec = ProtocolSpec(n_nodes, fmt, clock_hz=clock_hz, baudrate=baudrate,
-                                 board_id=board_id, banks=banks)
+                                 board_id=board_id, banks=banks, controllers=controllers)
         if timeout_cycles is None:
             if not clock_hz:
                 raise ValueError("Without clock_hz, timeout_cycles must be given")
@@ -634,7 +656,7 @@ class ProtocolEngine(wiring.Component):
             m.next = "POLL"
 
         control = CONTROL_NODE
-        return {
+        phases = {
             Command.INFO: [lambda: transfer(control, control, INFO_FIRST, INFO_COUNT, 0,
                                             pointer_start=0)],
             Command.STATUS: [lambda: transfer(control, control, STATUS_FIRST, STATUS_COUNT, 0,
@@ -657,6 +679,19 @@ class ProtocolEngine(wiring.Component):
                 lambda: transfer(control, control, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT, 0),
             ],
         }
+        if spec.controllers:
+            # CONTROL: the references into every node's controller window, one control step,
+            # the records back, then OVERFLOW .. UPDATE_COUNT (as STEP).
+            phases[Command.CONTROL] = [
+                lambda: transfer(0, n - 1, REFERENCE_WORDS[0].address, len(REFERENCE_WORDS), 1,
+                                 pointer_start=0),
+                lambda: transfer(control, control, _CONTROL_ADDR, 1, 1, constant=CONTROL_STEP),
+                poll,
+                lambda: transfer(0, n - 1, RECORD_WORDS[0].address, len(RECORD_WORDS), 0,
+                                 pointer_start=0),
+                lambda: transfer(control, control, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT, 0),
+            ]
+        return phases
 
     def _advance(self, m, s):
         """Step the transfer to the next word, node, or phase."""
@@ -751,6 +786,8 @@ class ProtocolEngine(wiring.Component):
             Command.INFO: INFO_COUNT, Command.STATUS: STATUS_COUNT, Command.READ: s.block.count,
             Command.STEP: spec.step_reply_words,
         }
+        if spec.controllers:
+            reply_sizes[Command.CONTROL] = spec.control_reply_words
         with m.State("REPLY"):
             # `status` is final: count the frame, size the reply, start its CRC.
             m.d.comb += [registers.count.eq(1), registers.status.eq(s.status)]

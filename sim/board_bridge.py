@@ -55,7 +55,7 @@ from cocotb.triggers import FallingEdge, Timer
 from linkdyn.model.protocol import CRC_BYTES, REQUEST_HEADER_BYTES, REQUEST_SYNC
 
 __all__ = ["PseudoTerminal", "RequestFramer", "ByteLine", "UARTSource", "UARTSink",
-           "serve_pseudo_terminal"]
+           "SensorPorts", "serve_pseudo_terminal"]
 
 #: Bytes kept for the host at most when it does not read (then the oldest are dropped, as a
 #: real serial port's buffer overflows).
@@ -78,6 +78,7 @@ def _config():
         "stop_file": env["LINKDYN_BRIDGE_STOP_FILE"],
         "owner_pid": int(env.get("LINKDYN_BRIDGE_OWNER_PID", "0")),
         "trace_file": env.get("LINKDYN_BRIDGE_TRACE_FILE") or None,
+        "sensor_file": env.get("LINKDYN_BRIDGE_SENSOR_FILE") or None,
     }
 
 
@@ -349,6 +350,38 @@ class UARTSink:
                 self.frame_errors += 1
 
 
+class SensorPorts:
+    """The joints' sensor ports of a board with controllers: ``tb_sensor_q``, ``tb_sensor_qd``
+    (joint i in bits ``32 i .. 32 i + 31``), 0 at start, then the words of the sensor file
+    (JSON ``{"q": [...], "qd": [...]}``, written by
+    :meth:`linkdyn.sim.board.SimulatedBoard.set_sensor`) whenever it changes."""
+
+    def __init__(self, dut, path):
+        self.dut = dut
+        self.path = path
+        self._stamp = None
+        if path is not None:
+            dut.tb_sensor_q.value = 0
+            dut.tb_sensor_qd.value = 0
+
+    def update(self):
+        """Apply the sensor file if it changed since the last call."""
+        if self.path is None:
+            return
+        try:
+            info = os.stat(self.path)
+            stamp = (info.st_ino, info.st_mtime_ns)
+            if stamp == self._stamp:
+                return
+            words = json.loads(open(self.path).read())
+        except (OSError, ValueError):
+            return
+        self._stamp = stamp
+        for name in ("q", "qd"):
+            packed = sum((int(w) & 0xFFFFFFFF) << (32 * i) for i, w in enumerate(words[name]))
+            getattr(self.dut, f"tb_sensor_{name}").value = packed
+
+
 class _Stopper:
     """Decide, at most every 0.1 s of wall-clock time, whether the bridge must stop."""
 
@@ -393,11 +426,13 @@ async def serve_pseudo_terminal(dut):
 
     pty = PseudoTerminal()
     trace = open(config["trace_file"], "a") if config["trace_file"] else None
+    sensors = SensorPorts(dut, config["sensor_file"])
+    sensors.update()
     try:
         if config["line"] == "bits":
-            await _serve_bits(dut, config, pty, bit_steps, trace)
+            await _serve_bits(dut, config, pty, bit_steps, trace, sensors)
         else:
-            await _serve_bytes(dut, config, pty, bit_steps, trace)
+            await _serve_bytes(dut, config, pty, bit_steps, trace, sensors)
     finally:
         pty.flush()
         pty.close()
@@ -405,7 +440,7 @@ async def serve_pseudo_terminal(dut):
             trace.close()
 
 
-async def _serve_bytes(dut, config, pty, bit_steps, trace):
+async def _serve_bytes(dut, config, pty, bit_steps, trace, sensors):
     period = config["period_steps"]
     quiet_steps = config["quiet_cycles"] * period
     line = ByteLine(dut, bit_steps, config["send_bytes"], config["recv_bytes"])
@@ -438,6 +473,7 @@ async def _serve_bytes(dut, config, pty, bit_steps, trace):
                 more = pty.read(config["join_seconds"])
                 framer.feed(more)
                 pending += more
+            sensors.update()                # the sensor words the host set before these bytes
             del pending[:line.send(pending)]
             sending = True
         if sending or pending:
@@ -462,7 +498,7 @@ async def _serve_bytes(dut, config, pty, bit_steps, trace):
             poll_cycles = config["poll_cycles"]
 
 
-async def _serve_bits(dut, config, pty, bit_steps, trace):
+async def _serve_bits(dut, config, pty, bit_steps, trace, sensors):
     period = config["period_steps"]
     quiet_steps = config["quiet_cycles"] * period
     poll = Timer(config["poll_cycles"] * period, "step")
@@ -489,6 +525,7 @@ async def _serve_bits(dut, config, pty, bit_steps, trace):
 
     while True:
         if pending:
+            sensors.update()
             byte = pending.pop(0)
             await source.send(byte)
             now = get_sim_time("step")

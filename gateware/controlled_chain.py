@@ -1,0 +1,576 @@
+"""The chain with a joint controller beside every node (source paper Sect. 3.1, Fig. 7), behind
+the host's register bus: :class:`ControlledChain`.
+
+Structure::
+
+    host --bus--> front end --+--> LinkDynChain (sequential policy, its own register bus)
+                     |        |         ^
+                     |        |         | bus (node q, qd, qdd writes, CONTROL.start, tau reads)
+                     |        +-- step sequencer --+
+                     |                   | start / model.valid / tau_valid / done / strobes
+                     v                   v
+           controller window --> JointController 0 .. n-1 <-- sensor[i] (q, qd)
+           control registers              '--> actuator[i] (i_ref, enable)
+
+The bus target is a drop-in for :class:`~linkdyn.gateware.chain.LinkDynChain`'s (the protocol
+engine sees :class:`~linkdyn.model.protocol.ProtocolSpec` with ``controllers=True``): the
+controller window of every node (node addresses 0x80 .. 0xCE,
+:mod:`linkdyn.model.protocol.controller_map`) and the controller control registers
+(CONTROL_PERIOD, CONTROL_STEPS, FAULTS, CONTROL_OVERRUNS, CONTROL_LATENCY_CYCLES) are answered
+here, CONTROL's ``control_step`` / ``fault_clear`` bits are taken here, everything else goes to the
+chain. :class:`linkdyn.sim.controlled_chain_model.ControlledChainModel` is the executable
+definition of every word and of a control step; the tests hold this component equal to it word
+for word.
+
+A control step (CONTROL.control_step, the CONTROL command, or the CONTROL_PERIOD timer):
+
+1. every controller's ``feedback`` at once (sensor and reference captured in one cycle; the
+   sensor sample is the step's record);
+2. the sequencer writes every node's ``q, qd, qdd`` with the controllers' ``model.q, qd, qdd``
+   over the chain's bus, then CONTROL.start, and waits for the chain;
+3. ``message_strobe`` of every controller (the update's messages arrived), then it reads every
+   node's ``tau`` over the bus into its controller (``model.tau``, ``tau_valid``): the
+   ``output`` segments run as the torques come;
+4. when every ``output`` has finished: the records (``tau_cmd``, ``i_ref``, the fault word, the
+   sensor sample), CONTROL_STEPS, CONTROL_LATENCY_CYCLES.
+
+STATUS.busy is high for the whole step (``done`` low), and while it runs the host's accesses
+that a busy chain would refuse are refused: node register writes, CONTROL.start /
+control_step / fault_clear, and every write into a controller window. Reads of a
+controller's register port, and the chain's words other than STATUS, wait for the step's end
+(the bus answers within the step's bounded time); STATUS, the control registers above and the
+window's reference, record and sensor words are answered at once.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from linkdyn.model.controller import SPECIAL_REGISTERS
+from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from linkdyn.model.protocol import (
+    CONTROL_CLEAR, CONTROL_FAULT_CLEAR, CONTROL_NODE, CONTROL_START, CONTROL_STEP,
+    CONTROLLER_BASE, CONTROLLER_WORDS, MAX_NODES, RECORD_WORDS, REFERENCE_WORDS, STATUS_BUSY,
+    STATUS_OVERFLOW, ProtocolSpec, control_register,
+)
+
+from .bus import RegisterBusSignature
+from .chain import LinkDynChain
+from .controller import ActuatorSignature, JointController, SensorSignature
+from .cordic import CordicArctangent
+
+__all__ = ["ControlledChain", "WINDOW_KINDS"]
+
+#: Kinds of the controller window's words, in encoding order: the controller's register port,
+#: the reference words, fault_clear, the record words, the sensor words.
+WINDOW_KINDS = ("port", "reference", "fault_clear", "record", "sensor")
+_SENSOR_WORDS = ("sensor_q", "sensor_qd")
+#: The controller control registers answered here (the rest of the control block: the chain).
+_OWN_CONTROL = ("CONTROL_PERIOD", "CONTROL_STEPS", "FAULTS", "CONTROL_OVERRUNS",
+                "CONTROL_LATENCY_CYCLES")
+_CONTROL_ADDR = control_register("CONTROL").address
+_STATUS_ADDR = control_register("STATUS").address
+_FAULT_PORT = SPECIAL_REGISTERS["fault"].address
+_W = WORD_WIDTH
+_MASK = (1 << _W) - 1
+
+
+def _window_entry(word):
+    """Return ``(kind, index)`` of a controller window word."""
+    if word.port is not None:
+        return "port", word.port
+    names = {"reference": [w.name for w in REFERENCE_WORDS],
+             "record": [w.name for w in RECORD_WORDS], "sensor": list(_SENSOR_WORDS)}
+    if word.name == "fault_clear":
+        return "fault_clear", 0
+    for kind, table in names.items():
+        if word.name in table:
+            return kind, table.index(word.name)
+    raise AssertionError(f"controller word {word.name!r} has no kind")
+
+
+_Decoded = data.StructLayout({
+    "window": 1, "exists": 1, "writable": 1, "kind": range(len(WINDOW_KINDS)), "index": 3,
+    "own": 1, "own_index": range(len(_OWN_CONTROL)), "own_writable": 1,
+    "control": 1, "status": 1, "node": 1,
+})
+
+
+class ControlledChain(wiring.Component):
+    """A :class:`~linkdyn.gateware.chain.LinkDynChain` with a
+    :class:`~linkdyn.gateware.controller.JointController` beside every node and the sequencer of
+    the control step, behind the protocol's register bus (module docstring).
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes (joints), ``1 .. MAX_NODES``.
+    fmt : QFormat
+        Word format of the nodes (default Q15.16; the controllers' words are Q15.16 and go to
+        the nodes' ``q, qd, qdd`` as they are, as in the model).
+    cordic_step_cycles : int
+        Cycles per CORDIC step of the nodes (1 or 2, :class:`~linkdyn.gateware.chain.
+        LinkDynChain`).
+    pipelined : bool
+        The controllers' timing (:class:`~linkdyn.gateware.controller.JointController`).
+
+    Members
+    -------
+    bus : In(RegisterBusSignature())
+        The register bus, target side: the chain's words, the controller window of every node
+        (node addresses 0x80 .. 0xCE) and the controller control registers.
+    busy : Out(1)
+        An update or a control step is running (STATUS.busy).
+    overflow_sticky : Out(n)
+        The chain's OVERFLOW_STICKY.
+    faults : Out(n)
+        Bit i: joint i has a latched fault (FAULTS).
+    sensor : In(SensorSignature).array(n)
+        Per joint: measured ``q`` (rad), ``qd`` (rad/s), Q15.16 (the node's sensor port).
+    actuator : Out(ActuatorSignature).array(n)
+        Per joint: current reference ``i_ref`` (A, Q15.16; 0 while off or faulted) and
+        ``enable`` (the node's actuator port).
+
+    Attributes
+    ----------
+    chain : LinkDynChain
+        The chain (sequential policy).
+    controllers : list of JointController
+        The controllers, node order.
+    spec : ProtocolSpec
+        The protocol the bus implements (``controllers=True``).
+
+    Raises
+    ------
+    TypeError
+        If ``n`` is not an integer, ``fmt`` not a QFormat or ``pipelined`` not a bool.
+    ValueError
+        If ``n`` is out of range or ``cordic_step_cycles`` is not 1 or 2.
+    """
+
+    def __init__(self, n, fmt=Q15_16, *, cordic_step_cycles=2, pipelined=True):
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise TypeError(f"Node count must be an integer, not {n!r}")
+        if not 1 <= n <= MAX_NODES:
+            raise ValueError(f"Node count must be 1 .. {MAX_NODES}, not {n!r}")
+        if not isinstance(fmt, QFormat):
+            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        if not isinstance(pipelined, bool):
+            raise TypeError(f"pipelined must be a bool, not {pipelined!r}")
+        CordicArctangent.check_step_cycles(cordic_step_cycles, name="cordic_step_cycles")
+        self._n = n
+        self._fmt = fmt
+        self.spec = ProtocolSpec(n, fmt, controllers=True)
+        self.chain = LinkDynChain(n, fmt, policy="sequential",
+                                  cordic_step_cycles=cordic_step_cycles)
+        self.controllers = [JointController(pipelined=pipelined) for _ in range(n)]
+        super().__init__({
+            "bus": In(RegisterBusSignature()),
+            "busy": Out(1),
+            "overflow_sticky": Out(n),
+            "faults": Out(n),
+            "sensor": In(SensorSignature).array(n),
+            "actuator": Out(ActuatorSignature).array(n),
+        })
+
+    @property
+    def n(self):
+        """int: number of nodes."""
+        return self._n
+
+    @property
+    def fmt(self):
+        """QFormat: the nodes' word format."""
+        return self._fmt
+
+    @property
+    def banks(self):
+        """int: register banks of the chain (1: the sequential policy)."""
+        return 1
+
+    @property
+    def policy(self):
+        """str: the chain's update policy."""
+        return "sequential"
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._n
+        m.submodules.chain = chain = self.chain
+        joints = self.controllers
+        for i, joint in enumerate(joints):
+            m.submodules[f"controller{i}"] = joint
+            m.d.comb += [
+                joint.sensor.q.eq(self.sensor[i].q),
+                joint.sensor.qd.eq(self.sensor[i].qd),
+                self.actuator[i].i_ref.eq(joint.actuator.i_ref),
+                self.actuator[i].enable.eq(joint.actuator.enable),
+                self.faults[i].eq(joint.fault),
+            ]
+
+        # -- the state of the window and of the control registers --
+        reference = [[Signal(_W, name=f"ref{i}_{w.name}") for w in REFERENCE_WORDS]
+                     for i in range(n)]
+        record = [[Signal(_W, name=f"rec{i}_{w.name}") for w in RECORD_WORDS]
+                  for i in range(n)]
+        sample = [[Signal(_W, name=f"sample{i}_{k}") for k in _SENSOR_WORDS] for i in range(n)]
+        for i, joint in enumerate(joints):
+            m.d.comb += [joint.reference.q.eq(reference[i][0]),
+                         joint.reference.qd.eq(reference[i][1]),
+                         joint.reference.qdd.eq(reference[i][2])]
+        control_period = Signal(_W)
+        period_count = Signal(_W)
+        control_steps = Signal(_W)
+        overruns = Signal(_W)
+        latency = Signal(_W)
+        step_cycles = Signal(_W)
+        stepping = Signal()          # a control step runs (set by the front end or the timer)
+        step_due = Signal()          # the timer asked for a step that has not started yet
+        own_words = {"CONTROL_PERIOD": control_period, "CONTROL_STEPS": control_steps,
+                     "FAULTS": self.faults, "CONTROL_OVERRUNS": overruns,
+                     "CONTROL_LATENCY_CYCLES": latency}
+        m.d.comb += [self.busy.eq(chain.busy | stepping),
+                     self.overflow_sticky.eq(chain.overflow_sticky)]
+
+        # -- the chain's bus: the front end's pass-through, or the sequencer while stepping --
+        fe = Signal(data.StructLayout({"valid": 1, "node": 8, "addr": 8, "we": 1, "wdata": 32}))
+        sq = Signal.like(fe)
+        with m.If(stepping):
+            m.d.comb += [chain.bus.valid.eq(sq.valid), chain.bus.node.eq(sq.node),
+                         chain.bus.addr.eq(sq.addr), chain.bus.we.eq(sq.we),
+                         chain.bus.wdata.eq(sq.wdata)]
+        with m.Else():
+            m.d.comb += [chain.bus.valid.eq(fe.valid), chain.bus.node.eq(fe.node),
+                         chain.bus.addr.eq(fe.addr), chain.bus.we.eq(fe.we),
+                         chain.bus.wdata.eq(fe.wdata)]
+
+        # -- controller register ports: the front end, or the sequencer's fault-word read --
+        req = Signal(data.StructLayout({"node": 8, "addr": 8, "we": 1, "wdata": 32}))
+        port_addr = Signal(7)
+        port_node = Signal(range(n))
+        port_write = Signal()
+        fault_read = Signal()
+        for i, joint in enumerate(joints):
+            m.d.comb += [
+                joint.reg.addr.eq(Mux(fault_read, _FAULT_PORT, port_addr)),
+                joint.reg.w_data.eq(req.wdata),
+                joint.reg.w_en.eq(port_write & (port_node == i) & ~fault_read),
+            ]
+        port_rdata = Signal(_W)
+        port_busy = Signal()
+        port_ready = Signal()
+        with m.Switch(port_node):
+            for i, joint in enumerate(joints):
+                with m.Case(i):
+                    m.d.comb += [port_rdata.eq(joint.reg.r_data), port_busy.eq(joint.busy),
+                                 port_ready.eq(joint.reg.w_ready)]
+
+        self._elaborate_timer(m, control_period, period_count, stepping, step_due, overruns)
+        # The state the front end and the sequencer share.
+        shared = SimpleNamespace(
+            reference=reference, record=record, sample=sample, fe=fe, sq=sq, req=req,
+            stepping=stepping, step_due=step_due, control_period=control_period,
+            period_count=period_count, own_words=own_words, port_addr=port_addr,
+            port_node=port_node, port_write=port_write, port_rdata=port_rdata,
+            port_busy=port_busy, port_ready=port_ready, fault_read=fault_read,
+            control_steps=control_steps, latency=latency, step_cycles=step_cycles)
+        self._elaborate_front_end(m, shared)
+        self._elaborate_sequencer(m, shared)
+        return m
+
+    # -- the CONTROL_PERIOD timer ------------------------------------------------------------------
+
+    def _elaborate_timer(self, m, period, count, stepping, step_due, overruns):
+        """Add the timer: with ``period`` p > 0, a step is due every p cycles; a step due while
+        one runs or is still waiting to start is skipped and counted in ``overruns``."""
+        m.d.sync += count.eq(count + 1)
+        with m.If((period == 0) | (count >= period - 1)):
+            m.d.sync += count.eq(0)
+        with m.If((period != 0) & (count >= period - 1)):
+            with m.If(stepping | step_due):
+                with m.If(overruns != _MASK):
+                    m.d.sync += overruns.eq(overruns + 1)
+            with m.Else():
+                m.d.sync += step_due.eq(1)
+        with m.If(period == 0):
+            m.d.sync += step_due.eq(0)
+
+    # -- the host's bus --------------------------------------------------------------------------
+
+    def _elaborate_front_end(self, m, s):
+        n, bus, chain = self._n, self.bus, self.chain
+        joints = self.controllers
+        fe, stepping, step_due = s.fe, s.stepping, s.step_due
+        control_period, period_count = s.control_period, s.period_count
+        own_words = s.own_words
+        port_addr, port_node, port_write = s.port_addr, s.port_node, s.port_write
+        port_rdata, port_busy, port_ready = s.port_rdata, s.port_busy, s.port_ready
+
+        req = s.req
+        decoded = Signal(_Decoded)
+        m.d.comb += [port_addr.eq(req.addr[:7]), port_node.eq(req.node)]
+
+        # The decoding of the request, registered (DECODE -> DISPATCH).
+        window = Signal(_Decoded)
+        m.d.comb += [window.window.eq((req.node < n) & (req.addr >= CONTROLLER_BASE)),
+                     window.node.eq(req.node < n),
+                     window.control.eq((req.node == CONTROL_NODE) & (req.addr == _CONTROL_ADDR)),
+                     window.status.eq((req.node == CONTROL_NODE) & (req.addr == _STATUS_ADDR))]
+        with m.Switch(req.addr):
+            for word in CONTROLLER_WORDS:
+                kind, index = _window_entry(word)
+                with m.Case(word.address):
+                    m.d.comb += [window.exists.eq(1), window.writable.eq(word.writable),
+                                 window.kind.eq(WINDOW_KINDS.index(kind)),
+                                 window.index.eq(index if kind != "port" else 0)]
+        with m.If(req.node == CONTROL_NODE):
+            with m.Switch(req.addr):
+                for k, name in enumerate(_OWN_CONTROL):
+                    reg = control_register(name)
+                    with m.Case(reg.address):
+                        m.d.comb += [window.own.eq(1), window.own_index.eq(k),
+                                     window.own_writable.eq(reg.writable)]
+
+        # Answers are registered onto the bus (ready one cycle, in ANSWER).
+        m.d.sync += bus.ready.eq(0)
+
+        def answer(rdata=0, error=0):
+            m.d.sync += [bus.ready.eq(1), bus.rdata.eq(rdata), bus.error.eq(error)]
+            m.next = "ANSWER"
+
+        with m.FSM(name="front_end"):
+            with m.State("IDLE"):
+                with m.If(step_due & ~chain.busy & ~stepping):
+                    m.d.sync += [stepping.eq(1), step_due.eq(0)]
+                with m.Elif(bus.valid):
+                    m.d.sync += [req.node.eq(bus.node), req.addr.eq(bus.addr),
+                                 req.we.eq(bus.we), req.wdata.eq(bus.wdata)]
+                    m.next = "DECODE"
+            with m.State("DECODE"):
+                m.d.sync += decoded.eq(window)
+                m.next = "DISPATCH"
+            with m.State("DISPATCH"):
+                step = (req.wdata & CONTROL_STEP).any()
+                start = (req.wdata & CONTROL_START).any()
+                clear = (req.wdata & CONTROL_CLEAR).any()
+                fault_clear = (req.wdata & CONTROL_FAULT_CLEAR).any()
+                with m.If(decoded.window):
+                    self._window_access(m, s, req, decoded, answer)
+                with m.Elif(decoded.own):
+                    with m.If(req.we):
+                        with m.If(decoded.own_writable):
+                            # CONTROL_PERIOD, the only writable one: the timer restarts.
+                            m.d.sync += [control_period.eq(req.wdata), period_count.eq(0),
+                                         step_due.eq(0)]
+                            answer(req.wdata)
+                        with m.Else():
+                            answer(error=1)
+                    with m.Else():
+                        with m.Switch(decoded.own_index):
+                            for k, name in enumerate(_OWN_CONTROL):
+                                with m.Case(k):
+                                    answer(own_words[name])
+                with m.Elif(decoded.control & req.we):
+                    with m.If(stepping & (step | start | fault_clear)):
+                        answer(error=1)
+                    with m.Elif(stepping):
+                        pass                          # clear only: waits for the step's end
+                    with m.Elif(step & chain.busy):
+                        answer(error=1)
+                    with m.Elif(clear | (start & ~step)):
+                        m.next = "CONTROL_CHAIN"
+                    with m.Else():
+                        m.next = "CONTROL_APPLY"
+                with m.Elif(decoded.status & ~req.we & stepping):
+                    # busy, not done (the chain's STATUS bits, the overflow bit as it has it)
+                    answer(Mux(chain.overflow_sticky.any(), STATUS_BUSY | STATUS_OVERFLOW,
+                               STATUS_BUSY))
+                with m.Elif(stepping):
+                    with m.If(req.we & decoded.node):
+                        answer(error=1)               # node writes: refused while busy
+                    # anything else waits for the step's end
+                with m.Else():
+                    m.next = "PASS"
+            with m.State("PASS"):
+                m.d.comb += [fe.valid.eq(1), fe.node.eq(req.node), fe.addr.eq(req.addr),
+                             fe.we.eq(req.we), fe.wdata.eq(req.wdata)]
+                with m.If(chain.bus.ready):
+                    answer(chain.bus.rdata, chain.bus.error)
+            with m.State("CONTROL_CHAIN"):
+                # The chain's bits of a CONTROL write (clear; start unless control_step).
+                step = (req.wdata & CONTROL_STEP).any()
+                word = (req.wdata & CONTROL_CLEAR) | Mux(step, 0, req.wdata & CONTROL_START)
+                m.d.comb += [fe.valid.eq(1), fe.node.eq(CONTROL_NODE), fe.addr.eq(_CONTROL_ADDR),
+                             fe.we.eq(1), fe.wdata.eq(word)]
+                with m.If(chain.bus.ready):
+                    with m.If(chain.bus.error):
+                        answer(error=1)
+                    with m.Else():
+                        m.next = "CONTROL_APPLY"
+            with m.State("CONTROL_APPLY"):
+                # fault_clear, then control_step (the step waits for the clears to end).
+                with m.If((req.wdata & CONTROL_FAULT_CLEAR).any()):
+                    for joint in joints:
+                        m.d.comb += joint.fault_clear.eq(1)
+                with m.If((req.wdata & CONTROL_STEP).any()):
+                    m.d.sync += stepping.eq(1)
+                answer(req.wdata)
+            with m.State("PORT"):
+                # The controller's register port, while the controller is idle.
+                with m.If(req.we):
+                    m.d.comb += port_write.eq(1)
+                    with m.If(port_ready):
+                        answer(req.wdata)
+                with m.Elif(~port_busy):
+                    m.next = "PORT_READ"
+            with m.State("PORT_READ"):
+                # The word of the address given in the previous (idle) cycle.
+                answer(port_rdata)
+            with m.State("ANSWER"):
+                m.next = "IDLE"
+
+    def _window_access(self, m, s, req, decoded, answer):
+        """DISPATCH of an access to node ``req.node``'s controller window."""
+        joints = self.controllers
+        reference, record = s.reference, s.record
+        stepping = s.stepping
+        kinds = {kind: WINDOW_KINDS.index(kind) for kind in WINDOW_KINDS}
+        with m.If(~decoded.exists | (req.we & ~decoded.writable) | (req.we & stepping)):
+            answer(error=1)
+        with m.Elif(decoded.kind == kinds["port"]):
+            with m.If(~stepping):
+                m.next = "PORT"
+            # a read while a step runs waits for its end (the controller is busy)
+        with m.Else():
+            with m.Switch(req.node):
+                for i, joint in enumerate(joints):
+                    with m.Case(i):
+                        with m.Switch(decoded.kind):
+                            with m.Case(kinds["reference"]):
+                                with m.Switch(decoded.index):
+                                    for k, word in enumerate(reference[i]):
+                                        with m.Case(k):
+                                            with m.If(req.we):
+                                                m.d.sync += word.eq(req.wdata)
+                                                if k == 2:   # qdd_ref: the reference strobe
+                                                    m.d.comb += joint.reference.strobe.eq(1)
+                                                answer(req.wdata)
+                                            with m.Else():
+                                                answer(word)
+                            with m.Case(kinds["fault_clear"]):
+                                with m.If(req.we):
+                                    m.d.comb += joint.fault_clear.eq(1)
+                                    answer(req.wdata)
+                                with m.Else():
+                                    answer(0)
+                            with m.Case(kinds["record"]):
+                                with m.Switch(decoded.index):
+                                    for k, word in enumerate(record[i]):
+                                        with m.Case(k):
+                                            answer(word)
+                            with m.Case(kinds["sensor"]):
+                                with m.Switch(decoded.index):
+                                    with m.Case(0):
+                                        answer(self.sensor[i].q)
+                                    with m.Case(1):
+                                        answer(self.sensor[i].qd)
+
+    # -- the control step --------------------------------------------------------------------------
+
+    def _elaborate_sequencer(self, m, s):
+        n, spec, chain = self._n, self.spec, self.chain
+        joints = self.controllers
+        record, sample, sq = s.record, s.sample, s.sq
+        stepping, fault_read = s.stepping, s.fault_read
+        control_steps, latency, step_cycles = s.control_steps, s.latency, s.step_cycles
+
+        node = Signal(range(n))
+        k = Signal(2)
+        seen = Signal(n)                # model.valid / done seen, per controller
+        tau_word = Signal(_W)
+        tau_valid = Signal(n)
+        m.d.sync += tau_valid.eq(0)
+        for i, joint in enumerate(joints):
+            m.d.comb += [joint.model.tau.eq(tau_word), joint.model.tau_valid.eq(tau_valid[i])]
+        m.d.sync += step_cycles.eq(step_cycles + 1)
+        model_word = Signal(_W)
+        with m.Switch(node):
+            for i, joint in enumerate(joints):
+                with m.Case(i):
+                    with m.Switch(k):
+                        for index, value in enumerate((joint.model.q, joint.model.qd,
+                                                       joint.model.qdd)):
+                            with m.Case(index):
+                                m.d.comb += model_word.eq(value)
+
+        def last_node():
+            return node == n - 1
+
+        with m.FSM(name="sequencer"):
+            with m.State("IDLE"):
+                m.d.sync += step_cycles.eq(1)
+                with m.If(stepping):
+                    m.next = "WAIT_IDLE"
+            with m.State("WAIT_IDLE"):
+                # A fault clear asked with the step runs first.
+                with m.If(~Cat(*(joint.busy for joint in joints)).any()):
+                    for i, joint in enumerate(joints):
+                        m.d.comb += joint.start.eq(1)
+                        m.d.sync += [sample[i][0].eq(self.sensor[i].q),
+                                     sample[i][1].eq(self.sensor[i].qd)]
+                    m.d.sync += seen.eq(0)
+                    m.next = "FEEDBACK"
+            with m.State("FEEDBACK"):
+                m.d.sync += seen.eq(seen | Cat(*(joint.model.valid for joint in joints)))
+                with m.If(seen.all()):
+                    m.d.sync += [node.eq(0), k.eq(0)]
+                    m.next = "WRITE"
+            with m.State("WRITE"):
+                m.d.comb += [sq.valid.eq(1), sq.node.eq(node), sq.addr.eq(spec.input_address + k),
+                             sq.we.eq(1), sq.wdata.eq(model_word)]
+                with m.If(chain.bus.ready):
+                    with m.If(k == 2):
+                        m.d.sync += [k.eq(0), node.eq(node + 1)]
+                        with m.If(last_node()):
+                            m.next = "START"
+                    with m.Else():
+                        m.d.sync += k.eq(k + 1)
+            with m.State("START"):
+                m.d.comb += [sq.valid.eq(1), sq.node.eq(CONTROL_NODE), sq.addr.eq(_CONTROL_ADDR),
+                             sq.we.eq(1), sq.wdata.eq(CONTROL_START)]
+                with m.If(chain.bus.ready):
+                    m.next = "UPDATE"
+            with m.State("UPDATE"):
+                # chain.busy is high from the cycle the start was answered.
+                with m.If(~chain.busy):
+                    for joint in joints:
+                        m.d.comb += joint.message_strobe.eq(1)
+                    m.d.sync += [node.eq(0), seen.eq(0)]
+                    m.next = "READ"
+            with m.State("READ"):
+                m.d.comb += [sq.valid.eq(1), sq.node.eq(node), sq.addr.eq(spec.tau_address)]
+                with m.If(chain.bus.ready):
+                    m.d.sync += [tau_word.eq(chain.bus.rdata),
+                                 tau_valid.eq((Const(1, n) << node)[:n]), node.eq(node + 1)]
+                    with m.If(last_node()):
+                        m.next = "OUTPUT"
+            with m.State("OUTPUT"):
+                m.d.sync += seen.eq(seen | Cat(*(joint.done for joint in joints)))
+                with m.If(seen.all()):
+                    m.next = "FAULT_WORD"
+            with m.State("FAULT_WORD"):
+                m.d.comb += fault_read.eq(1)
+                m.next = "RECORD"
+            with m.State("RECORD"):
+                m.d.comb += fault_read.eq(1)
+                for i, joint in enumerate(joints):
+                    values = (joint.tau_cmd, joint.actuator.i_ref, joint.reg.r_data,
+                              sample[i][0], sample[i][1])
+                    m.d.sync += [word.eq(value) for word, value in zip(record[i], values)]
+                m.d.sync += [control_steps.eq(control_steps + 1), latency.eq(step_cycles),
+                             stepping.eq(0)]
+                m.next = "IDLE"
