@@ -42,7 +42,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from linkdyn.model.controller import (FAULTS, FLAGS, INPUTS, MODE_BITS, OUTPUT_PORTS, PROGRAM,
+from linkdyn.model.controller import (FAULT_CAUSE_SHIFT, FAULT_CODE_BITS, FAULTS, FLAGS,
+                                      INPUTS, MODE_BITS, OUTPUT_PORTS, PROGRAM,
                                       REGISTER_FILE_DEPTH, REGISTERS, SEGMENTS,
                                       SPECIAL_REGISTERS, mul_shift)
 from linkdyn.model.fixedpoint import WORD_WIDTH
@@ -582,7 +583,9 @@ class JointController(wiring.Component):
             with m.Case(SPECIAL_REGISTERS["mode"].address):
                 m.d.comb += self.reg.r_data.eq(mode)
             with m.Case(SPECIAL_REGISTERS["fault"].address):
-                m.d.comb += self.reg.r_data.eq(Cat(code, Const(0, 5), cause))
+                assert len(code) == FAULT_CODE_BITS
+                m.d.comb += self.reg.r_data.eq(
+                    Cat(code, Const(0, FAULT_CAUSE_SHIFT - FAULT_CODE_BITS), cause))
             with m.Case(f"0{'-' * (ADDRESS_WIDTH - 1)}"):
                 m.d.comb += self.reg.r_data.eq(read_a.data)
         with m.If(idle):
