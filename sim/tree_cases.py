@@ -28,13 +28,13 @@ from .chain_cases import random_robot
 __all__ = ["two_arm_tree", "baxter_revolute", "random_tree", "tree_states"]
 
 
-def two_arm_tree(head=False, arm="ur5"):
+def two_arm_tree(head=False, arm="ur5", joints=None):
     """Return a two-arm tree: a torso yaw joint, two arms of a built-in robot's links on it.
 
     Node layout (:func:`linkdyn.model.golden_tree.node_tree`): node 0 the torso (a root, axis
     vertical), nodes 1-6 the right arm (its shoulder on the torso's frame, no mount), node 7 the
     left arm's mount (0.5 m across the torso, turned by pi about the torso axis), nodes 8-13 the
-    left arm; with ``head``, node 14 a head joint on the torso (mount 0.3 m up).
+    left arm; with ``head``, node 14 the head's mount and node 15 a head joint on the torso.
 
     Parameters
     ----------
@@ -42,13 +42,17 @@ def two_arm_tree(head=False, arm="ur5"):
         Add the head joint.
     arm : str
         The built-in robot whose links make each arm (default ``"ur5"``).
+    joints : int, optional
+        Keep only the first ``joints`` links of each arm (a small tree for quick simulations:
+        ``joints=2`` gives 5 links on 6 nodes).
 
     Returns
     -------
     Robot
-        15 links without the head (14 + 1 mount: 14 nodes), 14 + 1 with it.
+        13 links without the head (on 14 nodes with the left arm's mount node), 14 with it (on
+        16 nodes: the head has a mount too).
     """
-    arm_links = load_robot(arm).links
+    arm_links = load_robot(arm).links[:joints]
     torso = Link("torso", a=0.25, d=0.9, alpha=0.0, mass=20.0, com=(-0.1, 0.0, -0.3),
                  inertia=np.diag((0.8, 0.7, 0.4)))
     links = [torso]
@@ -66,7 +70,8 @@ def two_arm_tree(head=False, arm="ur5"):
                           com=(0.0, 0.05, 0.02), inertia=np.diag((0.02, 0.015, 0.012)),
                           mount=np.array((-0.25, 0.3, 0.0, 0.0))))
         parents.append(0)
-    return Robot("two_arm_tree" + ("_head" if head else ""), tuple(links),
+    name = "two_arm_tree" + ("_head" if head else "") + (f"_{joints}" if joints else "")
+    return Robot(name, tuple(links),
                  parents=tuple(parents))
 
 
