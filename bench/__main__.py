@@ -2,7 +2,7 @@
 
 Each also runs alone, with options of its own (``--help``): ``python -m linkdyn.bench.<name>``
 for dynamics, node, chain, hostlink (these four run here), controller, plant, trees, link,
-golden.
+golden, tree_gateware.
 """
 
 import argparse

@@ -39,7 +39,7 @@ def golden_updates(golden, states):
 
 
 def simulate_tree(chain, constants, base_motion, states, *, pipelined=False, window=3,
-                  vcd_file=None):
+                  vcd_file=None, trace=None):
     """Run ``states`` on a tree of nodes in the Amaranth simulator.
 
     Parameters
@@ -54,6 +54,10 @@ def simulate_tree(chain, constants, base_motion, states, *, pipelined=False, win
         Per state and node, the input words (:func:`tree_inputs`).
     pipelined, window
         As :func:`linkdyn.sim.chain_testbench.run_updates`.
+    trace : list, optional
+        Filled with ``(cycle, node, request)`` for every request the chain issues to a node
+        (``"joint"``, ``"forward"``, ``"local"``, ``"backward"``), cycles counted as the
+        records' ``start_cycle``.
 
     Returns
     -------
@@ -75,15 +79,23 @@ def simulate_tree(chain, constants, base_motion, states, *, pipelined=False, win
         await run_updates(ctx, host, constants, base_motion, states, pipelined=pipelined,
                           window=window, records=records, taus=taus)
 
+    kinds = ("joint", "forward", "local", "backward")
+
     async def monitor(ctx):
         flat = [s for node in chain.nodes for s in (node.result.valid, node.result.addr)]
+        starts = [getattr(node, kind).start for node in chain.nodes for kind in kinds]
+        count = len(chain.nodes)
         edge = 0
         # Counts the same clock edges as `host.cycle` (the host waits on every one of them).
-        async for _, _, *values in ctx.tick().sample(*flat):
+        async for _, _, *values in ctx.tick().sample(*flat, *starts):
             edge += 1
-            for i in range(len(chain.nodes)):
+            for i in range(count):
                 if values[2 * i] and values[2 * i + 1] == tau_address:
                     taus.append((edge, i))
+            if trace is not None:
+                for k, started in enumerate(values[2 * count:]):
+                    if started:
+                        trace.append((edge, k // len(kinds), kinds[k % len(kinds)]))
 
     sim = Simulator(chain)
     sim.add_clock(1e-8)
