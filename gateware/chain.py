@@ -117,11 +117,13 @@ class LinkDynChain(wiring.Component):
         The tree of nodes (source paper eq. 17; docs/trees.md, *The tree in gateware*):
         ``parents[j]`` is the parent node of node ``j``, ``-1`` for a root (it reads the base
         motion from its own ``forward_in`` registers), every parent before its children. Default
-        the chain ``(-1, 0, ..., n - 2)``, which builds exactly the chain. A parent sends its
-        forward message into one mailbox per child (the same words at once); a node with several
-        children reads the exact sum of their backward messages, saturated once (a saturated
-        word raises the node's overflow flag), through a merge in front of its inbox
-        (:func:`linkdyn.model.golden_tree.merge_backward`). For a robot, the node tree of
+        the chain ``(-1, 0, ..., n - 2)``, which builds exactly the chain. The base motion is
+        written into node 0 (always a root) as for a chain; the chain writes the same words into
+        every other root. A parent sends its forward message into one mailbox per child (the
+        same words at once); a node with several children reads the exact sum of their backward
+        messages, saturated once (a saturated word raises the node's overflow flag), through a
+        merge in front of its inbox (:func:`linkdyn.model.golden_tree.merge_backward`). For a
+        robot, the node tree of
         :func:`linkdyn.model.golden_tree.node_tree`.
 
     Members
@@ -694,7 +696,6 @@ class LinkDynChain(wiring.Component):
                         with m.If(req.node != n - 1):
                             m.d.comb += [read_target.eq(req.node + 1),
                                          read_addr.eq(rmap[source].address)]
-            is_root = req.node == 0
         else:
             # forward_in of a node reads its parent's forward_out, backward_in its only child's
             # backward_out; a merged backward_in is not stored anywhere: reading it is refused.
@@ -720,13 +721,12 @@ class LinkDynChain(wiring.Component):
                             if branch_points:
                                 with m.Case(*branch_points):
                                     m.d.comb += merged_read.eq(1)
-            is_root = Cat(*(req.node == j for j in self.roots)).any()
         bad_target = ~is_node | (req.addr >= spec.node_map_size)
         if not self.is_chain:
             bad_target = bad_target | merged_read
         is_input = (req.addr >= spec.input_address) & (req.addr < spec.input_address
                                                        + spec.input_count)
-        writable = req.addr < Mux(is_root, spec.writable_end_node0, spec.writable_end)
+        writable = req.addr < Mux(req.node == 0, spec.writable_end_node0, spec.writable_end)
         # The decoding, registered (valid from ACCESS on: `req` holds until the next IDLE).
         # select_valid may be decided a cycle early: update_count only grows, and only this
         # transaction can start an update (started_count).
@@ -846,9 +846,25 @@ class LinkDynChain(wiring.Component):
                                  access_addr.eq(decoded.read_addr)]
                     m.next = "READ"
             with m.State("WRITE"):
+                other_roots = [j for j in self.roots if j != 0]
+                if other_roots:
+                    # Node 0's base motion is every root's: the write goes to all of them at
+                    # once, and is done when each of them has taken it.
+                    base = ((access_addr >= spec.base_motion_address)
+                            & (access_addr < spec.writable_end_node0) & (access_node == 0))
+                    ready_all = write_ready
+                    for j in other_roots:
+                        ready_all = ready_all & (~base | nodes[j].ext.write_ready)
+                    write_done = Signal(name="write_done")
+                    m.d.comb += write_done.eq(ready_all)
+                else:
+                    write_done = write_ready
                 for i, node in enumerate(nodes):
-                    m.d.comb += node.ext.write_enable.eq(access_node == i)
-                with m.If(write_ready):
+                    enable = access_node == i
+                    if i in other_roots:
+                        enable = enable | base
+                    m.d.comb += node.ext.write_enable.eq(enable)
+                with m.If(write_done):
                     m.d.comb += [answer.eq(1), answer_rdata.eq(req.wdata)]
                     m.next = "ANSWER"
             with m.State("READ"):
@@ -986,15 +1002,26 @@ def main(argv=None):
                         help="update policy (default sequential)")
     parser.add_argument("--name", default=None,
                         help="Verilog module name (default linkdyn_chain)")
+    parser.add_argument("--parents", default=None,
+                        help="a tree of nodes: the parent of every node, comma-separated, -1 "
+                             "for a root (e.g. -1,0,1,0,3; default the chain)")
     parser.add_argument("--out", required=True, help="output Verilog file")
     args = parser.parse_args(argv)
     try:
         fmt = parse_format(args.format)
-        chain = LinkDynChain(args.nodes, fmt, policy=args.policy)
+        parents = None
+        if args.parents is not None:
+            try:
+                parents = [int(p) for p in args.parents.split(",")]
+            except ValueError:
+                raise ValueError(f"Parents must be comma-separated integers, not "
+                                 f"{args.parents!r}") from None
+        chain = LinkDynChain(args.nodes, fmt, policy=args.policy, parents=parents)
     except (TypeError, ValueError) as error:
         parser.error(str(error))
     path = export_verilog(chain, args.name or "linkdyn_chain", args.out)
-    print(f"wrote {path} ({args.nodes} nodes, {fmt.name}, {args.policy})")
+    shape = "" if chain.is_chain else f", tree {','.join(map(str, chain.parents))}"
+    print(f"wrote {path} ({args.nodes} nodes, {fmt.name}, {args.policy}{shape})")
     return 0
 
 

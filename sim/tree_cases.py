@@ -28,7 +28,7 @@ from .chain_cases import random_robot
 __all__ = ["two_arm_tree", "baxter_revolute", "random_tree", "tree_states"]
 
 
-def two_arm_tree(head=False, arm="ur5", joints=None):
+def two_arm_tree(head=False, arm="ur5", joints=None, torso=True):
     """Return a two-arm tree: a torso yaw joint, two arms of a built-in robot's links on it.
 
     Node layout (:func:`linkdyn.model.golden_tree.node_tree`): node 0 the torso (a root, axis
@@ -45,6 +45,9 @@ def two_arm_tree(head=False, arm="ur5", joints=None):
     joints : int, optional
         Keep only the first ``joints`` links of each arm (a small tree for quick simulations:
         ``joints=2`` gives 5 links on 6 nodes).
+    torso : bool
+        With ``False``, no torso: the arms (and the head) stand on the base as Baxter's do,
+        each its own root (the right arm's shoulder on frame 0, the others through mounts).
 
     Returns
     -------
@@ -53,10 +56,12 @@ def two_arm_tree(head=False, arm="ur5", joints=None):
         16 nodes: the head has a mount too).
     """
     arm_links = load_robot(arm).links[:joints]
-    torso = Link("torso", a=0.25, d=0.9, alpha=0.0, mass=20.0, com=(-0.1, 0.0, -0.3),
-                 inertia=np.diag((0.8, 0.7, 0.4)))
-    links = [torso]
-    parents = [-1]
+    links, parents = [], []
+    if torso:
+        links.append(Link("torso", a=0.25, d=0.9, alpha=0.0, mass=20.0, com=(-0.1, 0.0, -0.3),
+                          inertia=np.diag((0.8, 0.7, 0.4))))
+        parents.append(-1)
+    hub = 0 if torso else -1
     for side, mount in (("right", None), ("left", (0.5, 0.0, 0.0, math.pi))):
         first = len(links)
         for k, link in enumerate(arm_links):
@@ -64,13 +69,14 @@ def two_arm_tree(head=False, arm="ur5", joints=None):
             if k == 0 and mount is not None:
                 changed = replace(changed, mount=np.array(mount))
             links.append(changed)
-            parents.append(0 if k == 0 else first + k - 1)
+            parents.append(hub if k == 0 else first + k - 1)
     if head:
         links.append(Link("head", a=0.05, d=0.0, alpha=-math.pi / 2, mass=2.5,
                           com=(0.0, 0.05, 0.02), inertia=np.diag((0.02, 0.015, 0.012)),
                           mount=np.array((-0.25, 0.3, 0.0, 0.0))))
-        parents.append(0)
-    name = "two_arm_tree" + ("_head" if head else "") + (f"_{joints}" if joints else "")
+        parents.append(hub)
+    name = ("two_arm_tree" + ("_head" if head else "") + (f"_{joints}" if joints else "")
+            + ("" if torso else "_on_base"))
     return Robot(name, tuple(links),
                  parents=tuple(parents))
 

@@ -49,7 +49,7 @@ def simulate_tree(chain, constants, base_motion, states, *, pipelined=False, win
     constants : list of dict
         Every node's constant words (:func:`linkdyn.model.golden_tree.encode_tree`).
     base_motion : dict
-        The 9 ``forward_in`` words, written to every root.
+        The 9 ``forward_in`` words, written to node 0 (the chain writes them into every root).
     states : list of list of dict
         Per state and node, the input words (:func:`tree_inputs`).
     pipelined, window
@@ -70,12 +70,7 @@ def simulate_tree(chain, constants, base_motion, states, *, pipelined=False, win
     tau_address = _REGISTERS["tau"].address
 
     async def bench(ctx):
-        # run_updates writes the base motion into node 0; the other roots get it here.
-        for root in chain.roots:
-            if root == 0:
-                continue
-            for name, word in base_motion.items():
-                assert await host.write(ctx, root, _REGISTERS[name].address, word)
+        # run_updates writes the base motion into node 0; the chain copies it into every root.
         await run_updates(ctx, host, constants, base_motion, states, pipelined=pipelined,
                           window=window, records=records, taus=taus)
 

@@ -81,6 +81,9 @@ def test_several_roots_each_read_the_base_motion():
     robot = random_tree(7, 2, max_nodes=16)
     assert len(node_tree(robot).roots) == 3
     _check(robot, 2, 4, policy="pipelined")
+    baxter_like = two_arm_tree(joints=2, torso=False, head=True)   # arms and head on the base
+    assert node_tree(baxter_like).roots == (0, 2, 5)
+    _check(baxter_like, 3, 5, wrenches=True)
 
 
 def _fork():
@@ -157,21 +160,26 @@ def test_the_tree_bus_reads_messages_from_the_edges_and_refuses_a_merged_word():
     assert int(result.registers[2]["f_in_x"]) == int(result.registers[3]["f_out_x"])
 
 
-def test_another_root_takes_the_base_motion_writes():
-    chain = LinkDynChain(3, parents=(-1, -1, 1))
+def test_node_0s_base_motion_is_written_into_every_root():
+    chain = LinkDynChain(4, parents=(-1, -1, 1, -1))
     host = BusHost(chain)
     answers = []
 
     async def bench(ctx):
-        address = REGISTERS["p_ddot_in_z"].address
-        answers.extend([await host.write(ctx, j, address, 123) for j in range(3)])
-        answers.append(await host.read(ctx, 1, address))
+        for k, name in enumerate(("omega_in_x", "p_ddot_in_z")):
+            address = REGISTERS[name].address
+            # only node 0's forward_in is writable (the protocol's rule)...
+            answers.append([await host.write(ctx, j, address, 5) for j in range(4)])
+            assert await host.write(ctx, 0, address, -123 - k)
+            # ...and it is every root's: roots 1 and 3 read it from their own registers
+            answers.append([await host.read(ctx, j, address) for j in (0, 1, 3)])
 
     sim = Simulator(chain)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    assert answers == [True, True, False, 123]
+    assert answers == [[True, False, False, False], [-123] * 3,
+                       [True, False, False, False], [-124] * 3]
 
 
 def test_explicit_chain_parents_build_exactly_the_default_chain():
@@ -205,3 +213,19 @@ def test_bad_parents_are_refused(parents, error, pattern):
         with pytest.raises(error, match=pattern):
             LinkDynChain(3, parents=parents)
         gc.collect()
+
+
+def test_verilog_export_of_a_tree(tmp_path, capsys):
+    from linkdyn.gateware.chain import main
+    out = tmp_path / "tree.v"
+    assert main(["--nodes", "3", "--parents=-1,0,0", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "module linkdyn_chain(" in text and "node0_merged" in text
+    assert "tree -1,0,0" in capsys.readouterr().out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        for bad in ("-1,0,x", "-1,2,0"):
+            with pytest.raises(SystemExit):
+                main(["--nodes", "3", f"--parents={bad}", "--out", str(out)])
+        gc.collect()
+    assert "Parent" in capsys.readouterr().err
