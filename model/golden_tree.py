@@ -189,7 +189,7 @@ def merge_backward(messages):
     if len(messages) == 1:
         return [int(w) for w in messages[0]], False
     sums = [sum(int(message[k]) for message in messages) for k in range(len(messages[0]))]
-    words, flags = saturate(np.array(sums, dtype=object).astype(np.int64))
+    words, flags = saturate(np.array(sums, dtype=np.int64))
     return [int(w) for w in words], bool(np.any(flags))
 
 

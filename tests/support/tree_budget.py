@@ -34,20 +34,22 @@ LSB = 2.0 ** -17
 _STEP = 1e-6  # central-difference step (rad, rad/s, rad/s^2)
 
 
-def tree_error_budget(robot, q, qd, qdd):
-    """Return the first-order error budget of every joint torque, N·m, shape ``(states, n)``."""
+def tree_error_budget(robot, q, qd, qdd, fraction_bits=16):
+    """Return the first-order error budget of every joint torque, N·m, shape ``(states, n)``,
+    for node words with ``fraction_bits`` fractional bits (Q15.16: 16)."""
     q, qd, qdd = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, qd, qdd))
     n = robot.n
-    angle = LSB + _table_error()
+    lsb = 2.0 ** -(fraction_bits + 1)
+    angle = lsb + _table_error()
     budget = np.zeros(q.shape)
-    for index, eps in ((0, angle), (1, 2 * LSB), (2, 2 * LSB)):
+    for index, eps in ((0, angle), (1, 2 * lsb), (2, 2 * lsb)):
         for k in range(n):
             up = [q.copy(), qd.copy(), qdd.copy()]
             down = [q.copy(), qd.copy(), qdd.copy()]
             up[index][:, k] += _STEP
             down[index][:, k] -= _STEP
             budget += np.abs(rnea(robot, *up) - rnea(robot, *down)) / (2 * _STEP) * eps
-    budget += np.abs(regressor(robot, q, qd, qdd)).sum(axis=-1) * LSB
+    budget += np.abs(regressor(robot, q, qd, qdd)).sum(axis=-1) * lsb
     tree = node_tree(robot)
     reach = np.zeros(n)
     for i in range(n):
@@ -59,7 +61,7 @@ def tree_error_budget(robot, q, qd, qdd):
             j = tree.parents[j]
         below = sum(1 for j in range(tree.n) if _descends(tree.parents, j, node)) - 1
         reach[i] = path + below
-    return budget + 6 * LSB * reach
+    return budget + 6 * lsb * reach
 
 
 def _descends(parents, j, ancestor):
