@@ -93,7 +93,8 @@ def _fork():
                  parents=(-1, 0, 0))
 
 
-def test_a_saturated_merge_flags_the_branch_point_and_clamps_as_the_golden_tree():
+@pytest.mark.parametrize("policy", ["sequential", "pipelined"])
+def test_a_saturated_merge_flags_the_branch_point_and_clamps_as_the_golden_tree(policy):
     robot = _fork()
     golden = GoldenTree(robot)
     zeros = np.zeros(3)
@@ -104,8 +105,9 @@ def test_a_saturated_merge_flags_the_branch_point_and_clamps_as_the_golden_tree(
     inputs = [golden.node_inputs(zeros, zeros, zeros, f) for f in (wrench, calm, wrench)]
     expected = golden_updates(golden, inputs)
     assert [mask for _, mask in expected] == [1, 0, 1]
-    chain = LinkDynChain(golden.tree.n, parents=golden.tree.parents)
-    records = simulate_tree(chain, golden.constants, golden.base_words, inputs)
+    chain = LinkDynChain(golden.tree.n, parents=golden.tree.parents, policy=policy)
+    records = simulate_tree(chain, golden.constants, golden.base_words, inputs,
+                            pipelined=policy == "pipelined")
     assert [(r.tau, r.overflow) for r in records] == [tuple(e) for e in expected]
 
 
