@@ -20,8 +20,8 @@ from .rnea import link_offset_vector
 from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
 
-__all__ = ["microprogram", "encode_robot", "encode_links", "encode_base_motion", "run_segment", "rnea_fixed",
-           "FixedResult", "FixedPointRangeError", "GoldenChain"]
+__all__ = ["microprogram", "encode_robot", "encode_links", "encode_base_motion", "run_segment",
+           "rnea_fixed", "FixedResult", "FixedPointRangeError", "GoldenChain"]
 
 
 def _phase_word(turns):

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compiled import compiled_microprogram
-from .fixedpoint import Q15_16, FixedPointRangeError, QFormat, saturate
+from .fixedpoint import Q15_16, QFormat, saturate
 from .golden import encode_base_motion, encode_links
 from .microprogram import microprogram
 from .robot import Link, Robot

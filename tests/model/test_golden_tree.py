@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from linkdyn.model import Link, Robot, load_robot, rnea
-from linkdyn.model.fixedpoint import Q15_16, QFormat, FixedPointRangeError
+from linkdyn.model.fixedpoint import QFormat, FixedPointRangeError
 from linkdyn.model.golden import GoldenChain, rnea_fixed
 from linkdyn.model.golden_tree import GoldenTree, encode_tree, merge_backward, node_tree
 from linkdyn.model.library import truncate
