@@ -113,6 +113,18 @@ class LinkDynChain(wiring.Component):
         Cycles per CORDIC step of the nodes (:class:`~linkdyn.gateware.node.LinkDynNode`): 2
         (default, ECP5) or 1 (fewer LUTs); per family
         :data:`linkdyn.gateware.cordic.STEP_CYCLES`. The chain's cycles do not depend on it.
+    parents : sequence of int, optional
+        The tree of nodes (source paper eq. 17; docs/trees.md, *The tree in gateware*):
+        ``parents[j]`` is the parent node of node ``j``, ``-1`` for a root (it reads the base
+        motion from its own ``forward_in`` registers), every parent before its children. Default
+        the chain ``(-1, 0, ..., n - 2)``, which builds exactly the chain. The base motion is
+        written into node 0 (always a root) as for a chain; the chain writes the same words into
+        every other root. A parent sends its forward message into one mailbox per child (the
+        same words at once); a node with several children reads the exact sum of their backward
+        messages, saturated once (a saturated word raises the node's overflow flag), through a
+        merge in front of its inbox (:func:`linkdyn.model.golden_tree.merge_backward`). For a
+        robot, the node tree of
+        :func:`linkdyn.model.golden_tree.node_tree`.
 
     Members
     -------
@@ -134,13 +146,16 @@ class LinkDynChain(wiring.Component):
     Raises
     ------
     TypeError
-        If ``n`` is not an integer or ``fmt`` not a :class:`~linkdyn.model.fixedpoint.QFormat`.
+        If ``n`` is not an integer or ``fmt`` not a :class:`~linkdyn.model.fixedpoint.QFormat`,
+        or ``parents`` is not a sequence of integers.
     ValueError
-        If ``n`` is out of range, ``policy`` unknown, ``banks`` does not fit the policy, or
-        ``cordic_step_cycles`` is not 1 or 2.
+        If ``n`` is out of range, ``policy`` unknown, ``banks`` does not fit the policy,
+        ``cordic_step_cycles`` is not 1 or 2, or ``parents`` is not ``n`` parents each before
+        its child (``-1 <= parents[j] < j``).
     """
 
-    def __init__(self, n, fmt=Q15_16, *, policy="sequential", banks=None, cordic_step_cycles=2):
+    def __init__(self, n, fmt=Q15_16, *, policy="sequential", banks=None, cordic_step_cycles=2,
+                 parents=None):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Node count must be an integer, not {n!r}")
         if not 1 <= n <= MAX_NODES:
@@ -161,10 +176,16 @@ class LinkDynChain(wiring.Component):
                              f"{'2 or 4' if pipelined else '1'}, not {banks!r}")
         self._banks = banks
         self._tickets = 2 * banks if pipelined else 1
+        self._parents = _check_parents(parents, n)
+        children = [[] for _ in range(n)]
+        for node, parent in enumerate(self._parents):
+            if parent >= 0:
+                children[parent].append(node)
+        self._children = tuple(tuple(c) for c in children)
         self.nodes = [
             LinkDynNode(fmt, split_joint=True, split_local=True, interlock=True, banks=banks,
-                        inbox=(("forward_in",) if i > 0 else ())
-                        + (("backward_in",) if i < n - 1 else ()),
+                        inbox=(("forward_in",) if self._parents[i] >= 0 else ())
+                        + (("backward_in",) if self._children[i] else ()),
                         cordic_step_cycles=cordic_step_cycles)
             for i in range(n)
         ]
@@ -195,6 +216,26 @@ class LinkDynChain(wiring.Component):
         return self._banks
 
     @property
+    def parents(self):
+        """tuple of int: the parent node of every node, ``-1`` for a root."""
+        return self._parents
+
+    @property
+    def children(self):
+        """tuple of tuple of int: the children of every node, in node order."""
+        return self._children
+
+    @property
+    def roots(self):
+        """tuple of int: the nodes that read the base motion (``parents[j] == -1``)."""
+        return tuple(j for j, parent in enumerate(self._parents) if parent < 0)
+
+    @property
+    def is_chain(self):
+        """bool: whether the nodes form the chain ``(-1, 0, ..., n - 2)``."""
+        return self._parents == tuple(range(-1, self._n - 1))
+
+    @property
     def max_in_flight(self):
         """int: updates in flight at most."""
         return self._tickets
@@ -203,7 +244,7 @@ class LinkDynChain(wiring.Component):
         m = Module()
         for i, node in enumerate(self.nodes):
             m.submodules[f"node{i}"] = node
-        forward_boxes, backward_boxes = self._elaborate_mailboxes(m)
+        forward_boxes, backward_boxes, merge_overflow = self._elaborate_mailboxes(m)
         state = _ChainState(self._n, self._banks, self._tickets)
         m.d.sync += state.now.eq(state.now + 1)
         # The update the result reads show: the last finished one, or one the host selected
@@ -211,9 +252,10 @@ class LinkDynChain(wiring.Component):
         m.d.comb += state.view_ticket.eq(Mux(state.select_follow, state.result_ticket,
                                              state.select_ticket))
         self._elaborate_staging(m, state)
-        triggers = self._message_triggers() if self._n > 1 else None
+        triggers = self._message_triggers() if any(self._children) else None
         for i in range(self._n):
-            self._elaborate_progress(m, state, i, forward_boxes, backward_boxes, triggers)
+            self._elaborate_progress(m, state, i, forward_boxes, backward_boxes, triggers,
+                                     merge_overflow.get(i))
         self._elaborate_updates(m, state)
         shadowed = self._elaborate_results(m, state)
         self._elaborate_bus(m, state, shadowed)
@@ -237,8 +279,12 @@ class LinkDynChain(wiring.Component):
         rmap = microprogram(self._fmt).registers
         nodes = self.nodes
 
+        # Every node runs the same schedule; take one that reads the message from its inbox.
+        reader = {"forward": next(j for j, p in enumerate(self._parents) if p >= 0),
+                  "distal": next(j for j, c in enumerate(self._children) if c)}
+
         def first_inbox_word(segment, layout):
-            node = nodes[1] if segment == "forward" else nodes[0]
+            node = nodes[reader[segment]]
             receivers = [rmap[target].address for _, target in layout]
             start = node.segment_start[segment]
             for row in node.rom[start:node.segment_start["end"]]:
@@ -251,22 +297,31 @@ class LinkDynChain(wiring.Component):
                 first_inbox_word("distal", message_layout("backward", self._fmt)))
 
     def _elaborate_mailboxes(self, m):
-        """Add the mailboxes, forward[i] node i -> node i+1 and backward[i] node i+1 -> node
-        i, and wire them to the nodes' result snoop ports (senders) and inbox ports
-        (receivers).
+        """Add the mailboxes, one pair per edge of the tree: forward[c] parent(c) -> node c and
+        backward[c] node c -> parent(c), and wire them to the nodes' result snoop ports
+        (senders) and inbox ports (receivers); in front of the inbox of a node with several
+        children, the merge of their backward messages.
 
-        Returns ``(forward_boxes, backward_boxes)``, ``n - 1`` each.
+        Returns
+        -------
+        (dict, dict, dict)
+            ``forward_boxes[c]``, ``backward_boxes[c]`` per non-root node ``c``;
+            ``merge_overflow[j]`` per node with several children: ``(valid, bank)``, a word of
+            its merge that saturated was read (registered, the cycle after its issue).
         """
         n, banks, nodes = self._n, self._banks, self.nodes
+        parents, children = self._parents, self._children
         rmap = microprogram(self._fmt).registers
         forward = message_layout("forward", self._fmt)
         backward = message_layout("backward", self._fmt)
-        forward_boxes, backward_boxes = [], []
-        for i in range(n - 1):
-            m.submodules[f"forward{i}"] = box = Mailbox(len(forward), banks)
-            forward_boxes.append(box)
-            m.submodules[f"backward{i}"] = box = Mailbox(len(backward), banks)
-            backward_boxes.append(box)
+        forward_boxes, backward_boxes = {}, {}
+        for c in range(n):
+            p = parents[c]
+            if p < 0:
+                continue
+            edge = f"{p}" if self.is_chain else f"{p}_{c}"
+            m.submodules[f"forward{edge}"] = forward_boxes[c] = Mailbox(len(forward), banks)
+            m.submodules[f"backward{edge}"] = backward_boxes[c] = Mailbox(len(backward), banks)
 
         def connect_sender(box, node, layout):
             # The sender's MAC results that are message words go into the mailbox.
@@ -282,46 +337,75 @@ class LinkDynChain(wiring.Component):
             if banks > 1:
                 m.d.comb += box.sender.payload.slot.eq(node.result.bank)
 
-        for i in range(n - 1):
-            connect_sender(forward_boxes[i], nodes[i], forward)
-            connect_sender(backward_boxes[i], nodes[i + 1], backward)
+        for c in sorted(forward_boxes):
+            # A parent with several children writes the same words into each child's mailbox.
+            connect_sender(forward_boxes[c], nodes[parents[c]], forward)
+            connect_sender(backward_boxes[c], nodes[c], backward)
 
+        merge_overflow = {}
         for i, node in enumerate(nodes):
             if not node.inbox_kinds:
                 continue
             # The node gives the word's index in its message and its direction (from its
             # schedule ROM: no address decoding on the path to the present bit and the stall).
-            boxes = []
-            if i > 0:
-                boxes.append((forward_boxes[i - 1], 0))
-            if i < n - 1:
-                boxes.append((backward_boxes[i], 1))
-            from_box = [Signal(name=f"node{i}_inbox_{k}") for k in range(len(boxes))]
+            sources = []  # (boxes, backward?): one box, or a node's children's backward boxes
+            if parents[i] >= 0:
+                sources.append(([forward_boxes[i]], 0))
+            if children[i]:
+                sources.append(([backward_boxes[c] for c in children[i]], 1))
+            from_box = [Signal(name=f"node{i}_inbox_{k}") for k in range(len(sources))]
             from_box_issued = [Signal(name=f"node{i}_inbox_{k}_issued")
-                               for k in range(len(boxes))]
-            for k, ((box, backward_box), selected, issued) in enumerate(
-                    zip(boxes, from_box, from_box_issued)):
-                receiver = box.receiver
-                m.d.comb += [selected.eq(node.inbox.backward == backward_box),
-                             receiver.word.eq(node.inbox.word)]
-                if banks > 1:
-                    m.d.comb += receiver.slot.eq(node.inbox.bank)
+                               for k in range(len(sources))]
+            for k, ((boxes, backward_box), selected, issued) in enumerate(
+                    zip(sources, from_box, from_box_issued)):
+                m.d.comb += selected.eq(node.inbox.backward == backward_box)
+                for box in boxes:
+                    m.d.comb += box.receiver.word.eq(node.inbox.word)
+                    if banks > 1:
+                        m.d.comb += box.receiver.slot.eq(node.inbox.bank)
                 m.d.sync += issued.eq(selected)
                 # The present bits the node's stall reads are a copy registered twice (the
                 # mailbox may sit far from the node; the second register sits by the node's
                 # stall logic): a word is seen two cycles after it is written. A slot's bits are
                 # cleared only after its reader's last read of it, and the reader reads that
                 # slot again only in a later request, so the copy's lag in clearing them is
-                # never seen.
-                travel = Signal.like(receiver.words_present, name=f"node{i}_inbox_{k}_travel")
-                seen = Signal.like(receiver.words_present, name=f"node{i}_inbox_{k}_present")
-                m.d.sync += [travel.eq(receiver.words_present), seen.eq(travel)]
+                # never seen. A merged word is present when it is present in every child's box.
+                present = boxes[0].receiver.words_present
+                travel = Signal.like(present, name=f"node{i}_inbox_{k}_travel")
+                seen = Signal.like(present, name=f"node{i}_inbox_{k}_present")
+                if len(boxes) > 1:
+                    present = boxes[0].receiver.words_present.as_value()
+                    for box in boxes[1:]:
+                        present = present & box.receiver.words_present.as_value()
+                m.d.sync += [travel.eq(present), seen.eq(travel)]
                 slot_bits = seen[node.inbox.bank] if banks > 1 else seen[0]
                 first = len(forward) * backward_box  # the node numbers forward, then backward
-                m.d.comb += node.inbox.present_words[first:first + box.words].eq(slot_bits)
+                m.d.comb += node.inbox.present_words[first:first + boxes[0].words].eq(slot_bits)
+                if len(boxes) == 1:
+                    with m.If(issued):
+                        m.d.comb += node.inbox.data.eq(boxes[0].receiver.data)
+                    continue
+                # The merge (eq. 17): the exact sum of the children's words, saturated once.
+                total = boxes[0].receiver.data
+                for box in boxes[1:]:
+                    total = total + box.receiver.data
+                high, low = (1 << (WORD_WIDTH - 1)) - 1, -(1 << (WORD_WIDTH - 1))
+                merged = Signal(signed(WORD_WIDTH), name=f"node{i}_merged")
+                saturated = Signal(name=f"node{i}_merge_saturated")
+                m.d.comb += [
+                    saturated.eq((total > high) | (total < low)),
+                    merged.eq(Mux(total > high, high, Mux(total < low, low, total))),
+                ]
                 with m.If(issued):
-                    m.d.comb += node.inbox.data.eq(receiver.data)
-        return forward_boxes, backward_boxes
+                    m.d.comb += node.inbox.data.eq(merged)
+                # The word is taken when its issue did not stall; its data is read a cycle on.
+                taken = Signal(name=f"node{i}_merge_taken")
+                taken_bank = Signal(range(banks), name=f"node{i}_merge_bank")
+                m.d.sync += [taken.eq(node.inbox.read & ~node.stall
+                                      & (node.inbox.backward == 1)),
+                             taken_bank.eq(node.inbox.bank)]
+                merge_overflow[i] = (taken & saturated, taken_bank)
+        return forward_boxes, backward_boxes, merge_overflow
 
     def _elaborate_staging(self, m, state):
         """Drive ``staging_free``: the staging bank is free for the next sample, every node
@@ -343,18 +427,21 @@ class LinkDynChain(wiring.Component):
             free_terms = [state.in_flight == 0]
         m.d.comb += state.staging_free.eq(Cat(*free_terms).all())
 
-    def _elaborate_progress(self, m, state, i, forward_boxes, backward_boxes, triggers):
+    def _elaborate_progress(self, m, state, i, forward_boxes, backward_boxes, triggers,
+                            merge_overflow=None):
         """Add node ``i``'s progress scheduler: per bank, the stage of its sample
         (:data:`STAGES`); the request it issues next (backward for the head sample only,
         forward once its first mailbox word arrived and its outgoing mailbox slot is empty,
         local, joint); the mailbox acknowledges; the record of a finished sample in its ticket.
-        ``triggers``: :meth:`_message_triggers` (``None`` for one node).
+        ``triggers``: :meth:`_message_triggers` (``None`` without edges); ``merge_overflow``:
+        ``(valid, bank)`` of the node's merge (:meth:`_elaborate_mailboxes`), if it has one.
         """
-        n, banks, tickets = self._n, self._banks, self._tickets
+        banks, tickets = self._banks, self._tickets
         node = self.nodes[i]
+        parent, children = self._parents[i], self._children[i]
         stage, queued, node_overflow = state.stage[i], state.queued[i], state.node_overflow[i]
         hold, head_ticket = state.hold[i], state.head_ticket[i]
-        if n > 1:
+        if triggers is not None:
             forward_trigger, backward_trigger = triggers
         head = state.ticket_bank(head_ticket)
         # Eligible requests, in priority order: backward (head sample only), forward, local,
@@ -363,20 +450,23 @@ class LinkDynChain(wiring.Component):
         for b in range(banks):
             is_head = (head == b) if banks > 1 else Const(1, 1)
             out_free = Const(1, 1)
-            if i > 0:
-                out_free = backward_boxes[i - 1].sender.empty[b]
+            if parent >= 0:
+                out_free = backward_boxes[i].sender.empty[b]
             arrived = Const(1, 1)
-            if i < n - 1:
-                arrived = backward_boxes[i].receiver.words_present[b][backward_trigger]
+            if children:
+                arrived = Cat(*(backward_boxes[c].receiver.words_present[b][backward_trigger]
+                                for c in children)).all() if len(children) > 1 else \
+                    backward_boxes[children[0]].receiver.words_present[b][backward_trigger]
             choices.append(("backward", b, (stage[b] == _want("backward")) & is_head
                             & arrived & out_free))
         for b in range(banks):
             out_free = Const(1, 1)
-            if i < n - 1:
-                out_free = forward_boxes[i].sender.empty[b]
+            if children:
+                out_free = Cat(*(forward_boxes[c].sender.empty[b] for c in children)).all() \
+                    if len(children) > 1 else forward_boxes[children[0]].sender.empty[b]
             arrived = Const(1, 1)
-            if i > 0:
-                arrived = forward_boxes[i - 1].receiver.words_present[b][forward_trigger]
+            if parent >= 0:
+                arrived = forward_boxes[i].receiver.words_present[b][forward_trigger]
             choices.append(("forward", b, (stage[b] == _want("forward")) & arrived
                             & out_free))
         for b in range(banks):
@@ -434,16 +524,21 @@ class LinkDynChain(wiring.Component):
             result_bank_here = (node.result.bank == b) if banks > 1 else Const(1, 1)
             with m.If(node.result.valid & node.result.overflow & result_bank_here):
                 m.d.sync += node_overflow[b].eq(1)
+            if merge_overflow is not None:
+                # A saturated word of the merge of its children's wrenches (eq. 17).
+                merged, merged_bank = merge_overflow
+                with m.If(merged & ((merged_bank == b) if banks > 1 else Const(1, 1))):
+                    m.d.sync += node_overflow[b].eq(1)
 
         # Mailbox acknowledges: the inbox slot is read once the request that reads it ends.
         forward_done = node.request_done & (done_kind == REQUESTS.index("forward"))
-        if i > 0:
-            ack = forward_boxes[i - 1].ack
+        if parent >= 0:
+            ack = forward_boxes[i].ack
             m.d.comb += ack.valid.eq(forward_done)
             if banks > 1:
                 m.d.comb += ack.slot.eq(done_bank)
-        if i < n - 1:
-            ack = backward_boxes[i].ack
+        for c in children:
+            ack = backward_boxes[c].ack
             m.d.comb += ack.valid.eq(backward_done)
             if banks > 1:
                 m.d.comb += ack.slot.eq(done_bank)
@@ -589,17 +684,46 @@ class LinkDynChain(wiring.Component):
             with m.If(shadow_hits[k]):
                 m.d.comb += shadow_word.eq(word)
         m.d.comb += [read_target.eq(target), read_addr.eq(target_addr)]
-        with m.Switch(req.addr):
-            for _, (source, receiver) in enumerate(forward):
-                with m.Case(rmap[receiver].address):
-                    with m.If(req.node != 0):
-                        m.d.comb += [read_target.eq(req.node - 1),
-                                     read_addr.eq(rmap[source].address)]
-            for _, (source, receiver) in enumerate(backward):
-                with m.Case(rmap[receiver].address):
-                    with m.If(req.node != n - 1):
-                        m.d.comb += [read_target.eq(req.node + 1),
-                                     read_addr.eq(rmap[source].address)]
+        if self.is_chain:
+            with m.Switch(req.addr):
+                for _, (source, receiver) in enumerate(forward):
+                    with m.Case(rmap[receiver].address):
+                        with m.If(req.node != 0):
+                            m.d.comb += [read_target.eq(req.node - 1),
+                                         read_addr.eq(rmap[source].address)]
+                for _, (source, receiver) in enumerate(backward):
+                    with m.Case(rmap[receiver].address):
+                        with m.If(req.node != n - 1):
+                            m.d.comb += [read_target.eq(req.node + 1),
+                                         read_addr.eq(rmap[source].address)]
+        else:
+            # forward_in of a node reads its parent's forward_out, backward_in its only child's
+            # backward_out; a merged backward_in is not stored anywhere: reading it is refused.
+            merged_read = Signal()
+            branch_points = [j for j, c in enumerate(self._children) if len(c) > 1]
+            with m.Switch(req.addr):
+                for _, (source, receiver) in enumerate(forward):
+                    with m.Case(rmap[receiver].address):
+                        with m.Switch(req.node):
+                            for j, parent in enumerate(self._parents):
+                                if parent >= 0:
+                                    with m.Case(j):
+                                        m.d.comb += [read_target.eq(parent),
+                                                     read_addr.eq(rmap[source].address)]
+                for _, (source, receiver) in enumerate(backward):
+                    with m.Case(rmap[receiver].address):
+                        with m.Switch(req.node):
+                            for j, kids in enumerate(self._children):
+                                if len(kids) == 1:
+                                    with m.Case(j):
+                                        m.d.comb += [read_target.eq(kids[0]),
+                                                     read_addr.eq(rmap[source].address)]
+                            if branch_points:
+                                with m.Case(*branch_points):
+                                    m.d.comb += merged_read.eq(1)
+        bad_target = ~is_node | (req.addr >= spec.node_map_size)
+        if not self.is_chain:
+            bad_target = bad_target | merged_read
         is_input = (req.addr >= spec.input_address) & (req.addr < spec.input_address
                                                        + spec.input_count)
         writable = req.addr < Mux(req.node == 0, spec.writable_end_node0, spec.writable_end)
@@ -612,7 +736,7 @@ class LinkDynChain(wiring.Component):
             "read_target": range(n), "read_addr": len(target_addr)}))
         m.d.sync += [
             decoded.control.eq(req.node == CONTROL_NODE),
-            decoded.bad_target.eq(~is_node | (req.addr >= spec.node_map_size)),
+            decoded.bad_target.eq(bad_target),
             decoded.writable.eq(writable),
             decoded.input.eq(is_input),
             decoded.select.eq(req.addr == RESULT_SELECT),
@@ -722,9 +846,25 @@ class LinkDynChain(wiring.Component):
                                  access_addr.eq(decoded.read_addr)]
                     m.next = "READ"
             with m.State("WRITE"):
+                other_roots = [j for j in self.roots if j != 0]
+                if other_roots:
+                    # Node 0's base motion is every root's: the write goes to all of them at
+                    # once, and is done when each of them has taken it.
+                    base = ((access_addr >= spec.base_motion_address)
+                            & (access_addr < spec.writable_end_node0) & (access_node == 0))
+                    ready_all = write_ready
+                    for j in other_roots:
+                        ready_all = ready_all & (~base | nodes[j].ext.write_ready)
+                    write_done = Signal(name="write_done")
+                    m.d.comb += write_done.eq(ready_all)
+                else:
+                    write_done = write_ready
                 for i, node in enumerate(nodes):
-                    m.d.comb += node.ext.write_enable.eq(access_node == i)
-                with m.If(write_ready):
+                    enable = access_node == i
+                    if i in other_roots:
+                        enable = enable | base
+                    m.d.comb += node.ext.write_enable.eq(enable)
+                with m.If(write_done):
                     m.d.comb += [answer.eq(1), answer_rdata.eq(req.wdata)]
                     m.next = "ANSWER"
             with m.State("READ"):
@@ -744,6 +884,24 @@ class LinkDynChain(wiring.Component):
                 # The registered answer is on the bus (ready) in this cycle.
                 m.next = "IDLE"
         return m
+
+
+def _check_parents(parents, n):
+    """Return ``parents`` as a tuple (default the chain of ``n`` nodes), or raise."""
+    if parents is None:
+        return tuple(range(-1, n - 1))
+    if isinstance(parents, (str, bytes)) or not hasattr(parents, "__len__"):
+        raise TypeError(f"Parents must be a sequence of {n} integers, not {parents!r}")
+    values = tuple(parents)
+    if not all(isinstance(p, int) and not isinstance(p, bool) for p in values):
+        raise TypeError(f"Parents must be a sequence of {n} integers, not {parents!r}")
+    if len(values) != n:
+        raise ValueError(f"Parents must have one entry per node ({n}), not {len(values)}")
+    for node, parent in enumerate(values):
+        if not -1 <= parent < node:
+            raise ValueError(f"Parent of node {node} must be -1 .. {node - 1} (a root or an "
+                             f"earlier node), not {parent!r}")
+    return values
 
 
 class _ChainState:
@@ -844,15 +1002,26 @@ def main(argv=None):
                         help="update policy (default sequential)")
     parser.add_argument("--name", default=None,
                         help="Verilog module name (default linkdyn_chain)")
+    parser.add_argument("--parents", default=None,
+                        help="a tree of nodes: the parent of every node, comma-separated, -1 "
+                             "for a root (e.g. -1,0,1,0,3; default the chain)")
     parser.add_argument("--out", required=True, help="output Verilog file")
     args = parser.parse_args(argv)
     try:
         fmt = parse_format(args.format)
-        chain = LinkDynChain(args.nodes, fmt, policy=args.policy)
+        parents = None
+        if args.parents is not None:
+            try:
+                parents = [int(p) for p in args.parents.split(",")]
+            except ValueError:
+                raise ValueError(f"Parents must be comma-separated integers, not "
+                                 f"{args.parents!r}") from None
+        chain = LinkDynChain(args.nodes, fmt, policy=args.policy, parents=parents)
     except (TypeError, ValueError) as error:
         parser.error(str(error))
     path = export_verilog(chain, args.name or "linkdyn_chain", args.out)
-    print(f"wrote {path} ({args.nodes} nodes, {fmt.name}, {args.policy})")
+    shape = "" if chain.is_chain else f", tree {','.join(map(str, chain.parents))}"
+    print(f"wrote {path} ({args.nodes} nodes, {fmt.name}, {args.policy}{shape})")
     return 0
 
 

@@ -20,8 +20,8 @@ from .rnea import link_offset_vector
 from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
 
-__all__ = ["microprogram", "encode_robot", "encode_base_motion", "run_segment", "rnea_fixed",
-           "FixedResult", "FixedPointRangeError", "GoldenChain"]
+__all__ = ["microprogram", "encode_robot", "encode_links", "encode_base_motion", "run_segment",
+           "rnea_fixed", "FixedResult", "FixedPointRangeError", "GoldenChain"]
 
 
 def _phase_word(turns):
@@ -60,10 +60,39 @@ def encode_robot(robot, fmt=Q15_16):
         raise NotImplementedError(
             f"the fixed-point model implements serial chains of revolute joints only; robot "
             f"{robot.name!r} is a tree or has a prismatic joint or a mount")
+    return encode_links(robot.links, fmt)
+
+
+def encode_links(links, fmt=Q15_16, labels=None):
+    """Return the constant words of nodes that run the given links (revolute, mounts ignored).
+
+    The per-node part of :func:`encode_robot`, also used by the golden model of a tree
+    (:mod:`linkdyn.model.golden_tree`), whose fixed mounts are massless links of their own.
+
+    Parameters
+    ----------
+    links : sequence of Link
+        One link per node, in node order.
+    fmt : QFormat
+        Word format of the nodes.
+    labels : sequence of str, optional
+        How error messages name node ``i`` (default ``"node {i + 1}"``).
+
+    Returns
+    -------
+    list of dict
+        Per node, ``{register name: word}`` for every ``constant`` register.
+
+    Raises
+    ------
+    FixedPointRangeError
+        If a constant does not fit its format; the message names the node and the constant.
+    """
     program = microprogram(fmt)
     rmap = program.registers
     nodes = []
-    for i, link in enumerate(robot.links):
+    for i, link in enumerate(links):
+        label = f"node {i + 1}" if labels is None else labels[i]
         r = link_offset_vector(link)
         pi = link.parameters()
         values = {
@@ -81,7 +110,7 @@ def encode_robot(robot, fmt=Q15_16):
             values[name] = value
         words = {}
         for reg in rmap.of_kind("constant"):
-            what = f"node {i + 1} ({link.name!r}) constant {reg.name}"
+            what = f"{label} ({link.name!r}) constant {reg.name}"
             if reg.name == "rate":
                 words[reg.name] = _encode(1.0 / (2 * math.pi), reg.format.fraction_bits, what)
             elif reg.name == "theta_offset":
