@@ -16,17 +16,22 @@ import warnings
 from pathlib import Path
 
 import pytest
+from amaranth import Elaboratable, Module
 from amaranth.hdl import UnusedElaboratable
+from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from linkdyn.gateware.actuator import ActuatorCore, LINK_DOWN, LINK_WINDOW, LINK_WINDOW_FIELDS
 from linkdyn.gateware.distributed import DistributedChain, LineModel, xorshift32
+from linkdyn.gateware.protocol import ProtocolEngine
 from linkdyn.model.golden import microprogram
 from linkdyn.model.protocol import (
-    CONTROL_NODE, STATUS_BUSY, STATUS_DONE, ProtocolSpec, control_register,
+    CONTROL_NODE, STATUS_BUSY, STATUS_DONE, Command, ProtocolSpec, ReferenceEngine,
+    control_register, decode_reply, encode_request, load_robot_payload, read_payload,
+    step_payload,
 )
 from linkdyn.sim.chain_cases import build_case
-from linkdyn.sim.chain_model import ChainModel
+from linkdyn.sim.chain_model import TIMING_MARKS, ChainModel
 from linkdyn.sim.chain_testbench import BusHost, simulate
 
 from linkdyn.sim.distributed_runner import run_distributed
@@ -380,3 +385,75 @@ def test_distributed_chain_matches_golden_model_on_verilator(n, cases):
     for case, result in zip(cases, summary["cases"]):
         assert result["checked"] == case["states"] + case["saturate"]
         assert result["saturating_states"] >= 1, "the saturating states set flags"
+
+
+class _EngineOnDistributedChain(Elaboratable):
+    """The protocol engine with its register bus on a distributed chain."""
+
+    def __init__(self, n, **parameters):
+        self.engine = ProtocolEngine(n, timeout_cycles=1 << 16, step_timeout_cycles=1 << 18)
+        self.chain = DistributedChain(n, **parameters)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine = self.engine
+        m.submodules.chain = self.chain
+        wiring.connect(m, self.engine.bus, self.chain.bus)
+        return m
+
+
+def test_protocol_engine_works_unchanged_on_the_distributed_chain():
+    """LOAD_ROBOT, two STEPs (with external wrenches), a READ of every node's mailbox
+    registers and a STATUS through the unchanged protocol engine on 2 boards: every reply
+    equals the reference engine's on ChainModel, byte for byte except the timing words
+    (LATENCY_CYCLES, INTERVAL_CYCLES) of the STEP replies, which only the board knows."""
+    n = 2
+    case = build_case({"robot": f"random:{n}:23", "states": 2, "seed": 23, "wrench": "random"})
+    spec = ProtocolSpec(n)
+    reference = ReferenceEngine(spec, ChainModel(spec))
+    top = _EngineOnDistributedChain(n, bits=5)
+    engine = top.engine
+    wrench_names = [name for name in case.inputs[0][0] if name not in ("q", "qd", "qdd")]
+    requests = [encode_request(Command.LOAD_ROBOT, load_robot_payload(
+        spec, case.constants, case.base_motion), seq=1)]
+    for s in range(case.count):
+        words = case.inputs[s]
+        requests.append(encode_request(Command.STEP, step_payload(
+            spec, *([w[name] & 0xFFFFFFFF for w in words] for name in ("q", "qd", "qdd")),
+            wrench=[[w[name] & 0xFFFFFFFF for name in wrench_names] for w in words]),
+            seq=2 + s))
+    requests.append(encode_request(Command.READ, read_payload(
+        1, REGISTERS["omega_in_x"].address, 15), seq=9))
+    requests.append(encode_request(Command.STATUS, seq=10))
+    expected = [reference.receive(request) for request in requests]
+    got = []
+
+    async def bench(ctx):
+        ctx.set(engine.tx.ready, 1)
+        for request, want in zip(requests, expected):
+            for byte in request:
+                ctx.set(engine.rx.payload, byte)
+                ctx.set(engine.rx.valid, 1)
+                await ctx.tick().until(engine.rx.ready)
+            ctx.set(engine.rx.valid, 0)
+            reply = bytearray()
+            async for _, _, valid, byte in ctx.tick().sample(engine.tx.valid,
+                                                              engine.tx.payload):
+                if valid:
+                    reply.append(byte)
+                    if len(reply) == len(want):
+                        break
+            got.append(bytes(reply))
+
+    _run(top, bench)
+    for request, want, reply in zip(requests, expected, got):
+        want, reply = decode_reply(want), decode_reply(reply)
+        assert (reply.seq, reply.command, reply.status) == (want.seq, want.command, want.status)
+        assert reply.ok, reply
+        marks = [k for k, word in enumerate(want.words) if word in TIMING_MARKS]
+        assert [w for k, w in enumerate(reply.words) if k not in marks] == \
+            [w for k, w in enumerate(want.words) if k not in marks]
+    # The STEP replies begin with the golden model's tau words.
+    for s in range(case.count):
+        tau = decode_reply(got[1 + s]).words[:n]
+        assert tau == [w & 0xFFFFFFFF for w in _words(case, s)]
