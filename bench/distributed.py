@@ -296,20 +296,23 @@ def report(results, synthesis=None, *, command="python -m linkdyn.bench.distribu
             f"Goal: a 6-board update in <= {GOAL_US:g} us at 100 Mbit/s links: "
             f"{_us(min(six['latency'])):.1f} .. {worst:.1f} us, {verdict}.",
             "",
-            "Where the time goes: a 32-bit word travels in its own frame of 9 8b/10b symbols "
-            "(start, header, sequence, 4 data bytes, CRC-16: 45 cycles at 2 bits per cycle), "
-            "so a forward message occupies its hop for 9 x 45 = 405 cycles and a backward one "
-            "for 270, while a node writes its 9 forward words within about 50 cycles. The "
-            "receiving node starts on the first word it reads and stalls on each later one, so "
-            "the hops overlap only as far as each node's outputs depend on its first inputs; "
-            "each hop adds about the 'added per hop' column, half of it the serialisation of "
-            "the words the next node waits for. A frame carrying a whole message (one start, "
-            "header and sequence, 36 or 24 data bytes, one CRC: 41 and 29 symbols, 205 and "
-            "145 cycles) would roughly halve the serialisation at the price of store-and-"
-            "forward per hop: about 478 + 5 x (205 + 145 + 2 x 25) = 2,478 cycles, 49.6 us, "
-            "for 6 boards (an estimate, not built). The jitter comes from the link's idle "
-            "fill: a word offered while a training frame is on the line waits for its end "
-            "(up to 7 symbols).",
+            "Where the time goes (the plot below): a 32-bit word travels in its own frame of "
+            "9 8b/10b symbols (start, header, sequence, 4 data bytes, CRC-16: 45 cycles at 2 "
+            "bits per cycle), so a forward message occupies its hop for 9 x 45 = 405 cycles "
+            "and a backward one for 270, while a node writes its 9 forward words within about "
+            "50 cycles. The forward pass overlaps: a node starts on the first word it reads, "
+            "its outputs follow its inputs, and each forward hop adds little more than a "
+            "first word's latency plus the node's `forward` work. The backward pass does not: "
+            "`distal` writes the outgoing wrench words at its end (`f' = R (f + f_in)`, every "
+            "word needs every incoming one), so each backward hop costs the whole backward "
+            "message on the wire (about 285 cycles to its last word) plus `distal`. A frame "
+            "carrying a whole message (one start, header and sequence, 36 or 24 data bytes, "
+            "one CRC: 41 and 29 symbols, 205 and 145 cycles) would roughly halve the "
+            "serialisation: about 478 + 5 x (205 + 145 + 2 x 22) = 2,448 cycles, 49.0 us, for "
+            "6 boards, the goal just met (an estimate, not built; 22 cycles: the line, PHY "
+            "and FIFO beyond a frame, the measured first-word latency minus 45). The jitter "
+            "comes from the link's idle fill: a word offered while a training frame is on the "
+            "line waits for its end (up to 7 symbols).",
         ]
     if synthesis:
         lines += ["", "**Utilisation** of one middle board's core (`ActuatorCore(base=False, "

@@ -50,7 +50,7 @@ from linkdyn.model.protocol import (
 )
 
 from .bus import RegisterBusSignature
-from .link import LinkCounters, LinkStatus, NeighbourLink, WordLayout
+from .link import NeighbourLink, WordLayout
 from .mailbox import Mailbox, message_layout
 from .node import REQUESTS, SLOT_OPS, LinkDynNode
 
@@ -84,7 +84,6 @@ STAGES = ("free",) + tuple(f"{prefix}{task}" for task in TASKS for prefix in ("w
 
 _FREE = 0
 _COUNTER = 32
-_FORWARD_WORDS = 9
 #: Control words wait for the link while its FIFO holds fewer words than this (the rest is
 #: room for a whole message, which the MAC writes without a pause).
 _CONTROL_ROOM = 6
@@ -112,8 +111,8 @@ class NodeTarget(wiring.Component):
     Parameters
     ----------
     node : LinkDynNode
-        The node (a submodule of the caller's module; this component only drives its ``ext``
-        and ``hold`` ports through the ``port`` members).
+        The node (a submodule of the caller's module; the caller connects the members below to
+        its ``ext`` port, ``hold`` and ``busy``).
 
     Members
     -------
@@ -311,7 +310,7 @@ class ActuatorCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        base, last = self._base, self._last
+        base = self._base
         fmt = self._fmt
         rmap = microprogram(fmt).registers
         forward = message_layout("forward", fmt)
