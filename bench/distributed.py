@@ -71,7 +71,9 @@ def measure(n, updates=5, *, settle=3000):
     dict
         ``latency``: LATENCY_CYCLES per update; ``hops``: per hop and direction, per update,
         the list of ``(word, produced, delivered)`` cycles; ``requests``: per board, the
-        ``(start, end, kind)`` cycles of its node's requests in the last update.
+        ``(start, end, kind)`` cycles of its node's requests in the last update;
+        ``interval``: INTERVAL_CYCLES of the second and later updates (start to start with a
+        STEP's bus traffic between: 3n input writes, the start, STATUS polls, n tau reads).
         The words of a hop are listed in the order the sender produced them.
     """
     rmap = microprogram().registers
@@ -83,16 +85,28 @@ def measure(n, updates=5, *, settle=3000):
                 enumerate(message_layout("backward"))}
     events = []          # (cycle, kind, board, word)
     latencies = []
+    intervals = []       # INTERVAL_CYCLES: start to start through the bus
     marks = []           # cycle of each start
+
+    inputs = [rmap[name].address for name in ("q", "qd", "qdd")]
+    tau = rmap["tau"].address
 
     async def bench(ctx):
         await host.tick(ctx, settle)            # link-up of every hop
         for _ in range(updates):
+            # As the protocol engine's STEP: the joint words of every node, CONTROL.start,
+            # STATUS until done, every tau.
+            for node in range(n):
+                for address in inputs:
+                    assert await host.write(ctx, node, address, 0), "input write refused"
             assert await host.start(ctx), "CONTROL.start refused"
             marks.append(host.cycle)
             while (await host.control(ctx, "STATUS")) & STATUS_BUSY:
                 pass
+            for node in range(n):
+                await host.read(ctx, node, tau)
             latencies.append(await host.control(ctx, "LATENCY_CYCLES"))
+            intervals.append(await host.control(ctx, "INTERVAL_CYCLES"))
 
     async def monitor(ctx):
         signals = []
@@ -160,7 +174,8 @@ def measure(n, updates=5, *, settle=3000):
                 start = None
     words = [(kind, b, w, c - marks[-1]) for c, kind, b, w in last
              if kind.endswith("_sent") or kind.endswith("_delivered")]
-    return {"n": n, "latency": latencies, "hops": hops, "runs": runs, "words": words}
+    return {"n": n, "latency": latencies, "interval": intervals[1:], "hops": hops,
+            "runs": runs, "words": words}
 
 
 def synthesize(family):
@@ -251,11 +266,15 @@ def report(results, synthesis=None, *, command="python -m linkdyn.bench.distribu
         "(`docs/distributed.md`).",
         "",
         "**Update latency and rate** (LATENCY_CYCLES, min / max over the updates; rate = one "
-        "update after the other, the chain alone):",
+        "update after the other, the chain alone; through the bus = INTERVAL_CYCLES, start to "
+        "start with a STEP's register-bus traffic between, as the protocol engine does it: "
+        "the 3n joint words written, the start, STATUS polled, n torques read, each access "
+        "to board k travelling k hops and back):",
         "",
         "| boards | latency [cycles] | latency [us] | jitter [cycles] | rate [kHz] | on-chip "
-        "chain [cycles] | added per hop, both ways [cycles] |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "chain [cycles] | added per hop, both ways [cycles] | through the bus [cycles] | "
+        "rate through the bus [kHz] |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for result in results:
         n = result["n"]
@@ -263,8 +282,11 @@ def report(results, synthesis=None, *, command="python -m linkdyn.bench.distribu
         chip = CHIP_LATENCY_CYCLES[n]
         per_hop = f"{(statistics.median(result['latency']) - chip) / (n - 1):.0f}" if n > 1 \
             else "-"
+        interval = max(result.get("interval") or [0])
+        through = (f"{interval} | {1e3 / _us(interval):.1f}" if interval else "- | -")
         lines.append(f"| {n} | {low} / {high} | {_us(low):.1f} / {_us(high):.1f} | "
-                     f"{high - low} | {1e3 / _us(high):.1f} | {chip} | {per_hop} |")
+                     f"{high - low} | {1e3 / _us(high):.1f} | {chip} | {per_hop} | "
+                     f"{through} |")
     biggest = results[-1]
     figures = _hop_figures(biggest)
     lines += [

@@ -9,7 +9,7 @@ FRAME_CYCLES = 45
 
 def test_two_boards_deliver_every_message_word_once_in_order_after_a_frame():
     result = measure(2, updates=1, settle=1500)
-    assert len(result["latency"]) == 1
+    assert len(result["latency"]) == 1 and result["interval"] == []
     ((forward,),), ((backward,),) = result["hops"]["forward"], result["hops"]["backward"]
     assert sorted(w for w, _, _ in forward) == list(range(9))
     assert sorted(w for w, _, _ in backward) == list(range(6))
@@ -28,7 +28,7 @@ def test_two_boards_deliver_every_message_word_once_in_order_after_a_frame():
 
 def test_report_tables_and_the_goal():
     def fake(n, latencies):
-        return {"n": n, "latency": latencies,
+        return {"n": n, "latency": latencies, "interval": [5000],
                 "hops": {"forward": [[[(0, 10, 70), (8, 100, 400)]]] * max(n - 1, 0),
                          "backward": [[[(0, 20, 90), (5, 50, 300)]]] * max(n - 1, 0)},
                 "runs": [], "words": []}
@@ -36,9 +36,9 @@ def test_report_tables_and_the_goal():
     text = report(results, {"xc6s": {"luts": 5000, "ffs": 3000, "brams": 4, "dsps": 4},
                             "ecp5": "not run: no yosys"})
     assert text.startswith("## Distributed\n")
-    assert "| 1 | 198 / 198 | 4.0 / 4.0 | 0 | 252.5 | 198 | - |" in text
+    assert "| 1 | 198 / 198 | 4.0 / 4.0 | 0 | 252.5 | 198 | - | 5000 | 10.0 |" in text
     # (3003 - 478) / 5 = 505 cycles per hop; 3028 cycles = 60.6 us, 16.5 kHz.
-    assert "| 6 | 2978 / 3028 | 59.6 / 60.6 | 50 | 16.5 | 478 | 505 |" in text
+    assert "| 6 | 2978 / 3028 | 59.6 / 60.6 | 50 | 16.5 | 478 | 505 | 5000 | 10.0 |" in text
     assert "| forward, 9 words | 60 / 60 / 60 | 300 / 300 / 300 | 1.20 | 6.00 |" in text
     assert "59.6 .. 60.6 us, **missed**" in text
     assert "| Spartan-6 (`synth_xilinx -family xc6s`) | 5,000 | 3,000 | 4 | 4 | 87% |" in text

@@ -1,8 +1,10 @@
 """The distributed chain (one node per board, neighbour links, line models) behind the chain's
 register bus: the golden model's words through the bus (Amaranth simulator for 1 and 2 boards,
-Verilator through the chain's cocotb testbench for 3 boards and the UR5 on 6), the register-bus
-contract against :class:`~linkdyn.sim.chain_model.ChainModel`, and the faults: bit errors on
-every line, a cut mid-update and its restore, random bits into a link.
+3 in the cut test; Verilator through the chain's own cocotb testbench for the UR5 on 6 boards,
+and with ``LINKDYN_LONG=1`` random robots on 3 .. 8 and the Panda on 7), the register-bus
+answers against :class:`~linkdyn.sim.chain_model.ChainModel`, the unchanged protocol engine
+against the reference engine, and the faults: bit errors on every line, a cut mid-update and
+its restore, random bits into a link.
 
 The Amaranth simulator runs a 2-board chain at about 1,000 cycles per second, a 6-board one at
 about 200 (the links' CRC and 8b/10b logic), so the longer runs use Verilator; the fault tests
