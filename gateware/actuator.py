@@ -1,0 +1,912 @@
+"""The actuator board core of the distributed mode: one LinkDyn node per board, its inbound
+mailboxes, a link to each neighbour board, the per-board scheduler (sequential policy) and the
+register-bus routing (``docs/distributed.md``; source paper Sect. 3: one FPGA per actuator,
+a node talks only to its mechanical neighbours, the host only to the base).
+
+Structure of board k (no pins: the board top adds the I/O buffers of the two links)::
+
+    upstream link (board k-1)                                 downstream link (board k+1)
+      rx: forward message words ----> forward_in mailbox --+
+          START, bus requests   ----> scheduler, router    |   node k   +--> tx: forward message
+      tx: backward message words <-- node k's MAC results  |            |       words, START,
+          slot acks, DONE, bus replies, link states        +------------+       bus requests
+                                                  backward_in mailbox <---- rx: backward words,
+                                                                             DONE, replies
+
+The node, its mailboxes and their handshake are those of the single-FPGA chain
+(:class:`~linkdyn.gateware.chain.LinkDynChain`, ``docs/chain.md``): the same message layout
+and word order, per-word present bits and stalls, per-slot acknowledges. Only the transport
+differs: the sender's MAC results that are message words go into the link
+(:class:`~linkdyn.gateware.link.NeighbourLink`) and the receiving board writes them into its
+local mailbox RAM; a slot acknowledge goes back over the link, and the sender keeps, per
+outgoing message, "sent and not acknowledged".
+
+The same link carries the chain's control, in word indices that no message uses
+(:data:`LINK_WORDS`): START (an update starts; each board passes it on downstream), DONE
+(board k and every board behind it finished their distal request, with their overflow bits),
+bus requests (node, address, write, data) from the base towards board k and their replies,
+and LINK_STATE (which hops behind a board are down). Boards learn their index at link-up
+(the link's training frames); the base is board 0.
+
+The base board (``base=True``) is the register-bus target of the protocol engine with the
+chain's semantics (``docs/chain.md``, *The register bus*): the control block (CONTROL,
+STATUS, OVERFLOW, OVERFLOW_STICKY, LATENCY_CYCLES, INTERVAL_CYCLES, UPDATE_COUNT,
+RESULT_SELECT), the access rules, the mailbox-register redirection, and a timeout that answers
+an access to a board beyond a broken link with ``error``.
+"""
+
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from linkdyn.model.microprogram import microprogram
+from linkdyn.model.protocol import (
+    CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, MAX_NODES, RESULT_FOLLOW, RESULT_SELECT,
+    ProtocolSpec, control_register,
+)
+
+from .bus import RegisterBusSignature
+from .link import NeighbourLink, WordLayout
+from .mailbox import Mailbox, message_layout
+from .node import REQUESTS, SLOT_OPS, LinkDynNode
+
+__all__ = ["ActuatorCore", "NodeTarget", "LINK_WORDS", "LINK_WINDOW", "LINK_WINDOW_FIELDS",
+           "LINK_DOWN", "TASKS", "STAGES"]
+
+#: Word indices of the link's control words (``WordLayout.word``), above every message word
+#: (forward 0 .. 8, backward 0 .. 5). Downstream (direction 0): START, BUS_REQUEST (data: node
+#: | addr << 8 | we << 16; slot: the transaction's tag), BUS_WDATA (a write's word, same tag).
+#: Upstream (direction 1): DONE (data: overflow bit per board index), BUS_REPLY / BUS_ERROR
+#: (data: the word; slot: the tag), LINK_STATE (data: bit h, the link from board h to h+1 is
+#: down, for the hops behind the sender).
+LINK_WORDS = {"START": 12, "BUS_REQUEST": 13, "BUS_WDATA": 14,
+              "DONE": 12, "BUS_REPLY": 13, "BUS_ERROR": 14, "LINK_STATE": 15}
+
+#: Node addresses of the link window (read-only, every board): ``LINK_WINDOW + 8 * port +
+#: field``, port 0 the upstream link, 1 the downstream one; 0 where a board has no such link.
+LINK_WINDOW = 0x60
+#: Fields of the link window, in address order (``status``: up | hears << 1 | aligned << 2 |
+#: neighbour_index << 8 | neighbour_index_valid << 16 | board_index << 24).
+LINK_WINDOW_FIELDS = ("status", "frames_sent", "frames_received", "crc_errors",
+                      "retransmissions", "link_drops")
+#: Control-block address (distributed chain only, read-only): bit h, the link from board h to
+#: board h+1 is down (as board h sees it, reported along the links).
+LINK_DOWN = 0x30
+
+#: The requests of one sample on one node, in order (as the chain's).
+TASKS = ("joint", "forward", "local", "backward")
+#: Progress of the sample on a board: free, then waiting for / running each task.
+STAGES = ("free",) + tuple(f"{prefix}{task}" for task in TASKS for prefix in ("want_", ""))
+
+_FREE = 0
+_COUNTER = 32
+#: Control words wait for the link while its FIFO holds fewer words than this (the rest is
+#: room for a whole message, which the MAC writes without a pause).
+_CONTROL_ROOM = 6
+_FIFO_DEPTH = 16
+
+
+def _want(task):
+    return 1 + 2 * TASKS.index(task)
+
+
+def _check_int(name, value, low, high):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be {low} .. {high}, not {value!r}")
+
+
+class NodeTarget(wiring.Component):
+    """A node's register-bus target on its board: raw reads and writes of the node's register
+    file, as the chain does them (a write waits for a cycle without a MAC write; a read holds
+    the node, waits until its running request ends, then reads). No access rules: the base
+    board decides them. A joint controller beside the node plugs in here (its window from
+    0x80 of the same node address space).
+
+    Parameters
+    ----------
+    node : LinkDynNode
+        The node (a submodule of the caller's module; the caller connects the members below to
+        its ``ext`` port, ``hold`` and ``busy``).
+
+    Members
+    -------
+    bus : In(RegisterBusSignature())
+        Target side; ``node`` is ignored; ``error`` is never set.
+    ext_addr, ext_write_data, ext_write_enable, hold : Out
+        To the node's ``ext`` port and ``hold``.
+    ext_write_ready, ext_read_data, node_busy : In
+        From the node.
+    """
+
+    def __init__(self, node):
+        self._read_latency = node.ext_read_latency
+        super().__init__({
+            "bus": In(RegisterBusSignature()),
+            "ext_addr": Out(node.addr_width),
+            "ext_write_data": Out(signed(WORD_WIDTH)),
+            "ext_write_enable": Out(1),
+            "ext_write_ready": In(1),
+            "ext_read_data": In(signed(WORD_WIDTH)),
+            "node_busy": In(1),
+            "hold": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.bus
+        held = Signal()
+        want_hold = Signal()
+        m.d.sync += held.eq(want_hold)
+        m.d.comb += [self.hold.eq(held), self.ext_addr.eq(bus.addr),
+                     self.ext_write_data.eq(bus.wdata)]
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(bus.valid):
+                    m.next = "GO"
+            with m.State("GO"):
+                with m.If(~bus.valid):
+                    m.next = "IDLE"
+                with m.Elif(bus.we):
+                    m.d.comb += self.ext_write_enable.eq(1)
+                    with m.If(self.ext_write_ready):
+                        m.d.comb += bus.ready.eq(1)
+                        m.d.comb += bus.rdata.eq(bus.wdata)
+                        m.next = "DONE"
+                with m.Else():
+                    m.d.comb += want_hold.eq(1)
+                    with m.If(held & ~self.node_busy):
+                        m.next = "FETCH_1"
+            for k in range(1, self._read_latency + 1):
+                with m.State(f"FETCH_{k}"):
+                    m.d.comb += want_hold.eq(1)
+                    if k < self._read_latency:
+                        m.next = f"FETCH_{k + 1}"
+                    else:
+                        m.d.comb += [bus.ready.eq(1), bus.rdata.eq(self.ext_read_data)]
+                        m.next = "DONE"
+            with m.State("DONE"):
+                # One cycle for the initiator to drop valid.
+                m.next = "IDLE"
+        return m
+
+
+class _Pending:
+    """A control word waiting for its link (set: a new word, superseding one not yet sent)."""
+
+    def __init__(self, name):
+        self.set = Signal(name=f"{name}_set")
+        self.next = Signal(WordLayout, name=f"{name}_next")
+        self.pending = Signal(name=f"{name}_pending")
+        self.word = Signal(WordLayout, name=f"{name}_word")
+        self.pushed = Signal(name=f"{name}_pushed")
+
+    def elaborate(self, m):
+        with m.If(self.set):
+            m.d.sync += [self.pending.eq(1), self.word.eq(self.next)]
+        with m.Elif(self.pushed):
+            m.d.sync += self.pending.eq(0)
+
+
+class ActuatorCore(wiring.Component):
+    """One actuator board's core: a LinkDyn node, its inbound mailboxes, the links to its
+    neighbours, the scheduler and the register-bus routing (module docstring).
+
+    Parameters
+    ----------
+    fmt : QFormat
+        Word format of the node (default Q15.16).
+    base : bool
+        The base board (index 0): no upstream link; the register-bus target of the host.
+    last : bool
+        The last board: no downstream link; its ``backward_in`` is the zero wrench in its
+        register file (as the chain's last node).
+    nodes : int, optional
+        Base board only: the number of boards n of the chain (the bus's node range).
+    bits : int
+        Bits per cycle of the link pins (2 for DDR I/O, 100 Mbit/s at 50 MHz; 5 in fast
+        simulations).
+    rx_domain : str
+        Clock domain of the receiving link PHYs (``"sync"``: one clock, as in simulation).
+    timeout : int
+        Base board: cycles after which an access to a node is answered with ``error`` (a
+        board behind a broken link; a node whose running request waits for a missing word).
+    link_parameters : dict, optional
+        ``window``, ``ack_timeout``, ``down_timeout`` of the links.
+    cordic_step_cycles : int
+        Of the node (1 or 2).
+
+    Members
+    -------
+    bus : In(RegisterBusSignature())
+        Base board: the register bus, target side, with the chain's semantics.
+    busy : Out(1)
+        Base board: an update is in flight.
+    overflow_sticky : Out(nodes)
+        Base board: OVERFLOW_STICKY.
+    link_down : Out(nodes - 1)
+        Base board: LINK_DOWN (bit h: the hop from board h to h+1 is down).
+    up_tx, up_rx : Out(bits), In(bits)
+        Non-base board: the upstream link's serial data.
+    down_tx, down_rx : Out(bits), In(bits)
+        Non-last board: the downstream link's serial data.
+    board_index : Out(8)
+        This board's index (0 on the base; the upstream neighbour's + 1 once its link came up).
+    board_index_valid : Out(1)
+
+    Attributes
+    ----------
+    node : LinkDynNode
+    upstream, downstream : NeighbourLink or None
+
+    Raises
+    ------
+    TypeError
+        If ``fmt`` is not a QFormat or an integer parameter is not an integer.
+    ValueError
+        If ``nodes`` is missing on a base board or given on another, or out of range; if a
+        base board of more than one board is ``last`` or a 1-board chain is not.
+    """
+
+    def __init__(self, fmt=Q15_16, *, base, last, nodes=None, bits=2, rx_domain="sync",
+                 timeout=1 << 16, link_parameters=None, cordic_step_cycles=2):
+        if not isinstance(fmt, QFormat):
+            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        if base:
+            if nodes is None:
+                raise ValueError("A base board needs the number of boards (nodes=)")
+            _check_int("Board count", nodes, 1, MAX_NODES)
+            if (nodes == 1) != bool(last):
+                raise ValueError(f"A base board of {nodes} board(s) must have last="
+                                 f"{nodes == 1}, not {last!r}")
+            _check_int("Timeout", timeout, 64, 1 << 30)
+        elif nodes is not None:
+            raise ValueError(f"Only the base board takes the board count, not nodes={nodes!r}")
+        self._fmt = fmt
+        self._base = bool(base)
+        self._last = bool(last)
+        self._n = nodes
+        self._timeout = timeout
+        self._bits = bits
+        self.spec = ProtocolSpec(nodes, fmt) if base else None
+        inbox = (() if base else ("forward_in",)) + (() if last else ("backward_in",))
+        self.node = LinkDynNode(fmt, split_joint=True, split_local=True, interlock=True,
+                                inbox=inbox, cordic_step_cycles=cordic_step_cycles)
+        parameters = dict(link_parameters or {})
+        self.upstream = None if base else NeighbourLink(bits=bits, rx_domain=rx_domain,
+                                                        **parameters)
+        self.downstream = None if last else NeighbourLink(bits=bits, rx_domain=rx_domain,
+                                                          **parameters)
+        members = {"board_index": Out(8), "board_index_valid": Out(1)}
+        if base:
+            members.update({
+                "bus": In(RegisterBusSignature()),
+                "busy": Out(1),
+                "overflow_sticky": Out(nodes),
+                "link_down": Out(max(nodes - 1, 1)),
+            })
+        if not base:
+            members.update({"up_tx": Out(bits), "up_rx": In(bits)})
+        if not last:
+            members.update({"down_tx": Out(bits), "down_rx": In(bits)})
+        super().__init__(members)
+
+    @property
+    def base(self):
+        """bool: the base board."""
+        return self._base
+
+    @property
+    def last(self):
+        """bool: the last board."""
+        return self._last
+
+    # ------------------------------------------------------------------------------------------
+
+    def elaborate(self, platform):
+        m = Module()
+        base = self._base
+        fmt = self._fmt
+        rmap = microprogram(fmt).registers
+        forward = message_layout("forward", fmt)
+        backward = message_layout("backward", fmt)
+        node = self.node
+        m.submodules.node = node
+        up, down = self.upstream, self.downstream
+        if up is not None:
+            m.submodules.upstream = up
+            m.d.comb += [self.up_tx.eq(up.tx), up.rx.eq(self.up_rx)]
+        if down is not None:
+            m.submodules.downstream = down
+            m.d.comb += [self.down_tx.eq(down.tx), down.rx.eq(self.down_rx)]
+
+        # ---- board index ---------------------------------------------------------------------
+        index = self.board_index
+        if base:
+            m.d.comb += [index.eq(0), self.board_index_valid.eq(1)]
+        else:
+            m.d.comb += [index.eq(up.status.neighbour_index + 1),
+                         self.board_index_valid.eq(up.status.neighbour_index_valid)]
+        for link in (up, down):
+            if link is not None:
+                m.d.comb += [link.board_index.eq(index),
+                             link.board_index_valid.eq(self.board_index_valid)]
+
+        # ---- inbound mailboxes (written by the links) ----------------------------------------
+        forward_box = backward_box = None
+        if up is not None:
+            m.submodules.forward_in = forward_box = Mailbox(len(forward))
+        if down is not None:
+            m.submodules.backward_in = backward_box = Mailbox(len(backward))
+        for k, (box, is_backward) in enumerate(((forward_box, 0), (backward_box, 1))):
+            if box is None:
+                continue
+            receiver = box.receiver
+            selected = Signal(name=f"inbox_{k}")
+            issued = Signal(name=f"inbox_{k}_issued")
+            m.d.comb += [selected.eq(node.inbox.backward == is_backward),
+                         receiver.word.eq(node.inbox.word)]
+            m.d.sync += issued.eq(selected)
+            # Present bits registered twice, as in the chain (a word is seen two cycles after
+            # it is written; a slot is cleared only after its last read).
+            travel = Signal.like(receiver.words_present, name=f"inbox_{k}_travel")
+            seen = Signal.like(receiver.words_present, name=f"inbox_{k}_present")
+            m.d.sync += [travel.eq(receiver.words_present), seen.eq(travel)]
+            first = len(forward) * is_backward
+            m.d.comb += node.inbox.present_words[first:first + box.words].eq(seen[0])
+            with m.If(issued):
+                m.d.comb += node.inbox.data.eq(receiver.data)
+
+        # ---- outgoing words: per link a FIFO, MAC words first, control words when up ----------
+        pendings = {}
+        outputs = {}
+        for name, link, direction in (("up", up, 1), ("down", down, 0)):
+            if link is None:
+                continue
+            m.submodules[f"{name}_fifo"] = fifo = SyncFIFOBuffered(
+                width=WordLayout.size, depth=_FIFO_DEPTH)
+            m.d.comb += [link.tx_words.valid.eq(fifo.r_rdy),
+                         link.tx_words.payload.eq(fifo.r_data),
+                         fifo.r_en.eq(link.tx_words.ready)]
+            mac_valid = Signal(name=f"{name}_mac_valid")
+            mac_word = Signal(WordLayout, name=f"{name}_mac_word")
+            kinds = (("BUS_REPLY", "LINK_STATE", "DONE") if name == "up"
+                     else ("BUS_REQUEST", "BUS_WDATA", "START"))
+            pend = {kind: _Pending(f"{name}_{kind.lower()}") for kind in kinds}
+            pendings[name] = pend
+            outputs[name] = (mac_valid, mac_word, direction)
+            m.d.comb += fifo.w_en.eq(0)
+            with m.If(mac_valid):
+                m.d.comb += [fifo.w_en.eq(1), fifo.w_data.eq(mac_word)]
+            with m.Elif(link.status.up & (fifo.level < _CONTROL_ROOM)):
+                chosen = Const(0, 1)
+                for kind in kinds:
+                    p = pend[kind]
+                    with m.If(p.pending & ~chosen):
+                        m.d.comb += [fifo.w_en.eq(1), fifo.w_data.eq(p.word), p.pushed.eq(1)]
+                    chosen = chosen | p.pending
+            for p in pend.values():
+                p.elaborate(m)
+
+        def connect_sender(layout, target):
+            # The node's MAC results that are words of `layout` go into link `target`.
+            mac_valid, mac_word, direction = outputs[target]
+            hit = Signal(name=f"{target}_message_hit")
+            with m.Switch(node.result.addr):
+                for word, (source, _) in enumerate(layout):
+                    with m.Case(rmap[source].address):
+                        m.d.comb += [hit.eq(1), mac_word.word.eq(word)]
+            m.d.comb += [mac_valid.eq(node.result.valid & hit),
+                         mac_word.direction.eq(direction),
+                         mac_word.data.eq(node.result.data)]
+
+        if down is not None:
+            connect_sender(forward, "down")
+        if up is not None:
+            connect_sender(backward, "up")
+
+        # ---- slot acknowledges out, and the outgoing messages' "sent, not acknowledged" ------
+        forward_out_pending = Signal()
+        backward_out_pending = Signal()
+        ack_out = {}
+        for name, link, direction in (("up", up, 0), ("down", down, 1)):
+            if link is None:
+                continue
+            pending = Signal(name=f"{name}_slot_ack_pending")
+            ack_out[name] = set_ack = Signal(name=f"{name}_slot_ack_set")
+            m.d.comb += [link.tx_slot_acks.valid.eq(pending),
+                         link.tx_slot_acks.payload.direction.eq(direction),
+                         link.tx_slot_acks.payload.slot.eq(0)]
+            with m.If(set_ack):
+                m.d.sync += pending.eq(1)
+            with m.Elif(link.tx_slot_acks.ready):
+                m.d.sync += pending.eq(0)
+            m.d.comb += link.rx_slot_acks.ready.eq(1)
+
+        # ---- words in ----------------------------------------------------------------------
+        start_in = Signal()              # START from upstream
+        request_in = Signal()            # a bus request for some board, complete
+        request = Signal(data.StructLayout({"tag": 2, "node": 8, "addr": 8, "we": 1,
+                                            "wdata": 32}))
+        reply_in = Signal()              # a bus reply from downstream
+        reply = Signal(data.StructLayout({"tag": 2, "error": 1, "data": 32}))
+        done_in = Signal()               # DONE from downstream
+        done_overflow_in = Signal(32)
+        behind_down = Signal(32)         # LINK_STATE from downstream
+        if up is not None:
+            words = up.rx_words
+            m.d.comb += words.ready.eq(1)
+            header = Signal(data.StructLayout({"tag": 2, "node": 8, "addr": 8, "we": 1}))
+            waiting_data = Signal()
+            payload = words.payload
+            with m.If(words.valid & (payload.direction == 0)):
+                with m.If(payload.word < len(forward)):
+                    m.d.comb += [forward_box.sender.valid.eq(1),
+                                 forward_box.sender.payload.word.eq(payload.word),
+                                 forward_box.sender.payload.data.eq(payload.data)]
+                with m.Elif(payload.word == LINK_WORDS["START"]):
+                    m.d.comb += start_in.eq(1)
+                with m.Elif(payload.word == LINK_WORDS["BUS_REQUEST"]):
+                    m.d.sync += [header.tag.eq(payload.slot), header.node.eq(payload.data[:8]),
+                                 header.addr.eq(payload.data[8:16]),
+                                 header.we.eq(payload.data[16]),
+                                 waiting_data.eq(payload.data[16])]
+                    with m.If(~payload.data[16]):
+                        m.d.comb += [request_in.eq(1), request.tag.eq(payload.slot),
+                                     request.node.eq(payload.data[:8]),
+                                     request.addr.eq(payload.data[8:16]), request.we.eq(0)]
+                with m.Elif(payload.word == LINK_WORDS["BUS_WDATA"]):
+                    with m.If(waiting_data & (payload.slot == header.tag)):
+                        m.d.sync += waiting_data.eq(0)
+                        m.d.comb += [request_in.eq(1), request.tag.eq(header.tag),
+                                     request.node.eq(header.node), request.addr.eq(header.addr),
+                                     request.we.eq(1), request.wdata.eq(payload.data)]
+            with m.If(up.rx_slot_acks.valid):
+                m.d.sync += backward_out_pending.eq(0)
+        if down is not None:
+            words = down.rx_words
+            m.d.comb += words.ready.eq(1)
+            payload = words.payload
+            with m.If(words.valid & (payload.direction == 1)):
+                with m.If(payload.word < len(backward)):
+                    m.d.comb += [backward_box.sender.valid.eq(1),
+                                 backward_box.sender.payload.word.eq(payload.word),
+                                 backward_box.sender.payload.data.eq(payload.data)]
+                with m.Elif(payload.word == LINK_WORDS["DONE"]):
+                    m.d.comb += [done_in.eq(1), done_overflow_in.eq(payload.data)]
+                with m.Elif((payload.word == LINK_WORDS["BUS_REPLY"])
+                            | (payload.word == LINK_WORDS["BUS_ERROR"])):
+                    m.d.comb += [reply_in.eq(1), reply.tag.eq(payload.slot),
+                                 reply.error.eq(payload.word == LINK_WORDS["BUS_ERROR"]),
+                                 reply.data.eq(payload.data)]
+                with m.Elif(payload.word == LINK_WORDS["LINK_STATE"]):
+                    m.d.sync += behind_down.eq(payload.data)
+            with m.If(down.rx_slot_acks.valid):
+                m.d.sync += forward_out_pending.eq(0)
+
+        # ---- the scheduler (sequential policy) ----------------------------------------------
+        start_event = Signal()           # this board's node starts an update
+        stage = Signal(range(len(STAGES)))
+        node_overflow = Signal()
+        hold = Signal()
+        triggers = self._message_triggers()
+        arrived_forward = Const(1, 1)
+        if forward_box is not None:
+            arrived_forward = forward_box.receiver.words_present[0][triggers["forward"]]
+        arrived_backward = Const(1, 1)
+        if backward_box is not None:
+            arrived_backward = backward_box.receiver.words_present[0][triggers["distal"]]
+        choices = [
+            ("backward", (stage == _want("backward")) & arrived_backward
+             & ~backward_out_pending),
+            ("forward", (stage == _want("forward")) & arrived_forward & ~forward_out_pending),
+            ("local", stage == _want("local")),
+            ("joint", stage == _want("joint")),
+        ]
+        can_issue = node.ready & ~hold
+        issue = {kind: Signal(name=f"issue_{kind}") for kind, _ in choices}
+        taken = Const(0, 1)
+        for kind, eligible in choices:
+            m.d.comb += issue[kind].eq(can_issue & eligible & ~taken)
+            taken = taken | eligible
+        for kind in REQUESTS:
+            m.d.comb += getattr(node, kind).start.eq(issue[kind])
+        done_kind = node.request_kind
+        forward_done = node.request_done & (done_kind == REQUESTS.index("forward"))
+        backward_done = node.request_done & (done_kind == REQUESTS.index("backward"))
+        with m.If(node.request_done):
+            with m.Switch(done_kind):
+                for task, following in zip(TASKS, TASKS[1:]):
+                    with m.Case(REQUESTS.index(task)):
+                        m.d.sync += stage.eq(_want(following))
+                with m.Case(REQUESTS.index("backward")):
+                    m.d.sync += stage.eq(_FREE)
+        with m.Elif(Cat(*issue.values()).any()):
+            m.d.sync += stage.eq(stage + 1)
+        with m.Elif(start_event & (stage == _FREE)):
+            m.d.sync += stage.eq(_want("joint"))
+        with m.If(issue["joint"]):
+            m.d.sync += node_overflow.eq(0)
+        with m.If(node.result.valid & node.result.overflow):
+            m.d.sync += node_overflow.eq(1)
+        if down is not None:
+            with m.If(issue["forward"]):
+                m.d.sync += forward_out_pending.eq(1)
+        if up is not None:
+            with m.If(issue["backward"]):
+                m.d.sync += backward_out_pending.eq(1)
+        # Acknowledges: the inbound slot is read once the request that reads it ends.
+        if forward_box is not None:
+            m.d.comb += [forward_box.ack.valid.eq(forward_done), ack_out["up"].eq(forward_done)]
+        if backward_box is not None:
+            m.d.comb += [backward_box.ack.valid.eq(backward_done),
+                         ack_out["down"].eq(backward_done)]
+        # START passes on downstream.
+        if base:
+            pass  # start_event: from the control block below
+        else:
+            m.d.comb += start_event.eq(start_in)
+        if down is not None:
+            p = pendings["down"]["START"]
+            m.d.comb += [p.set.eq(start_event), p.next.direction.eq(0),
+                         p.next.word.eq(LINK_WORDS["START"])]
+        # DONE: this board and every board behind it finished distal.
+        own_done = Signal()
+        behind_done = Signal()
+        behind_overflow = Signal(32)
+        finished = Signal()              # the update finished here and behind
+        finished_overflow = Signal(32)
+        with m.If(backward_done):
+            m.d.sync += own_done.eq(1)
+        if down is not None:
+            with m.If(done_in):
+                m.d.sync += [behind_done.eq(1), behind_overflow.eq(done_overflow_in)]
+            ready_behind = behind_done
+        else:
+            ready_behind = Const(1, 1)
+        own_bit = (node_overflow.as_unsigned() << index)[:32]
+        m.d.comb += [finished.eq(own_done & ready_behind),
+                     finished_overflow.eq(behind_overflow | own_bit)]
+        with m.If(finished):
+            m.d.sync += [own_done.eq(0), behind_done.eq(0), behind_overflow.eq(0)]
+        if up is not None:
+            p = pendings["up"]["DONE"]
+            m.d.comb += [p.set.eq(finished), p.next.direction.eq(1),
+                         p.next.word.eq(LINK_WORDS["DONE"]), p.next.data.eq(finished_overflow)]
+
+        # ---- link state behind this board ----------------------------------------------------
+        down_mask = Signal(32)
+        if down is not None:
+            own_down = (~down.status.up).as_unsigned()
+            m.d.comb += down_mask.eq(behind_down | (own_down << index)[:32])
+        if up is not None:
+            reported = Signal(32)
+            p = pendings["up"]["LINK_STATE"]
+            changed = down_mask != reported
+            m.d.comb += [p.set.eq(changed & self.board_index_valid), p.next.direction.eq(1),
+                         p.next.word.eq(LINK_WORDS["LINK_STATE"]), p.next.data.eq(down_mask)]
+            with m.If(p.set):
+                m.d.sync += reported.eq(down_mask)
+
+        # ---- the node's register-bus target and the link window -------------------------------
+        m.submodules.target = target = NodeTarget(node)
+        m.d.comb += [
+            node.ext.addr.eq(target.ext_addr),
+            node.ext.write_data.eq(target.ext_write_data),
+            node.ext.write_enable.eq(target.ext_write_enable),
+            target.ext_write_ready.eq(node.ext.write_ready),
+            target.ext_read_data.eq(node.ext.read_data),
+            target.node_busy.eq(node.busy),
+            hold.eq(target.hold),
+            node.hold.eq(target.hold),
+        ]
+        window_words = {}
+        for port, link in enumerate((up, down)):
+            for k, field in enumerate(LINK_WINDOW_FIELDS):
+                address = LINK_WINDOW + 8 * port + k
+                if link is None:
+                    window_words[address] = Const(0, 32)
+                elif field == "status":
+                    s = link.status
+                    window_words[address] = Cat(s.up, s.hears, s.aligned, Const(0, 5),
+                                                s.neighbour_index, s.neighbour_index_valid,
+                                                Const(0, 7), index)
+                else:
+                    window_words[address] = getattr(link.counters, field)
+
+        # A transaction for this board: the local executor (node or link window).
+        local = Signal()                 # run `job` here
+        job = Signal(data.StructLayout({"addr": 8, "we": 1, "wdata": 32}))
+        local_answer = Signal()
+        local_error = Signal()
+        local_data = Signal(32)
+        in_window = (job.addr >= LINK_WINDOW) & (job.addr < LINK_WINDOW + 16)
+        window_data = Signal(32)
+        with m.Switch(job.addr):
+            for address, word in window_words.items():
+                with m.Case(address):
+                    m.d.comb += window_data.eq(word)
+        running = Signal()
+        with m.If(local):
+            m.d.sync += running.eq(1)
+        m.d.comb += [target.bus.addr.eq(job.addr), target.bus.we.eq(job.we),
+                     target.bus.wdata.eq(job.wdata)]
+        with m.If(running):
+            with m.If(in_window):
+                m.d.comb += [local_answer.eq(1), local_error.eq(job.we),
+                             local_data.eq(window_data)]
+                m.d.sync += running.eq(0)
+            with m.Else():
+                m.d.comb += target.bus.valid.eq(1)
+                with m.If(target.bus.ready):
+                    m.d.comb += [local_answer.eq(1), local_data.eq(target.bus.rdata)]
+                    m.d.sync += running.eq(0)
+
+        if base:
+            self._elaborate_base(m, local, job, local_answer, local_error, local_data,
+                                 running, start_event, finished, finished_overflow,
+                                 pendings.get("down"), reply_in, reply, down, down_mask)
+        else:
+            # Relay and execute requests: one for this board runs here (unless one still runs:
+            # then it is dropped and the base's timeout answers it); others go on downstream.
+            tag = Signal(2)
+            mine = request.node == index
+            with m.If(request_in & mine & ~running):
+                m.d.comb += local.eq(1)
+                m.d.sync += [job.addr.eq(request.addr), job.we.eq(request.we),
+                             job.wdata.eq(request.wdata), tag.eq(request.tag)]
+            reply_pending = pendings["up"]["BUS_REPLY"]
+            with m.If(local_answer):
+                m.d.comb += [reply_pending.set.eq(1), reply_pending.next.direction.eq(1),
+                             reply_pending.next.slot.eq(tag),
+                             reply_pending.next.word.eq(Mux(local_error, LINK_WORDS["BUS_ERROR"],
+                                                            LINK_WORDS["BUS_REPLY"])),
+                             reply_pending.next.data.eq(local_data)]
+            with m.Elif(reply_in):
+                m.d.comb += [reply_pending.set.eq(1), reply_pending.next.direction.eq(1),
+                             reply_pending.next.slot.eq(reply.tag),
+                             reply_pending.next.word.eq(Mux(reply.error, LINK_WORDS["BUS_ERROR"],
+                                                            LINK_WORDS["BUS_REPLY"])),
+                             reply_pending.next.data.eq(reply.data)]
+            if down is not None:
+                self._send_request(m, pendings["down"], request_in & ~mine, request.tag,
+                                   request.node, request.addr, request.we, request.wdata)
+        return m
+
+    @staticmethod
+    def _send_request(m, pend, go, tag, node, addr, we, wdata):
+        header, wdata_word = pend["BUS_REQUEST"], pend["BUS_WDATA"]
+        m.d.comb += [
+            header.set.eq(go), header.next.direction.eq(0), header.next.slot.eq(tag),
+            header.next.word.eq(LINK_WORDS["BUS_REQUEST"]),
+            header.next.data.eq(Cat(node[:8], addr[:8], we)),
+            wdata_word.set.eq(go & we), wdata_word.next.direction.eq(0),
+            wdata_word.next.slot.eq(tag), wdata_word.next.word.eq(LINK_WORDS["BUS_WDATA"]),
+            wdata_word.next.data.eq(wdata),
+        ]
+
+    def _message_triggers(self):
+        """Return the mailbox word whose arrival issues the forward / distal request: the
+        first word of the message the segment reads (as the chain's)."""
+        rmap = microprogram(self._fmt).registers
+        node = self.node
+        triggers = {}
+        for segment, direction, present in (("forward", "forward", not self._base),
+                                             ("distal", "backward", not self._last)):
+            if not present:
+                continue
+            receivers = [rmap[target].address for _, target in message_layout(direction,
+                                                                              self._fmt)]
+            start = node.segment_start[segment]
+            for row in node.rom[start:node.segment_start["end"]]:
+                if (row["op"] == SLOT_OPS.index("term") and row.get("b_inbox")
+                        and row["b"] in receivers):
+                    triggers[segment] = receivers.index(row["b"])
+                    break
+            else:
+                raise AssertionError(f"the {segment} segment reads no mailbox word")
+        return triggers
+
+    def _elaborate_base(self, m, local, job, local_answer, local_error, local_data, running,
+                        start_event, finished, finished_overflow, pend, reply_in, reply, down,
+                        down_mask):
+        """The base board's register-bus target: the chain's control block and access rules,
+        node 0 here, the other nodes over the downstream link."""
+        n = self._n
+        spec = self.spec
+        rmap = microprogram(self._fmt).registers
+        forward = message_layout("forward", self._fmt)
+        backward = message_layout("backward", self._fmt)
+        bus = self.bus
+
+        # -- updates (one in flight) --
+        now = Signal(_COUNTER)
+        m.d.sync += now.eq(now + 1)
+        busy = Signal()
+        ever_started = Signal()
+        start_stamp = Signal(_COUNTER)
+        last_start = Signal(_COUNTER)
+        started_count = Signal(_COUNTER)
+        latency = Signal(_COUNTER)
+        interval = Signal(_COUNTER)
+        update_count = Signal(_COUNTER)
+        overflow = Signal(n)
+        overflow_sticky = Signal(n)
+        clear_event = Signal()
+        finish_event = Signal()
+        m.d.comb += finish_event.eq(busy & finished)
+        with m.If(start_event):
+            m.d.sync += [busy.eq(1), started_count.eq(started_count + 1),
+                         interval.eq(now - last_start), last_start.eq(now),
+                         start_stamp.eq(now), ever_started.eq(1)]
+        with m.If(finish_event):
+            m.d.sync += [busy.eq(0), latency.eq(now - start_stamp),
+                         update_count.eq(update_count + 1), overflow.eq(finished_overflow[:n])]
+        with m.If(clear_event):
+            m.d.sync += overflow_sticky.eq(Mux(finish_event, finished_overflow[:n], 0))
+        with m.Elif(finish_event):
+            m.d.sync += overflow_sticky.eq(overflow_sticky | finished_overflow[:n])
+        m.d.comb += [self.busy.eq(busy), self.overflow_sticky.eq(overflow_sticky)]
+        if n > 1:
+            m.d.comb += self.link_down.eq(down_mask[:n - 1])
+
+        select_follow = Signal(init=1)
+        select_number = Signal(_COUNTER)
+        status = Cat(busy, ever_started & ~busy, overflow_sticky.any())
+        control_words = {
+            "STATUS": status, "OVERFLOW": overflow, "OVERFLOW_STICKY": overflow_sticky,
+            "LATENCY_CYCLES": latency, "INTERVAL_CYCLES": interval,
+            "UPDATE_COUNT": update_count,
+        }
+
+        # -- the access, registered and decoded as the chain's --
+        req = Signal(data.StructLayout({"node": 8, "addr": 8, "we": 1, "wdata": 32}))
+        read_target = Signal(8)
+        read_addr = Signal(8)
+        m.d.comb += [read_target.eq(req.node), read_addr.eq(req.addr)]
+        with m.Switch(req.addr):
+            for source, receiver in forward:
+                with m.Case(rmap[receiver].address):
+                    with m.If(req.node != 0):
+                        m.d.comb += [read_target.eq(req.node - 1),
+                                     read_addr.eq(rmap[source].address)]
+            for source, receiver in backward:
+                with m.Case(rmap[receiver].address):
+                    with m.If(req.node != n - 1):
+                        m.d.comb += [read_target.eq(req.node + 1),
+                                     read_addr.eq(rmap[source].address)]
+        is_window = (req.addr >= LINK_WINDOW) & (req.addr < LINK_WINDOW + 16)
+        decoded = Signal(data.StructLayout({
+            "control": 1, "bad_target": 1, "writable": 1, "select": 1, "select_valid": 1,
+            "control_address": 1, "link_down": 1, "target": 8, "addr": 8}))
+        select_value = req.wdata[:_COUNTER - 1]
+        m.d.sync += [
+            decoded.control.eq(req.node == CONTROL_NODE),
+            decoded.bad_target.eq((req.node >= n)
+                                  | ((req.addr >= spec.node_map_size) & ~is_window)),
+            decoded.writable.eq(~is_window & (req.addr < Mux(req.node == 0,
+                                                              spec.writable_end_node0,
+                                                              spec.writable_end))),
+            decoded.select.eq(req.addr == RESULT_SELECT),
+            decoded.select_valid.eq((select_value != 0) & (select_value == update_count)
+                                    & ~busy),
+            decoded.control_address.eq(req.addr == control_register("CONTROL").address),
+            decoded.link_down.eq(req.addr == LINK_DOWN),
+            decoded.target.eq(Mux(req.we | is_window, req.node, read_target)),
+            decoded.addr.eq(Mux(req.we | is_window, req.addr, read_addr)),
+        ]
+        answer = Signal()
+        answer_rdata = Signal(32)
+        answer_error = Signal()
+        m.d.sync += [bus.ready.eq(answer), bus.rdata.eq(answer_rdata),
+                     bus.error.eq(answer_error)]
+        tag = Signal(2)
+        wait = Signal(range(self._timeout + 1))
+        path_down = Signal()
+        # A hop on the way to the target is known to be down: refuse at once.
+        if n > 1:
+            m.d.comb += path_down.eq(Cat(*(down_mask[h] & (decoded.target > h)
+                                           for h in range(n - 1))).any())
+        with m.FSM(name="bus_fsm"):
+            with m.State("IDLE"):
+                with m.If(bus.valid):
+                    m.d.sync += [req.node.eq(bus.node), req.addr.eq(bus.addr),
+                                 req.we.eq(bus.we), req.wdata.eq(bus.wdata)]
+                    m.next = "DECODE"
+            with m.State("DECODE"):
+                m.next = "ACCESS"
+            with m.State("ACCESS"):
+                with m.If(decoded.control):
+                    m.d.comb += answer.eq(1)
+                    m.next = "ANSWER"
+                    with m.If(req.we):
+                        start = (req.wdata & CONTROL_START).any()
+                        clear = (req.wdata & CONTROL_CLEAR).any()
+                        with m.If(decoded.select):
+                            with m.If(req.wdata[_COUNTER - 1]):
+                                m.d.comb += answer_rdata.eq(req.wdata)
+                                m.d.sync += select_follow.eq(1)
+                            with m.Elif(decoded.select_valid):
+                                m.d.comb += answer_rdata.eq(req.wdata)
+                                m.d.sync += [select_follow.eq(0),
+                                             select_number.eq(select_value)]
+                            with m.Else():
+                                m.d.comb += answer_error.eq(1)
+                        with m.Elif(~decoded.control_address):
+                            m.d.comb += answer_error.eq(1)
+                        with m.Elif(start & busy):
+                            m.d.comb += answer_error.eq(1)
+                        with m.Else():
+                            m.d.comb += [answer_rdata.eq(req.wdata), start_event.eq(start),
+                                         clear_event.eq(clear)]
+                    with m.Else():
+                        with m.Switch(req.addr):
+                            with m.Case(control_register("CONTROL").address):
+                                m.d.comb += answer_rdata.eq(0)
+                            with m.Case(RESULT_SELECT):
+                                m.d.comb += answer_rdata.eq(Mux(select_follow, RESULT_FOLLOW,
+                                                                select_number))
+                            for name, value in control_words.items():
+                                with m.Case(control_register(name).address):
+                                    m.d.comb += answer_rdata.eq(value)
+                            with m.Case(LINK_DOWN):
+                                m.d.comb += answer_rdata.eq(down_mask[:max(n - 1, 1)]
+                                                            if n > 1 else 0)
+                            with m.Default():
+                                m.d.comb += answer_error.eq(1)
+                with m.Elif(decoded.bad_target):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ANSWER"
+                with m.Elif(req.we & (~decoded.writable | busy)):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ANSWER"
+                with m.Elif(decoded.target == 0):
+                    m.d.comb += local.eq(1)
+                    m.d.sync += [job.addr.eq(decoded.addr), job.we.eq(req.we),
+                                 job.wdata.eq(req.wdata), wait.eq(0)]
+                    m.next = "LOCAL"
+                with m.Elif(path_down | (pend is None)):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ANSWER"
+                with m.Else():
+                    m.d.sync += [tag.eq(tag + 1), wait.eq(0)]
+                    if pend is not None:
+                        self._send_request(m, pend, 1, tag + 1, decoded.target, decoded.addr,
+                                           req.we, req.wdata)
+                    m.next = "REMOTE"
+            with m.State("LOCAL"):
+                m.d.sync += wait.eq(wait + 1)
+                with m.If(local_answer):
+                    m.d.comb += [answer.eq(1), answer_rdata.eq(local_data),
+                                 answer_error.eq(local_error)]
+                    m.next = "ANSWER"
+                with m.Elif(wait == self._timeout):
+                    # The node's running request waits for a word that does not come.
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ABANDON"
+            with m.State("ABANDON"):
+                # The local read stays pending (the node is held until it is idle) and its
+                # late answer is dropped; meanwhile every access is refused at once.
+                with m.If(~running):
+                    m.next = "IDLE"
+                with m.Elif(bus.valid):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ABANDON_ANSWER"
+            with m.State("ABANDON_ANSWER"):
+                m.next = "ABANDON"
+            with m.State("REMOTE"):
+                m.d.sync += wait.eq(wait + 1)
+                with m.If(reply_in & (reply.tag == tag)):
+                    m.d.comb += [answer.eq(1), answer_rdata.eq(reply.data),
+                                 answer_error.eq(reply.error)]
+                    m.next = "ANSWER"
+                with m.Elif(wait == self._timeout):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ANSWER"
+            with m.State("ANSWER"):
+                m.next = "IDLE"
