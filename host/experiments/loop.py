@@ -31,8 +31,8 @@ from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import GoldenChain
 from linkdyn.model.kinematics import link_frames, tool_pose
 
-__all__ = ["GainSet", "GoldenController", "controller_configs", "LoopLog", "run_closed_loop", "payload_wrench",
-           "csv_columns", "write_csv"]
+__all__ = ["GainSet", "GoldenController", "controller_configs", "LoopLog", "run_closed_loop",
+           "payload_wrench", "csv_columns", "write_csv"]
 
 
 @dataclass(frozen=True)

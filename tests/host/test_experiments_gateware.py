@@ -19,7 +19,7 @@ import pytest
 
 from linkdyn.host.experiments import GatewareController, GatewareSession, GainSet
 from linkdyn.host.experiments.modes import golden_controller
-from linkdyn.host.experiments.runs import payload_experiment, point_experiment
+from linkdyn.host.experiments.runs import contact_experiment, payload_experiment, point_experiment
 from linkdyn.model import load_robot
 
 from support.host import simulator_or_none
@@ -69,15 +69,11 @@ def _run(experiment, controller):
     return experiment("ur5", seconds, controller=controller, **kwargs)
 
 
-@pytest.mark.parametrize("experiment", [point_experiment, payload_experiment],
-                         ids=["point", "payload"])
-def test_gateware_mode_gives_the_golden_modes_torque_words(experiment, session):
-    golden, gateware = Recorder(golden_controller), Recorder(session.controller)
-    results = [_run(experiment, golden), _run(experiment, gateware)]
-    assert len(golden.words) == len(gateware.words) == 3           # three runs each
+def _compare(golden, gateware, results, runs, cycles):
+    assert len(golden.words) == len(gateware.words) == runs
     for run, (a, b) in enumerate(zip(golden.words, gateware.words)):
         a, b = np.array(a), np.array(b)
-        assert a.shape == b.shape == (CYCLES, 6)
+        assert a.shape == b.shape == (cycles, 6)
         mismatch = np.argwhere(a != b)
         assert len(mismatch) == 0, f"run {run}: first differing (cycle, joint) {mismatch[0]}"
         # Not a trivial run: the torques hold the arm against gravity and react to the pulse.
@@ -87,6 +83,14 @@ def test_gateware_mode_gives_the_golden_modes_torque_words(experiment, session):
         # Same torques on the same plant: the same trajectory, float for float.
         np.testing.assert_array_equal(log.tau, results[1]["runs"][name].tau)
         np.testing.assert_array_equal(log.q, results[1]["runs"][name].q)
+
+
+@pytest.mark.parametrize("experiment", [point_experiment, payload_experiment],
+                         ids=["point", "payload"])
+def test_gateware_mode_gives_the_golden_modes_torque_words(experiment, session):
+    golden, gateware = Recorder(golden_controller), Recorder(session.controller)
+    results = [_run(experiment, golden), _run(experiment, gateware)]
+    _compare(golden, gateware, results, 3, CYCLES)                 # three runs each
     if experiment is payload_experiment:
         modelled = results[1]["runs"]["payload_modelled"]
         assert modelled.f_cmd[:, 2].min() > 7.0          # the weight was told to the node
@@ -104,3 +108,27 @@ def test_gateware_controller_refuses_a_board_of_another_size():
         GatewareController(robot, GainSet(20.0, 0.7), session="board")
     with pytest.raises(TypeError, match="gains must be a GainSet"):
         GatewareController(robot, (20.0, 0.7), session=session)
+
+
+def test_gateware_mode_gives_the_golden_torque_words_under_a_changing_commanded_force(session):
+    # contact: the force told to the last node changes every cycle (a WRITE every cycle); a
+    # period of 80 ms takes it from 0 to 40 N and back within the 40 cycles.
+    golden, gateware = Recorder(golden_controller), Recorder(session.controller)
+    results = [contact_experiment("ur5", 0.04, period=0.08, controller=make)
+               for make in (golden, gateware)]
+    _compare(golden, gateware, results, 1, 40)
+    assert results[1]["runs"]["contact"].f_cmd[:, 0].max() > 39.0
+
+
+def test_gateware_bench_times_both_modes(session):
+    # linkdyn.bench.closed_loop_gateware on this module's board, a few cycles: the rows and the
+    # docs section (speed is printed by the benchmark, never asserted).
+    from linkdyn.bench.closed_loop_gateware import CASES, measure, section
+    rows = measure(3, session=session)
+    assert [(row["case"], row["mode"]) for row in rows] == \
+        [(case, mode) for case, _, _ in CASES for mode in ("golden", "gateware")]
+    for row in rows:
+        assert row["cycles"] == 3 and row["ms_controller"] <= row["ms_per_cycle"]
+        assert row["real_time_factor"] == pytest.approx(1.0 / row["ms_per_cycle"])
+    text = section(rows)
+    assert text.startswith("## Closed loop, gateware mode") and "| point | gateware |" in text
