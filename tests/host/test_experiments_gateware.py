@@ -132,3 +132,34 @@ def test_gateware_bench_times_both_modes(session):
         assert row["real_time_factor"] == pytest.approx(1.0 / row["ms_per_cycle"])
     text = section(rows)
     assert text.startswith("## Closed loop, gateware mode") and "| point | gateware |" in text
+
+
+def test_gateware_mode_loads_another_model_into_the_nodes_as_the_golden_chain_gets_it(session):
+    # identify's path: the controllers configured from the plant's robot, the nodes loaded with
+    # another model (here link 3 20 % heavier); then a run with the plant's own robot again.
+    from dataclasses import replace
+
+    from linkdyn.host.experiments.loop import run_closed_loop
+    from linkdyn.host.experiments.runs import POINT_GAINS, reference_pose
+    from linkdyn.sim.plant import Plant
+
+    plant = Plant.from_reference("ur5")
+    robot = plant.robot
+    links = list(robot.links)
+    links[2] = replace(links[2], mass=1.2 * links[2].mass)
+    model = replace(robot, links=tuple(links))
+    q0 = reference_pose(plant)
+    zero = np.zeros(plant.n)
+    words = {}
+    for label, kwargs in (("model", {"model": model}), ("own", {})):
+        for mode, make in (("golden", golden_controller), ("gateware", session.controller)):
+            recorder = Recorder(make)
+            plant.reset(q0)
+            plant.clear_disturbances()
+            run_closed_loop(plant, recorder(robot, POINT_GAINS["medium"], **kwargs),
+                            lambda t: (q0, zero, zero), 20)
+            words[label, mode] = np.array(recorder.words[0])
+    for label in ("model", "own"):
+        np.testing.assert_array_equal(words[label, "golden"], words[label, "gateware"])
+    # The heavier link changes the shoulder's and elbow's torque words.
+    assert np.any(words["model", "gateware"][:, 1:3] != words["own", "gateware"][:, 1:3])
