@@ -2,7 +2,8 @@
 
 ::
 
-    linkdyn sim-board --nodes 6 [--chain fake] [--robot ur5] [--port /tmp/linkdyn0]
+    linkdyn sim-board --nodes 6 [--chain fake | --controllers] [--robot ur5]
+                      [--port /tmp/linkdyn0]
     linkdyn info    --port PORT
     linkdyn load    --port PORT --robot ROBOT [--tip LINK]
     linkdyn torques --port PORT --input states.csv --output tau.csv [--robot ROBOT] [--plot tau.png]
@@ -105,6 +106,10 @@ def register(subparsers):
     sim.add_argument("--chain", choices=("linkdyn", "fake"), default="linkdyn",
                      help="the chain behind the host link: the LinkDyn chain (default) or the "
                           "FakeChain stand-in of the host-link tests")
+    sim.add_argument("--controllers", action="store_true",
+                     help="build the board with a joint controller beside every node (the "
+                          "CONTROL command; drive it with `linkdyn control`); the joints' "
+                          "sensor ports read 0")
     sim.add_argument("--robot", help=robot_help + "; loaded once the board runs")
     sim.add_argument("--tip", metavar="LINK", help="last link of the chain (with --robot)")
     sim.add_argument("--baudrate", type=int, default=None,
@@ -383,19 +388,24 @@ def command_sim_board(args):
             raise CommandError(f"cannot create the link {args.port!r}: a file of that name "
                                "exists (the link would replace only a link)")
     chain = None
+    if args.controllers and args.chain != "linkdyn":
+        raise CommandError("--controllers builds its own chain (the LinkDyn chain with the "
+                           f"controllers); it cannot be combined with --chain {args.chain}")
     if args.chain == "fake":
         from linkdyn.gateware.fake_chain import FakeChain
         chain = FakeChain(args.nodes)
     try:
         board = SimulatedBoard(args.nodes, robot, baudrate=args.baudrate, chain=chain,
-                               simulator=args.simulator, line=args.line)
+                               simulator=args.simulator, line=args.line,
+                               controllers=args.controllers)
     except (TypeError, ValueError) as error:
         raise CommandError(str(error)) from None
     stop = threading.Event()
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, lambda *_: stop.set())}
     link = None
     try:
-        print(f"building the simulated board ({args.nodes} nodes, {args.chain} chain) ...",
+        kind = "controlled" if args.controllers else args.chain
+        print(f"building the simulated board ({args.nodes} nodes, {kind} chain) ...",
               file=sys.stderr, flush=True)
         try:
             board.start()

@@ -35,14 +35,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from linkdyn.model.golden import GoldenChain, rnea_fixed
+from linkdyn.model.golden import rnea_fixed
 from linkdyn.host.identification import (CartesianBox, ExcitationLimits, IdentificationOptions,
                                          Measurements, identify, optimise_excitation,
                                          torque_errors)
 from linkdyn.host.identification.pipeline import prepare
 from linkdyn.sim.plant import Plant
 
-from .loop import GainSet, GoldenController, run_closed_loop
+from .loop import GainSet, run_closed_loop
+from .modes import with_controller_mode
 from .runs import _cycles, reference_pose
 from .track import TRACK_GAINS, eight_reference
 
@@ -198,8 +199,9 @@ def board_torque_errors(models, log, *, start=0.0, options=OPTIONS, plant=None):
     return result
 
 
+@with_controller_mode
 def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds=8.5,
-                        iterations=100, samples=100, progress=False):
+                        iterations=100, samples=100, progress=False, controller):
     """Identify the perturbed plant from a closed-loop excitation run and track with the result.
 
     Parameters
@@ -220,6 +222,9 @@ def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds
         SLSQP iterations and criterion samples of the excitation optimisation.
     progress : bool
         Progress bars of the optimiser.
+    controller : str or callable
+        Controller mode, ``"golden"`` (default) or ``"gateware"`` (the controller and chain
+        gateware in Verilator), or a factory (:mod:`linkdyn.host.experiments.modes`).
 
     Returns
     -------
@@ -259,10 +264,10 @@ def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds
     runs, timing, faults = {}, [], {}
     q_start = excite(0.0)[0]
     plant.reset(q_start)
-    controller = GoldenController(nominal, HIGH_GAINS)
-    log = run_closed_loop(plant, controller, excite, _cycles(plant, trajectory.duration))
+    joints = controller(nominal, HIGH_GAINS)
+    log = run_closed_loop(plant, joints, excite, _cycles(plant, trajectory.duration))
     runs["identify_excitation"] = log
-    faults["identify_excitation"] = controller.fault_codes
+    faults["identify_excitation"] = joints.fault_codes
     timing.append(log.seconds_per_cycle)
     clipped = plant.clip_count.tolist()
 
@@ -276,13 +281,12 @@ def identify_experiment(robot="ur5", seconds=None, *, period=10.0, eight_seconds
     models = {"nominal": nominal, "identified": identified}
     for label, model in models.items():
         plant.reset(q0)
-        controller = GoldenController(nominal, TRACK_GAINS)
-        # The model in the nodes: their constants (the golden chain) from the model; the joint
-        # controllers' limits and the kinematics are the same for both.
-        controller.chain = GoldenChain(model)
-        log = run_closed_loop(plant, controller, reference, _cycles(plant, eight_seconds))
+        # The model in the nodes: their constants from the model; the joint controllers'
+        # limits and the kinematics are the same for both.
+        joints = controller(nominal, TRACK_GAINS, model=model)
+        log = run_closed_loop(plant, joints, reference, _cycles(plant, eight_seconds))
         runs[f"identify_{label}"] = log
-        faults[f"identify_{label}"] = controller.fault_codes
+        faults[f"identify_{label}"] = joints.fault_codes
         timing.append(log.seconds_per_cycle)
 
     identification = {

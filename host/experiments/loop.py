@@ -31,8 +31,8 @@ from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import GoldenChain
 from linkdyn.model.kinematics import link_frames, tool_pose
 
-__all__ = ["GainSet", "GoldenController", "LoopLog", "run_closed_loop", "payload_wrench",
-           "csv_columns", "write_csv"]
+__all__ = ["GainSet", "GoldenController", "controller_configs", "LoopLog", "run_closed_loop",
+           "payload_wrench", "csv_columns", "write_csv"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,19 @@ class GainSet:
         return 2.0 * float(self.zeta) * float(self.omega)
 
 
+def controller_configs(robot, gains, *, guard=False, **overrides):
+    """Return the joint controllers' configurations of a run, one per joint.
+
+    ``ControllerConfig.for_joint`` of every link's limits with the gains, the measured state in
+    the model, and ``guard_small = 0`` unless ``guard`` (see :class:`GoldenController`).
+    """
+    fields = dict(kp=gains.kp, kd=gains.kd, measured_state=True)
+    if not guard:
+        fields["guard_small"] = 0.0
+    fields.update(overrides)
+    return [ControllerConfig.for_joint(link.limits, **fields) for link in robot.links]
+
+
 class GoldenController:
     """The robot's joint controllers and node chain as golden models, stepped per control cycle.
 
@@ -105,11 +118,7 @@ class GoldenController:
             raise TypeError(f"gains must be a GainSet, not {type(gains).__name__}")
         self.robot = robot
         self.gains = gains
-        fields = dict(kp=gains.kp, kd=gains.kd, measured_state=True)
-        if not guard:
-            fields["guard_small"] = 0.0
-        fields.update(overrides)
-        self.configs = [ControllerConfig.for_joint(link.limits, **fields) for link in robot.links]
+        self.configs = controller_configs(robot, gains, guard=guard, **overrides)
         # The controller program compiled (equal word for word to JointControllerModel).
         self.joints = [FastJointController(config.encode()) for config in self.configs]
         self.chain = GoldenChain(robot)
@@ -153,6 +162,11 @@ class GoldenController:
             _, enable = joint.output(int(result.tau_words[i]))
             tau[i] = Q15_16.decode(joint.regs["tau_cmd"]) if enable else 0.0
         return tau
+
+    @property
+    def tau_cmd_words(self):
+        """numpy.ndarray of int64, shape (n,): the last step's ``tau_cmd`` words."""
+        return np.array([joint.regs["tau_cmd"] for joint in self.joints], dtype=np.int64)
 
     @property
     def fault_codes(self):

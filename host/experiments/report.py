@@ -53,20 +53,18 @@ def run_experiment(name, out, robot="ur5", seconds=None, controller="golden"):
         for track; identify: the paper's 10 s excitation period and 8.5 s eights, a given
         ``seconds`` is the short version of :func:`.identify.identify_experiment`).
     controller : str
-        ``"golden"``; ``"gateware"`` is not built yet.
+        ``"golden"`` or ``"gateware"`` (the controller and chain gateware in Verilator,
+        :mod:`linkdyn.host.experiments.gateware`).
 
     Raises
     ------
     ValueError
         Unknown experiment, ``seconds`` not > 0, unknown controller mode.
     NotImplementedError
-        ``controller="gateware"``, or an experiment of issue 15 not built yet.
+        An experiment of issue 15 not built yet.
     """
     from .runs import EXPERIMENTS, NOT_BUILT
-    if controller == "gateware":
-        raise NotImplementedError("controller mode 'gateware' (controller + chain in Verilator) "
-                                  "is not built yet; use --controller golden")
-    if controller != "golden":
+    if controller not in ("golden", "gateware"):
         raise ValueError(f"controller must be 'golden' or 'gateware', not {controller!r}")
     if name in NOT_BUILT:
         raise NotImplementedError(f"experiment {name!r} is not built yet; built: {EXPERIMENTS}")
@@ -76,7 +74,7 @@ def run_experiment(name, out, robot="ur5", seconds=None, controller="golden"):
         seconds = {"point": 2.0, "payload": 3.0, "contact": 4.0, **DEFAULT_SECONDS}[name]
     result = {"point": point_experiment, "payload": payload_experiment,
               "contact": contact_experiment, "track": track_experiment,
-              "identify": identify_experiment}[name](robot, seconds)
+              "identify": identify_experiment}[name](robot, seconds, controller=controller)
     return write_experiment(name, result, out, robot)
 
 
@@ -88,7 +86,7 @@ def write_experiment(name, result, out, robot):
         write_csv(log, out / f"{run}.csv")
     entry = {key: value for key, value in result.items() if key not in ("runs", "objects")}
     entry["robot"] = robot
-    entry["controller"] = "golden"
+    entry["controller"] = result.get("controller", "golden")
     entry["real_time_factor"] = 1e-3 / result["seconds_per_cycle"]
     entry["paper"] = CLAIMS[name]
     if name == "point":

@@ -16,7 +16,8 @@ from linkdyn.sim.plant import Plant
 
 from linkdyn.model.kinematics import link_frames
 
-from .loop import GainSet, GoldenController, payload_wrench, run_closed_loop
+from .loop import GainSet, payload_wrench, run_closed_loop
+from .modes import with_controller_mode
 
 __all__ = ["EXPERIMENTS", "NOT_BUILT", "POINT_GAINS", "PAYLOAD_GAINS", "reference_pose",
            "point_experiment", "payload_experiment", "pulse_response_metrics",
@@ -136,8 +137,9 @@ def designed_pulse_response(gains, start, duration, seconds, dt=1e-4):
     return t, s
 
 
+@with_controller_mode
 def point_experiment(robot="ur5", seconds=2.0, *, force=(0.0, 0.0, -20.0), start=0.05,
-                     duration=0.2):
+                     duration=0.2, controller):
     """Point control at a static reference under a force pulse, three gain sets (Sect. 4.3).
 
     Parameters
@@ -150,6 +152,10 @@ def point_experiment(robot="ur5", seconds=2.0, *, force=(0.0, 0.0, -20.0), start
         Disturbance force on the tool point, world axes, N (default 20 N down).
     start, duration : float
         Pulse start and length, s.
+
+    controller : str or callable
+        Controller mode, ``"golden"`` (default) or ``"gateware"`` (the controller and chain
+        gateware in Verilator), or a factory (:mod:`linkdyn.host.experiments.modes`).
 
     Returns
     -------
@@ -173,8 +179,8 @@ def point_experiment(robot="ur5", seconds=2.0, *, force=(0.0, 0.0, -20.0), start
         plant.reset(q0)
         plant.clear_disturbances()
         plant.apply_disturbance(force, start=start, duration=duration)
-        controller = GoldenController(plant.robot, gains)
-        log = run_closed_loop(plant, controller, _static(q0), cycles)
+        joints = controller(plant.robot, gains)
+        log = run_closed_loop(plant, joints, _static(q0), cycles)
         name = f"point_{label}"
         runs[name] = log
         timing.append(log.seconds_per_cycle)
@@ -185,14 +191,15 @@ def point_experiment(robot="ur5", seconds=2.0, *, force=(0.0, 0.0, -20.0), start
             "designed": {key: value for key, value in
                          pulse_response_metrics(t_design, s_design, release).items()
                          if key != "peak"},   # the scalar response's peak has no unit
-            "faults": controller.fault_codes,
+            "faults": joints.fault_codes,
         }
     return {"runs": runs, "figures": figures, "seconds_per_cycle": float(np.mean(timing)),
             "release": release, "force": list(map(float, force)), "pose": q0.tolist()}
 
 
+@with_controller_mode
 def payload_experiment(robot="ur5", seconds=2.0, *, mass=0.8, com=(0.0, 0.0, 0.05),
-                       force=(0.0, 0.0, -2.0), start=0.1, duration=0.2):
+                       force=(0.0, 0.0, -2.0), start=0.1, duration=0.2, controller):
     """A payload on the last link, unknown to the model and told as its weight (Sect. 4.5).
 
     Three runs at the static reference pose with the compliant gains :data:`PAYLOAD_GAINS`
@@ -213,6 +220,10 @@ def payload_experiment(robot="ur5", seconds=2.0, *, mass=0.8, com=(0.0, 0.0, 0.0
         Payload centre of mass, tip link frame, m.
     force : array_like, shape (3,)
         Disturbance pulse on the tool point, world, N; ``start``, ``duration`` in s.
+
+    controller : str or callable
+        Controller mode, ``"golden"`` (default) or ``"gateware"`` (the controller and chain
+        gateware in Verilator), or a factory (:mod:`linkdyn.host.experiments.modes`).
 
     Returns
     -------
@@ -236,10 +247,10 @@ def payload_experiment(robot="ur5", seconds=2.0, *, mass=0.8, com=(0.0, 0.0, 0.0
         plant.clear_disturbances()
         if start < seconds:
             plant.apply_disturbance(force, start=start, duration=duration)
-        controller = GoldenController(robot_model, PAYLOAD_GAINS)
+        joints = controller(robot_model, PAYLOAD_GAINS)
         f_ext = (lambda q: payload_wrench(robot_model, q, mass, com_n)) \
             if label == "modelled" else None
-        log = run_closed_loop(plant, controller, _static(q0), cycles, f_ext=f_ext)
+        log = run_closed_loop(plant, joints, _static(q0), cycles, f_ext=f_ext)
         runs[f"payload_{label}"] = log
         timing.append(log.seconds_per_cycle)
     figures = {}
@@ -292,8 +303,9 @@ def contact_wrench(robot, q, force, point_n):
     return wrench
 
 
+@with_controller_mode
 def contact_experiment(robot="ur5", seconds=4.0, *, amplitude=CONTACT_AMPLITUDE,
-                       period=CONTACT_PERIOD, direction=(1.0, 0.0, 0.0)):
+                       period=CONTACT_PERIOD, direction=(1.0, 0.0, 0.0), controller):
     """The tool pressed against a plate by a commanded force, open loop (Sect. 4.2, Fig. 12).
 
     The arm holds the static reference pose with the compliant gains :data:`PAYLOAD_GAINS`; a
@@ -318,6 +330,10 @@ def contact_experiment(robot="ur5", seconds=4.0, *, amplitude=CONTACT_AMPLITUDE,
     direction : array_like, shape (3,)
         Direction of the pressing force and of the plate's normal, world (default x,
         horizontal, as in the paper).
+
+    controller : str or callable
+        Controller mode, ``"golden"`` (default) or ``"gateware"`` (the controller and chain
+        gateware in Verilator), or a factory (:mod:`linkdyn.host.experiments.modes`).
 
     Returns
     -------
@@ -358,8 +374,8 @@ def contact_experiment(robot="ur5", seconds=4.0, *, amplitude=CONTACT_AMPLITUDE,
     def f_ext(q):
         return contact_wrench(robot_model, q, command(float(plant.state.time)) * d, point_n)
 
-    controller = GoldenController(robot_model, PAYLOAD_GAINS)
-    log = run_closed_loop(plant, controller, _static(q0), cycles, f_ext=f_ext)
+    joints = controller(robot_model, PAYLOAD_GAINS)
+    log = run_closed_loop(plant, joints, _static(q0), cycles, f_ext=f_ext)
     along_cmd = log.f_cmd @ d
     along = log.f @ d
     across = np.linalg.norm(log.f - np.outer(along, d), axis=1)
@@ -381,7 +397,7 @@ def contact_experiment(robot="ur5", seconds=4.0, *, amplitude=CONTACT_AMPLITUDE,
         "first_clip_t": float(log.t[clipped[0]]) if len(clipped) else None,
         "force_at_first_clip": float(along[clipped[0]]) if len(clipped) else None,
         "saturated": bool(len(clipped)),
-        "faults": controller.fault_codes,
+        "faults": joints.fault_codes,
     }}
     return {"runs": {"contact": log}, "figures": figures,
             "seconds_per_cycle": log.seconds_per_cycle, "pose": q0.tolist(),

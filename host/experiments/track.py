@@ -41,7 +41,8 @@ from linkdyn.model.kinematics import tool_pose
 from linkdyn.host.trajectory.ik import track as track_path
 from linkdyn.host.trajectory.paths import figure_eight
 
-from .loop import GainSet, GoldenController, run_closed_loop
+from .loop import GainSet, run_closed_loop
+from .modes import with_controller_mode
 from .runs import _cycles, _plant, reference_pose
 
 __all__ = ["TRACK_GAINS", "TRACK_RUNS", "STIFFNESS_WINDOW", "PUSH_FACTOR", "UNSATURATED", "REST",
@@ -208,9 +209,10 @@ def _disturbances(hold, period, stiffness_force, push_force, link_force):
     ]
 
 
+@with_controller_mode
 def track_experiment(robot="ur5", seconds=10.0, *, hold=2.5, size=0.3,
                      direction=(0.0, 0.0, -1.0), stiffness_fraction=0.5,
-                     push_factor=PUSH_FACTOR, link_force=(0.0, 3.0, 0.0)):
+                     push_factor=PUSH_FACTOR, link_force=(0.0, 3.0, 0.0), controller):
     """Track the figure-eight compliantly, with and without disturbances (paper Sect. 4.4).
 
     Parameters
@@ -236,6 +238,10 @@ def track_experiment(robot="ur5", seconds=10.0, *, hold=2.5, size=0.3,
         The push on the tool during the eight, as a multiple of :func:`saturation_force`.
     link_force : array_like, shape (3,)
         Push on the forearm during the eight, world, N.
+
+    controller : str or callable
+        Controller mode, ``"golden"`` (default) or ``"gateware"`` (the controller and chain
+        gateware in Verilator), or a factory (:mod:`linkdyn.host.experiments.modes`).
 
     Returns
     -------
@@ -298,10 +304,10 @@ def track_experiment(robot="ur5", seconds=10.0, *, hold=2.5, size=0.3,
                     kwargs = {} if body is None else {"body": body}
                     plant.apply_disturbance(force, start=start, until=until, **kwargs)
         overrides = UNSATURATED if name.endswith("unsaturated") else {}
-        controller = GoldenController(model, gains, **overrides)
-        log = run_closed_loop(plant, controller, reference, cycles)
+        joints = controller(model, gains, **overrides)
+        log = run_closed_loop(plant, joints, reference, cycles)
         runs[name] = log
-        faults[name] = controller.fault_codes
+        faults[name] = joints.fault_codes
         timing.append(log.seconds_per_cycle)
     plant.clear_disturbances()
 

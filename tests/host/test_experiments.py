@@ -147,7 +147,6 @@ def test_payload_log_has_the_told_force(payload):
     (["experiment", "bogus", "--out", "X"], "unknown experiment 'bogus'"),
     (["experiment", "identify", "--out", "X", "--seconds", "2"], "finite number >= 4.5"),
     (["experiment", "point", "--out", "X", "--seconds", "-1"], "--seconds must be > 0"),
-    (["experiment", "point", "--out", "X", "--controller", "gateware"], "gateware is not built"),
     (["experiment", "point", "--out", "X", "--controller", "fpga"], "--controller must be"),
 ])
 def test_cli_refuses_bad_input(argv, message, capsys, tmp_path, monkeypatch):
@@ -160,8 +159,8 @@ def test_cli_refuses_bad_input(argv, message, capsys, tmp_path, monkeypatch):
 def test_library_refuses_bad_input(tmp_path):
     with pytest.raises(ValueError, match="experiment must be one of"):
         run_experiment("bogus", tmp_path)
-    with pytest.raises(NotImplementedError, match="gateware"):
-        run_experiment("point", tmp_path, controller="gateware")
+    with pytest.raises(ValueError, match="controller must be 'golden' or 'gateware'"):
+        run_experiment("point", tmp_path, controller="fpga")
     with pytest.raises(ValueError, match="seconds must be a finite number > 0"):
         point_experiment("ur5", -0.5)
     with pytest.raises(ValueError, match="pulse ends at"):
