@@ -1,0 +1,126 @@
+"""Board builds with a joint controller beside every node (``--controllers``).
+
+The board top builds a ControlledChain (the family's CORDIC steps) and a core with the CONTROL
+command; the build's report says so and carries the chain's own simulated update counters. The
+synthesis is a stand-in Yosys here (a script whose cell counts are known); the real builds are
+``python -m linkdyn.boards.build --board ulx3s --nodes 6 --controllers`` (docs/performance.md).
+"""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from linkdyn.boards import BOARDS
+from linkdyn.boards import build as build_module
+from linkdyn.boards.cycles import simulate_update_cycles
+from linkdyn.gateware.chain import LinkDynChain
+from linkdyn.gateware.controlled_chain import ControlledChain
+from linkdyn.gateware.cordic import STEP_CYCLES
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: A Yosys that answers linkdyn's synthesis run with fixed cell counts (FAKE_CELLS).
+FAKE_YOSYS = """\
+import json, os, re, sys
+args = sys.argv[1:]
+if "-V" in args:
+    print("Yosys 0.0 (stand-in)"); sys.exit(0)
+script = args[args.index("-p") + 1]
+assert "synth_xilinx -family xc6s" in script, script
+out = re.search(r"tee -q -o (\\S+) stat -json", script).group(1)
+cells = json.loads(os.environ["FAKE_CELLS"])
+json.dump({"design": {"num_cells_by_type": cells}, "modules": {}}, open(out, "w"))
+"""
+
+
+@pytest.fixture
+def stand_in_yosys(tmp_path, monkeypatch):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    path = tools / "yosys"
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(FAKE_YOSYS))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("YOSYS", str(path))
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    for tool in ("XST", "NGDBUILD", "MAP", "PAR", "BITGEN"):
+        monkeypatch.delenv(tool, raising=False)
+
+
+@pytest.mark.parametrize("name", ["ulx3s", "mimas"])
+def test_board_top_with_controllers_builds_a_controlled_chain_with_the_family_cordic(name):
+    top = BOARDS[name](1, controllers=True)
+    chain = top.core.chain
+    assert isinstance(chain, ControlledChain) and top.core.controllers
+    assert top.core.hostlink.spec.controllers
+    assert chain.chain.policy == "sequential"
+    assert [node.cordic_step_cycles for node in chain.chain.nodes] == [
+        STEP_CYCLES[BOARDS[name].family]]
+    plain = BOARDS[name](1)
+    assert isinstance(plain.core.chain, LinkDynChain) and not plain.core.controllers
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"controllers": 1}, TypeError, "controllers must be a bool, not 1"),
+    ({"controllers": True, "chain": "fake"}, ValueError,
+     "beside the LinkDyn chain only, not with chain 'fake'"),
+    ({"controllers": True, "policy": "pipelined"}, ValueError,
+     "sequential policy, not 'pipelined'"),
+])
+def test_board_top_refuses_controllers_it_cannot_build(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        BOARDS["mimas"](1, **kwargs)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--controllers", "--chain", "fake"],
+     "--controllers needs the LinkDyn chain, not --chain fake"),
+    (["--controllers", "--policy", "pipelined"],
+     "--controllers needs the sequential policy, not --policy pipelined"),
+])
+def test_build_command_line_refuses_controllers_without_the_sequential_chain(argv, message,
+                                                                             capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        build_module.main(["--board", "mimas", *argv])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_build_with_controllers_reports_them_and_the_chains_simulated_counters(
+        stand_in_yosys, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_CELLS", json.dumps({"LUT6": 4321, "FDRE": 3000, "DSP48A1": 8,
+                                                 "RAMB8BWER": 3, "RAMB16BWER": 3}))
+    out = tmp_path / "m"
+    status = build_module.main(["--board", "mimas", "--nodes", "1", "--controllers",
+                                "--synth-only", "--out", str(out)])
+    assert status == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["controllers"] is True
+    assert (report["chain"], report["policy"]) == ("linkdyn", "sequential")
+    assert (report["luts"], report["dsps"], report["brams"]) == (4321, 8, 4.5)
+    assert report["utilisation_percent"]["luts"] == round(100 * 4321 / 5720, 1)
+    assert "--controllers" in report["command"]
+    bare = simulate_update_cycles(LinkDynChain(1, cordic_step_cycles=STEP_CYCLES["xc6s"]))
+    assert report["update_latency_cycles"] == bare["update_latency_cycles"]
+    assert "Controlled chain" in report["cycles_source"]
+    text = (out / "report.txt").read_text()
+    assert "a joint controller beside every node" in text
+    assert "a joint controller beside every node" in capsys.readouterr().out
+    # The ISE build tree carries the controllers: the Verilog has the controller's module.
+    assert "controller0" in (out / "top.v").read_text()
+
+
+@pytest.mark.parametrize("value, passed", [("1", True), ("0", False), ("", False)])
+def test_make_bitstream_passes_controllers_1_to_the_build(value, passed):
+    process = subprocess.run(["make", "-n", "bitstream", "BOARD=mimas", f"CONTROLLERS={value}"],
+                             cwd=ROOT, capture_output=True, text=True, check=True)
+    line = [line for line in process.stdout.splitlines() if "linkdyn.boards.build" in line]
+    assert len(line) == 1 and "--board mimas" in line[0]
+    assert ("--controllers" in line[0]) is passed
