@@ -56,6 +56,8 @@ def table(reports):
         chain = {"fake": "FakeChain (stand-in)",
                  "linkdyn": f"LinkDynChain ({r.get('policy') or 'sequential'})"}.get(
                      r["chain"], r["chain"])
+        if r.get("controllers"):
+            chain = f"LinkDynChain + controllers ({r.get('policy') or 'sequential'})"
         lines.append(
             f"| {r['title']} | {r['part']} | {r['nodes']} | {chain} | {r['clock_mhz']:g} | "
             f"{fmax} | {_cell(r, 'luts')} | {_cell(r, 'ffs')} | {_cell(r, 'dsps')} | "
