@@ -18,6 +18,7 @@ import pytest
 
 from linkdyn.boards import BOARDS
 from linkdyn.boards import build as build_module
+from linkdyn.boards import summary
 from linkdyn.boards.cycles import simulate_update_cycles
 from linkdyn.gateware.chain import LinkDynChain
 from linkdyn.gateware.controlled_chain import ControlledChain
@@ -115,6 +116,17 @@ def test_build_with_controllers_reports_them_and_the_chains_simulated_counters(
     assert "a joint controller beside every node" in capsys.readouterr().out
     # The ISE build tree carries the controllers: the Verilog has the controller's module.
     assert "controller0" in (out / "top.v").read_text()
+    # The summary marks the build and writes it into its own table, the rest left alone.
+    doc = tmp_path / "performance.md"
+    begin, end = summary.markers("controllers")
+    doc.write_text(f"x\n{summary.BEGIN}\nplain\n{summary.END}\n{begin}\nold\n{end}\ny\n")
+    assert summary.main([str(out), "--write-docs", str(doc), "--table", "controllers"]) == 0
+    content = doc.read_text()
+    assert f"{summary.BEGIN}\nplain\n{summary.END}" in content and "old" not in content
+    row = content.split(begin)[1].split(end)[0].strip().splitlines()[-1]
+    assert row.startswith("| Numato Mimas | xc6slx9-2tqg144 | 1 | LinkDynChain + controllers "
+                          "(sequential) |")
+    assert "| 4,321 (76 %) |" in row
 
 
 @pytest.mark.parametrize("value, passed", [("1", True), ("0", False), ("", False)])
