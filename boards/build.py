@@ -2,7 +2,7 @@
 
 Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 50]
 [--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined] [--controllers]
-[--synth-only]``; ``--list`` prints the boards.
+[--router router1|router2] [--synth-only]``; ``--list`` prints the boards.
 
 ``--controllers`` builds a joint controller beside every node (paper Fig. 7;
 :class:`~linkdyn.gateware.controlled_chain.ControlledChain`, ``BoardTop(..., controllers=True)``;
@@ -140,7 +140,7 @@ def _trce_fmax(out):
     return float(match.group(1)) if match else None
 
 
-def build(top, *, out=None, synth_only=False, seed=1, progress=print):
+def build(top, *, out=None, synth_only=False, seed=1, router=None, progress=print):
     """Build a board and write ``report.json`` and ``report.txt``.
 
     Parameters
@@ -153,6 +153,8 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
         Stop after Yosys synthesis (no place and route, no bitstream).
     seed : int
         nextpnr placement seed.
+    router : str, optional
+        nextpnr router (``"router1"``, ``"router2"``; default nextpnr's own, router1 on ECP5).
     progress : callable
         Called with one line of text per step.
 
@@ -189,7 +191,8 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
     overrides = {}
     if top.family == "ecp5":
         overrides["nextpnr_opts"] = ["--report", "top.nextpnr.json", "--timing-allow-fail",
-                                     "--seed", str(seed)]
+                                     "--seed", str(seed)] + (["--router", router] if router
+                                                             else [])
     plan = platform.prepare(top, name="top", **overrides)
     plan.extract(out)
     phase("elaborate", t)
@@ -302,6 +305,7 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
              f"--chain {report['chain']}"]
             + ([f"--policy {report['policy']}"] if report["policy"] else [])
             + (["--controllers"] if controllers else [])
+            + ([f"--router {router}"] if router else [])
             + [f"--out {out}"] + (["--synth-only"] if synth_only else [])),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": f"{host_platform.machine()}, {os.cpu_count()} CPU(s)",
@@ -402,6 +406,9 @@ def main(argv=None):
     parser.add_argument("--synth-only", action="store_true",
                         help="Yosys synthesis only: no place and route, no bitstream")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
+    parser.add_argument("--router", choices=("router1", "router2"),
+                        help="nextpnr router (default nextpnr's, router1 on ECP5; router2 "
+                             "routes a large design faster)")
     parser.add_argument("--list", action="store_true", help="list the boards and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -438,7 +445,8 @@ def main(argv=None):
     top = top_class(args.nodes, clock_hz=clock_hz, chain=chain, policy=policy,
                     controllers=args.controllers)
     try:
-        report = build(top, out=args.out, synth_only=args.synth_only, seed=args.seed)
+        report = build(top, out=args.out, synth_only=args.synth_only, seed=args.seed,
+                       router=args.router)
     except KeyboardInterrupt:
         print(f"\ninterrupted: the build directory {args.out or Path('build') / top.name} is "
               f"incomplete (no report, no bitstream); run the build again", file=sys.stderr)

@@ -34,6 +34,9 @@ import json, os, re, sys
 args = sys.argv[1:]
 if "-V" in args:
     print("Yosys 0.0 (stand-in)"); sys.exit(0)
+if "-p" not in args:                   # Amaranth's ECP5 build script: yosys -q -l top.rpt top.ys
+    assert "top.ys" in args, args
+    open("top.json", "w").write("{}"); sys.exit(0)
 script = args[args.index("-p") + 1]
 assert "synth_xilinx -family xc6s" in script, script
 out = re.search(r"tee -q -o (\\S+) stat -json", script).group(1)
@@ -41,15 +44,45 @@ cells = json.loads(os.environ["FAKE_CELLS"])
 json.dump({"design": {"num_cells_by_type": cells}, "modules": {}}, open(out, "w"))
 """
 
+#: A nextpnr-ecp5 that checks the router it is given and reports a fixed Fmax (FAKE_FMAX).
+FAKE_NEXTPNR = """\
+import json, os, sys
+args = sys.argv[1:]
+if "--version" in args:
+    print("nextpnr-0.0 (stand-in)"); sys.exit(0)
+assert args[args.index("--router") + 1] == os.environ["FAKE_ROUTER"], args
+used = {"TRELLIS_COMB": 30000, "TRELLIS_FF": 12000, "MULT18X18D": 48, "ALU54B": 0,
+        "DP16KD": 39, "TRELLIS_IO": 8}
+json.dump({"fmax": {"$glbnet$clk": {"achieved": float(os.environ["FAKE_FMAX"]),
+                                    "constraint": 100.0}},
+           "utilization": {k: {"used": v, "available": 1000} for k, v in used.items()},
+           "critical_paths": []}, open(args[args.index("--report") + 1], "w"))
+open(args[args.index("--textcfg") + 1], "w").write(".device LFE5U-85F\\n")
+"""
+
+FAKE_ECPPACK = """\
+import sys
+args = sys.argv[1:]
+if "--version" in args:
+    print("ecppack stand-in"); sys.exit(0)
+open(args[args.index("--bit") + 1], "wb").write(b"bitstream")
+"""
+
+
+def _tool(directory, name, source):
+    path = directory / name
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(source))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
 
 @pytest.fixture
 def stand_in_yosys(tmp_path, monkeypatch):
     tools = tmp_path / "tools"
     tools.mkdir()
-    path = tools / "yosys"
-    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(FAKE_YOSYS))
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("YOSYS", str(path))
+    monkeypatch.setenv("YOSYS", _tool(tools, "yosys", FAKE_YOSYS))
+    monkeypatch.setenv("NEXTPNR_ECP5", _tool(tools, "nextpnr-ecp5", FAKE_NEXTPNR))
+    monkeypatch.setenv("ECPPACK", _tool(tools, "ecppack", FAKE_ECPPACK))
     monkeypatch.setenv("PATH", f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
     for tool in ("XST", "NGDBUILD", "MAP", "PAR", "BITGEN"):
         monkeypatch.delenv(tool, raising=False)
@@ -136,3 +169,18 @@ def test_make_bitstream_passes_controllers_1_to_the_build(value, passed):
     line = [line for line in process.stdout.splitlines() if "linkdyn.boards.build" in line]
     assert len(line) == 1 and "--board mimas" in line[0]
     assert ("--controllers" in line[0]) is passed
+
+
+@pytest.mark.parametrize("fmax, status", [(51.2, 4), (104.0, 0)])
+def test_ecp5_build_with_controllers_gives_nextpnr_the_router_and_reports_timing(
+        fmax, status, stand_in_yosys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_FMAX", str(fmax))
+    monkeypatch.setenv("FAKE_ROUTER", "router2")
+    out = tmp_path / "u"
+    assert build_module.main(["--board", "ulx3s", "--nodes", "1", "--controllers", "--router",
+                              "router2", "--out", str(out)]) == status
+    report = json.loads((out / "report.json").read_text())
+    assert report["controllers"] is True and report["fmax_mhz"] == fmax
+    assert report["timing_met"] is (status == 0)
+    assert (report["luts"], report["dsps"]) == (30000, 48)
+    assert "--controllers --router router2" in report["command"]
