@@ -1,8 +1,13 @@
 """Build a board: bitstream (open flow) or synthesis report and ISE build tree (Spartan-6).
 
 Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 50]
-[--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined] [--synth-only]``;
-``--list`` prints the boards.
+[--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined] [--controllers]
+[--router router1|router2] [--synth-only]``; ``--list`` prints the boards.
+
+``--controllers`` builds a joint controller beside every node (paper Fig. 7;
+:class:`~linkdyn.gateware.controlled_chain.ControlledChain`, ``BoardTop(..., controllers=True)``;
+the sequential LinkDyn chain only). The boards have no joint pins yet: the sensor inputs read 0
+and the current references reach the host through the records.
 
 - ECP5 (``ulx3s``): Amaranth writes the Trellis build tree into ``--out`` and its script runs
   Yosys, nextpnr-ecp5 and ecppack (the YoWASP packages unless ``YOSYS``, ``NEXTPNR_ECP5``,
@@ -49,7 +54,9 @@ import time
 from pathlib import Path
 
 from . import BOARDS, board
-from .common import CHAINS, DEFAULT_CHAIN, chain_name, chain_policy, check_chain, make_chain
+from .common import (
+    CHAINS, DEFAULT_CHAIN, chain_name, chain_policy, check_chain, has_controllers, make_chain,
+)
 from .cycles import schedule_update_cycles, simulate_update_cycles
 from .toolchain import (
     DEVICE_CAPACITY, ToolError, find_tool, nextpnr_report, tool_env, tool_version,
@@ -68,8 +75,8 @@ EXIT_DOES_NOT_FIT = 5
 
 #: Fields every ``report.json`` holds.
 REPORT_FIELDS = (
-    "board", "title", "device", "part", "family", "nodes", "chain", "policy", "clock_mhz",
-    "baudrate",
+    "board", "title", "device", "part", "family", "nodes", "chain", "policy", "controllers",
+    "clock_mhz", "baudrate",
     "luts", "ffs", "dsps", "brams", "capacity", "utilisation_percent", "fits",
     "utilisation_source", "fmax_mhz", "timing_met", "clocks", "update_latency_cycles",
     "update_interval_cycles", "cycles_source", "status", "exit_status", "message",
@@ -133,7 +140,7 @@ def _trce_fmax(out):
     return float(match.group(1)) if match else None
 
 
-def build(top, *, out=None, synth_only=False, seed=1, progress=print):
+def build(top, *, out=None, synth_only=False, seed=1, router=None, progress=print):
     """Build a board and write ``report.json`` and ``report.txt``.
 
     Parameters
@@ -146,6 +153,8 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
         Stop after Yosys synthesis (no place and route, no bitstream).
     seed : int
         nextpnr placement seed.
+    router : str, optional
+        nextpnr router (``"router1"``, ``"router2"``; default nextpnr's own, router1 on ECP5).
     progress : callable
         Called with one line of text per step.
 
@@ -171,7 +180,9 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
     def phase(label, since):
         phases[label] = round(time.monotonic() - since, 1)
 
-    progress(f"{top.title} ({top.device}): {nodes} node(s), {top.clock_hz / 1e6:g} MHz, "
+    controllers = has_controllers(top.core.chain)
+    progress(f"{top.title} ({top.device}): {nodes} node(s)"
+             f"{' + joint controllers' if controllers else ''}, {top.clock_hz / 1e6:g} MHz, "
              f"chain {chain_name(top.core.chain)}, UART {top.core.baudrate:,} baud; "
              f"build directory {out}")
 
@@ -180,7 +191,8 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
     overrides = {}
     if top.family == "ecp5":
         overrides["nextpnr_opts"] = ["--report", "top.nextpnr.json", "--timing-allow-fail",
-                                     "--seed", str(seed)]
+                                     "--seed", str(seed)] + (["--router", router] if router
+                                                             else [])
     plan = platform.prepare(top, name="top", **overrides)
     plan.extract(out)
     phase("elaborate", t)
@@ -188,6 +200,10 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
 
     t = time.monotonic()
     cycles, cycles_source = _cycles(top.core.chain, nodes, top.core.fmt, top.cordic_step_cycles)
+    if controllers:
+        cycles_source += ("; the controlled chain's update is this chain's (a control step "
+                          "adds the controllers' segments and the sequencer's accesses: "
+                          "docs/performance.md, \"Controlled chain\")")
     phase("cycles", t)
     progress(f"update latency {cycles['update_latency_cycles']} cycles, interval "
              f"{cycles['update_interval_cycles']} cycles ({cycles_source.split(':')[0]})")
@@ -196,7 +212,7 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
         "board": name, "title": top.title, "device": top.device,
         "part": f"{top.device}-{platform.speed}{platform.package}", "family": top.family,
         "nodes": nodes, "chain": chain_name(top.core.chain),
-        "policy": chain_policy(top.core.chain),
+        "policy": chain_policy(top.core.chain), "controllers": controllers,
         "clock_mhz": top.clock_hz / 1e6, "baudrate": top.core.baudrate, "uart": top.uart_note,
         **cycles, "cycles_source": cycles_source,
         "fmax_mhz": None, "timing_met": None, "clocks": {}, "bitstream": None,
@@ -288,6 +304,8 @@ def build(top, *, out=None, synth_only=False, seed=1, progress=print):
             [f"--board {name}", f"--nodes {nodes}", f"--clock-mhz {top.clock_hz / 1e6:g}",
              f"--chain {report['chain']}"]
             + ([f"--policy {report['policy']}"] if report["policy"] else [])
+            + (["--controllers"] if controllers else [])
+            + ([f"--router {router}"] if router else [])
             + [f"--out {out}"] + (["--synth-only"] if synth_only else [])),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": f"{host_platform.machine()}, {os.cpu_count()} CPU(s)",
@@ -311,7 +329,8 @@ def report_text(report):
         "",
         f"nodes            {r['nodes']} (chain: {r['chain']}"
         + (", STAND-IN without inverse dynamics" if r["chain"] == "fake" else "")
-        + (f", {r['policy']} policy" if r.get("policy") else "") + ")",
+        + (f", {r['policy']} policy" if r.get("policy") else "")
+        + (", a joint controller beside every node" if r.get("controllers") else "") + ")",
         f"clock            {r['clock_mhz']:g} MHz; UART {r['baudrate']:,} baud ({r['uart']})",
         f"Fmax             {fmax}"
         + ("" if r["timing_met"] is None else
@@ -381,9 +400,15 @@ def main(argv=None):
                              f"{DEFAULT_CHAIN}")
     parser.add_argument("--policy", choices=("sequential", "pipelined"), default=None,
                         help="update policy of the LinkDyn chain (default sequential)")
+    parser.add_argument("--controllers", action="store_true",
+                        help="a joint controller beside every node (paper Fig. 7; the "
+                             "sequential LinkDyn chain only)")
     parser.add_argument("--synth-only", action="store_true",
                         help="Yosys synthesis only: no place and route, no bitstream")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
+    parser.add_argument("--router", choices=("router1", "router2"),
+                        help="nextpnr router (default nextpnr's, router1 on ECP5; router2 "
+                             "routes a large design faster)")
     parser.add_argument("--list", action="store_true", help="list the boards and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -411,11 +436,17 @@ def main(argv=None):
     try:
         top_class.check_arguments(args.nodes, clock_hz)
         chain, policy = check_chain(args.chain, args.policy)
+        if args.controllers and chain != "linkdyn":
+            raise ValueError(f"--controllers needs the LinkDyn chain, not --chain {chain}")
+        if args.controllers and policy != "sequential":
+            raise ValueError(f"--controllers needs the sequential policy, not --policy {policy}")
     except (ValueError, TypeError) as error:
         parser.error(str(error))
-    top = top_class(args.nodes, clock_hz=clock_hz, chain=chain, policy=policy)
+    top = top_class(args.nodes, clock_hz=clock_hz, chain=chain, policy=policy,
+                    controllers=args.controllers)
     try:
-        report = build(top, out=args.out, synth_only=args.synth_only, seed=args.seed)
+        report = build(top, out=args.out, synth_only=args.synth_only, seed=args.seed,
+                       router=args.router)
     except KeyboardInterrupt:
         print(f"\ninterrupted: the build directory {args.out or Path('build') / top.name} is "
               f"incomplete (no report, no bitstream); run the build again", file=sys.stderr)

@@ -21,6 +21,7 @@ from .core import LED_COUNT, BoardCore
 
 __all__ = [
     "CHAINS", "DEFAULT_CHAIN", "check_chain", "make_chain", "chain_name", "chain_policy",
+    "has_controllers",
     "BoardTop", "BOARD_TOPS", "PllSetting", "ecp5_pll_setting", "spartan6_pll_setting",
 ]
 
@@ -106,15 +107,25 @@ def make_chain(kind, nodes, fmt=Q15_16, policy=None, cordic_step_cycles=2):
 
 
 def chain_name(chain):
-    """Return ``"fake"`` for a :class:`FakeChain`, ``"linkdyn"`` for the real chain, else the
-    class name."""
+    """Return ``"fake"`` for a :class:`FakeChain`, ``"linkdyn"`` for the real chain (alone or
+    inside a :class:`~linkdyn.gateware.controlled_chain.ControlledChain`), else the class
+    name."""
     name = type(chain).__name__
-    return {"FakeChain": "fake", "LinkDynChain": "linkdyn"}.get(name, name)
+    return {"FakeChain": "fake", "LinkDynChain": "linkdyn",
+            "ControlledChain": "linkdyn"}.get(name, name)
 
 
 def chain_policy(chain):
     """Return the update policy of a real chain, or None for a stand-in."""
+    if type(chain).__name__ == "ControlledChain":
+        return chain.chain.policy
     return chain.policy if chain_name(chain) == "linkdyn" else None
+
+
+def has_controllers(chain):
+    """Return True if ``chain`` has a joint controller beside every node (a
+    :class:`~linkdyn.gateware.controlled_chain.ControlledChain`)."""
+    return type(chain).__name__ == "ControlledChain"
 
 
 # -- PLL settings ---------------------------------------------------------------------------------
@@ -285,14 +296,22 @@ class BoardTop(Elaboratable):
         chain component.
     policy : str, optional
         Update policy of the real chain (``"sequential"`` by default, or ``"pipelined"``).
+    controllers : bool
+        A joint controller beside every node (paper Fig. 7): the chain is a
+        :class:`~linkdyn.gateware.controlled_chain.ControlledChain` (sequential policy, the
+        family's CORDIC steps) and the core has the CONTROL command
+        (``BoardCore(..., controllers=True)``). The boards have no joint pins yet: the joints'
+        sensor inputs read 0 (a joint at rest at q = 0) and the actuator outputs reach only the
+        records the host reads (``i_ref``, ``tau_cmd``).
 
     Raises
     ------
     TypeError
-        If ``nodes`` or ``clock_hz`` is not an integer.
+        If ``nodes`` or ``clock_hz`` is not an integer, or ``controllers`` not a bool.
     ValueError
         If ``nodes`` is outside 1 .. ``max_nodes``, the clock cannot be made, the chain or
-        policy is unknown, or a chain component has another node count.
+        policy is unknown, a chain component has another node count, or ``controllers`` is
+        asked with the stand-in chain, a chain component or the pipelined policy.
     """
 
     name = None
@@ -325,15 +344,29 @@ class BoardTop(Elaboratable):
         BOARD_TOPS[cls.name] = cls
 
     def __init__(self, nodes=None, *, clock_hz=None, baudrate=None, chain=None, policy=None,
-                 fmt=Q15_16):
+                 fmt=Q15_16, controllers=False):
         self.nodes, self.clock_hz = self.check_arguments(nodes, clock_hz)
-        if chain is None or isinstance(chain, str):
+        if not isinstance(controllers, bool):
+            raise TypeError(f"controllers must be a bool, not {controllers!r}")
+        if controllers:
+            if chain not in (None, "linkdyn"):
+                given = chain if isinstance(chain, str) else type(chain).__name__
+                raise ValueError("Controllers are built beside the LinkDyn chain only, not "
+                                 f"with chain {given!r}")
+            if policy not in (None, "sequential"):
+                raise ValueError("The controlled chain runs the sequential policy, not "
+                                 f"{policy!r}")
+            from linkdyn.gateware.controlled_chain import ControlledChain
+            chain = ControlledChain(self.nodes, fmt,
+                                    cordic_step_cycles=self.cordic_step_cycles)
+        elif chain is None or isinstance(chain, str):
             chain = make_chain(chain, self.nodes, fmt, policy, self.cordic_step_cycles)
         elif getattr(getattr(chain, "spec", None), "n_nodes", self.nodes) != self.nodes:
             raise ValueError(f"The chain has {chain.spec.n_nodes} nodes, the board "
                              f"{self.nodes}")
         self.core = BoardCore(self.nodes, clock_hz=self.clock_hz, baudrate=baudrate, fmt=fmt,
-                              board_id=self.board_id, chain=chain)
+                              board_id=self.board_id, chain=chain,
+                              controllers=has_controllers(chain))
 
     @classmethod
     def check_arguments(cls, nodes=None, clock_hz=None):

@@ -5,7 +5,9 @@ docs/performance.md]``: prints a Markdown table of the builds (board, nodes, cha
 Fmax, LUTs, FFs, DSPs, block RAMs with their share of the device, update latency and interval,
 build time) and, with ``--write-docs``, puts it between the markers
 ``<!-- boards-table:begin -->`` and ``<!-- boards-table:end -->`` of the file (the text around
-the markers is left alone).
+the markers is left alone). ``--table NAME`` uses the markers ``<!-- boards-table-NAME:begin
+-->`` / ``<!-- boards-table-NAME:end -->`` instead (another table of builds in the same file,
+e.g. ``controllers``).
 """
 
 import argparse
@@ -13,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-__all__ = ["load_reports", "table", "write_table", "BEGIN", "END", "main"]
+__all__ = ["load_reports", "table", "markers", "write_table", "BEGIN", "END", "main"]
 
 BEGIN = "<!-- boards-table:begin -->"
 END = "<!-- boards-table:end -->"
@@ -56,6 +58,8 @@ def table(reports):
         chain = {"fake": "FakeChain (stand-in)",
                  "linkdyn": f"LinkDynChain ({r.get('policy') or 'sequential'})"}.get(
                      r["chain"], r["chain"])
+        if r.get("controllers"):
+            chain = f"LinkDynChain + controllers ({r.get('policy') or 'sequential'})"
         lines.append(
             f"| {r['title']} | {r['part']} | {r['nodes']} | {chain} | {r['clock_mhz']:g} | "
             f"{fmax} | {_cell(r, 'luts')} | {_cell(r, 'ffs')} | {_cell(r, 'dsps')} | "
@@ -64,20 +68,29 @@ def table(reports):
     return "\n".join(lines)
 
 
-def write_table(path, text):
-    """Replace the text between :data:`BEGIN` and :data:`END` in a file.
+def markers(name=None):
+    """Return the ``(begin, end)`` markers of the table ``name`` (None: :data:`BEGIN`,
+    :data:`END`)."""
+    if name is None:
+        return BEGIN, END
+    return f"<!-- boards-table-{name}:begin -->", f"<!-- boards-table-{name}:end -->"
+
+
+def write_table(path, text, name=None):
+    """Replace the text between the markers of table ``name`` (:func:`markers`) in a file.
 
     Raises
     ------
     ValueError
         If the file lacks the markers.
     """
+    begin, finish = markers(name)
     path = Path(path)
     content = path.read_text()
-    start, end = content.find(BEGIN), content.find(END)
+    start, end = content.find(begin), content.find(finish)
     if start < 0 or end < start:
-        raise ValueError(f"{path} has no '{BEGIN}' ... '{END}' markers")
-    path.write_text(content[:start + len(BEGIN)] + "\n" + text + "\n" + content[end:])
+        raise ValueError(f"{path} has no '{begin}' ... '{finish}' markers")
+    path.write_text(content[:start + len(begin)] + "\n" + text + "\n" + content[end:])
 
 
 def main(argv=None):
@@ -87,11 +100,13 @@ def main(argv=None):
     parser.add_argument("builds", nargs="+", help="build directories or report.json files")
     parser.add_argument("--write-docs", metavar="PATH",
                         help="put the table between the boards-table markers of this file")
+    parser.add_argument("--table", metavar="NAME",
+                        help="use the markers of the table NAME (boards-table-NAME:begin/end)")
     args = parser.parse_args(argv)
     text = table(load_reports(args.builds))
     print(text)
     if args.write_docs:
-        write_table(args.write_docs, text)
+        write_table(args.write_docs, text, args.table)
         print(f"\nwrote the table into {args.write_docs}")
     return 0
 
