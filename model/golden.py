@@ -21,7 +21,8 @@ from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
 
 __all__ = ["microprogram", "encode_robot", "encode_links", "encode_base_motion", "run_segment",
-           "rnea_fixed", "FixedResult", "FixedPointRangeError", "GoldenChain"]
+           "rnea_fixed", "FixedResult", "FixedPointRangeError", "GoldenChain", "ExecutorTables",
+           "executor_tables"]
 
 
 def _phase_word(turns):
@@ -357,6 +358,42 @@ def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
                        nodes if keep_registers else None)
 
 
+@dataclass(frozen=True)
+class ExecutorTables:
+    """What a one-state executor of nodes needs from the microprogram (:func:`executor_tables`).
+
+    Attributes
+    ----------
+    segments : dict
+        The compiled segments (:func:`linkdyn.model.compiled.compiled_microprogram`).
+    wrench_inputs : list of str
+        The input registers after ``q, qd, qdd``: the external wrench, in register order.
+    forward, backward : tuple of (str, str)
+        The forward and backward messages, ``(source, receiver)`` register names.
+    """
+
+    segments: dict
+    wrench_inputs: list
+    forward: tuple
+    backward: tuple
+
+
+def executor_tables(fmt):
+    """Return the :class:`ExecutorTables` of the microprogram for word format ``fmt``.
+
+    Raises
+    ------
+    TypeError
+        If ``fmt`` is not a QFormat.
+    """
+    if not isinstance(fmt, QFormat):
+        raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
+    rmap = microprogram(fmt).registers
+    return ExecutorTables(compiled_microprogram(fmt),
+                          [reg.name for reg in rmap.of_kind("input")[3:]],
+                          rmap.forward_message, rmap.backward_message)
+
+
 class GoldenChain:
     """The golden model of one robot's node chain, for one state at a time (a control loop).
 
@@ -398,17 +435,15 @@ class GoldenChain:
     """
 
     def __init__(self, robot, fmt=Q15_16, base_motion=None):
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
+        tables = executor_tables(fmt)
         self.robot = robot
         self.fmt = fmt
         self.constants = encode_robot(robot, fmt)
         self._base = encode_base_motion(robot, fmt, base_motion)
-        rmap = microprogram(fmt).registers
-        self._segments = compiled_microprogram(fmt)
-        self._wrench_inputs = [reg.name for reg in rmap.of_kind("input")[3:]]
-        self._forward = rmap.forward_message
-        self._backward = rmap.backward_message
+        self._segments = tables.segments
+        self._wrench_inputs = tables.wrench_inputs
+        self._forward = tables.forward
+        self._backward = tables.backward
         self.last_nodes = None
 
     def _words(self, values, names, shape):

@@ -35,10 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compiled import compiled_microprogram
-from .fixedpoint import Q15_16, QFormat, saturate
-from .golden import encode_base_motion, encode_links
-from .microprogram import microprogram
+from .fixedpoint import Q15_16, saturate
+from .golden import encode_base_motion, encode_links, executor_tables
 from .robot import Link, Robot
 
 __all__ = ["NodeTree", "node_tree", "encode_tree", "merge_backward", "TreeResult",
@@ -265,18 +263,16 @@ class GoldenTree:
     """
 
     def __init__(self, robot, fmt=Q15_16, base_motion=None):
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
+        tables = executor_tables(fmt)
         self.tree = node_tree(robot)
         self.robot = robot
         self.fmt = fmt
         self.constants = encode_tree(robot, fmt)
         self.base_words = encode_base_motion(robot, fmt, base_motion)
-        rmap = microprogram(fmt).registers
-        self._segments = compiled_microprogram(fmt)
-        self._wrench_inputs = [reg.name for reg in rmap.of_kind("input")[3:]]
-        self._forward = rmap.forward_message
-        self._backward = rmap.backward_message
+        self._segments = tables.segments
+        self._wrench_inputs = tables.wrench_inputs
+        self._forward = tables.forward
+        self._backward = tables.backward
         self._children = self.tree.children
 
     def node_inputs(self, q, qd, qdd, f_ext=None):
