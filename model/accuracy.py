@@ -717,8 +717,8 @@ def _tree_section(trees, states, seed):
                        f"without a limit."
                        for name, entry in trees.items() if entry["capped"]),
              "",
-             "| robot | joints | nodes | roots | mounts | max \|error\| (N·m) | RMS (N·m) | "
-             "max \|tau\| (N·m) | overflow |",
+             "| robot | joints | nodes | roots | mounts | max \\|error\\| (N·m) | RMS (N·m) | "
+             "max \\|tau\\| (N·m) | overflow |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for name, entry in trees.items():
         lines.append(f"| {_TREE_TITLES[name]} | {entry['n']} | {entry['nodes']} | "
@@ -726,7 +726,7 @@ def _tree_section(trees, states, seed):
                      f"{_e(entry['random']['rms'])} | {entry['max_tau']:.1f} | "
                      f"{'yes' if entry['overflow'] else 'no'} |")
     for name, entry in trees.items():
-        lines += ["", f"**{_TREE_TITLES[name]}**, worst \|tau_fixed - tau_float\| per joint:",
+        lines += ["", f"**{_TREE_TITLES[name]}**, worst \\|tau_fixed - tau_float\\| per joint:",
                   "", "| joint | parent | max (N·m) | RMS (N·m) |", "|---|---|---:|---:|"]
         for i, joint in enumerate(entry["joints"]):
             parent = entry["parents"][i]
