@@ -736,6 +736,29 @@ def _tree_section(trees, states, seed):
     return lines
 
 
+def plot_trees(trees, path):
+    """Plot the trees' worst and RMS torque error per joint (bars, log scale) against the goal
+    of 1e-3 N·m, one panel per tree; write a PNG to ``path``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(trees), 1, figsize=(10, 3.2 * len(trees)), squeeze=False)
+    for axis, (name, entry) in zip(axes[:, 0], trees.items()):
+        index = np.arange(entry["n"])
+        axis.bar(index - 0.2, entry["random"]["max_per_joint"], 0.4, label="max |error|")
+        axis.bar(index + 0.2, entry["random"]["rms_per_joint"], 0.4, label="RMS")
+        axis.axhline(1e-3, color="k", linestyle="--", linewidth=1, label="goal 1e-3 N·m")
+        axis.set_yscale("log")
+        axis.set_xticks(index, entry["joints"], rotation=35, ha="right", fontsize=8)
+        axis.set_ylabel("|tau_fixed - tau_float| (N·m)")
+        axis.set_title(f"{_TREE_TITLES[name]}: {entry['n']} joints on {entry['nodes']} nodes")
+        axis.set_ylim(top=2e-2)
+        axis.legend(fontsize=8, loc="upper right", ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def measured_bounds(states=STATES, seed=SEED, robots=ROBOTS):
     """Return the measured torque-error bounds of the golden model per robot.
 
@@ -782,7 +805,7 @@ def _e(value):
     return f"{value:.2e}"
 
 
-def report(results, *, states, seed, command, date, cores, trees=None):
+def report(results, *, states, seed, command, date, cores, trees=None, tree_plot=None):
     """Return the Markdown report of :func:`measure`'s results.
 
     Parameters
@@ -799,6 +822,8 @@ def report(results, *, states, seed, command, date, cores, trees=None):
         CPU cores of the machine.
     trees : dict, optional
         From :func:`measure_trees`: a section *Trees*.
+    tree_plot : str, optional
+        Path of the trees' plot relative to the report (:func:`plot_trees`), shown there.
     """
     fmt = Q15_16
     program = microprogram(fmt)
@@ -883,6 +908,9 @@ def report(results, *, states, seed, command, date, cores, trees=None):
     if trees:
         out.extend(_tree_section(trees, states, seed))
         w("")
+        if tree_plot:
+            w(f"![worst and RMS torque error per joint of the trees]({tree_plot})")
+            w("")
     w("## Sine table and CORDIC")
     w("")
     t = SINE_TABLE
@@ -1091,6 +1119,8 @@ def main(argv=None):
                         metavar="ROBOT", help=f"robots to measure (default: {' '.join(ROBOTS)})")
     parser.add_argument("--no-trees", action="store_true",
                         help="leave out the trees (two-arm tree, Baxter without fingers)")
+    parser.add_argument("--plot", metavar="PNG",
+                        help="also plot the trees' error per joint (shown in the report)")
     parser.add_argument("--out", metavar="MARKDOWN",
                         help="write the report to this file (default: print it)")
     args = parser.parse_args(argv)
@@ -1103,14 +1133,22 @@ def main(argv=None):
         command += " --robots " + " ".join(args.robots)
     if args.no_trees:
         command += " --no-trees"
+    if args.plot:
+        command += f" --plot {args.plot}"
     if args.out:
         command += f" --out {args.out}"
     results = measure(args.states, args.seed, args.robots,
                       progress=lambda line: print(line, file=sys.stderr, flush=True))
     trees = None if args.no_trees else measure_trees(
         args.states, args.seed, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    tree_plot = None
+    if trees and args.plot:
+        plot_trees(trees, args.plot)
+        base = Path(args.out).parent if args.out else Path.cwd()
+        tree_plot = os.path.relpath(Path(args.plot).resolve(), base.resolve())
     text = report(results, states=args.states, seed=args.seed, command=command,
-                  date=datetime.date.today().isoformat(), cores=os.cpu_count(), trees=trees)
+                  date=datetime.date.today().isoformat(), cores=os.cpu_count(), trees=trees,
+                  tree_plot=tree_plot)
     if args.out:
         path = Path(args.out)
         path.parent.mkdir(parents=True, exist_ok=True)
