@@ -2,7 +2,14 @@
 
 Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 50]
 [--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined] [--controllers]
-[--router router1|router2] [--synth-only]``; ``--list`` prints the boards.
+[--router router1|router2] [--robot NAME|PATH | --parents LIST] [--synth-only]``; ``--list``
+prints the boards.
+
+``--robot`` builds the tree of nodes of a robot (a built-in name, a robot file or a URDF; a
+branched one gives its whole tree, docs/trees.md): its node topology
+(:func:`linkdyn.model.golden_tree.node_tree`, mount nodes included) sets the node count and the
+parents of ``LinkDynChain(n, parents=...)``. ``--parents=-1,0,1,0,3`` gives the node topology
+directly. A chain robot builds the chain, as before.
 
 ``--controllers`` builds a joint controller beside every node (paper Fig. 7;
 :class:`~linkdyn.gateware.controlled_chain.ControlledChain`, ``BoardTop(..., controllers=True)``;
@@ -55,7 +62,8 @@ from pathlib import Path
 
 from . import BOARDS, board
 from .common import (
-    CHAINS, DEFAULT_CHAIN, chain_name, chain_policy, check_chain, has_controllers, make_chain,
+    CHAINS, DEFAULT_CHAIN, chain_name, chain_parents, chain_policy, check_chain,
+    has_controllers, make_chain,
 )
 from .cycles import schedule_update_cycles, simulate_update_cycles
 from .toolchain import (
@@ -108,12 +116,18 @@ def _run_script(out, env, log_name):
                         f"{out / log_name}:\n{tail}")
 
 
+def _is_chain(parents):
+    return tuple(parents) == tuple(range(-1, len(parents) - 1))
+
+
 def _cycles(chain, nodes, fmt, cordic_step_cycles=2):
     kind = chain_name(chain)
     if kind == "linkdyn":
         policy = chain_policy(chain)
-        figures = simulate_update_cycles(make_chain("linkdyn", nodes, fmt, policy,
-                                                    cordic_step_cycles))
+        parents = chain_parents(chain)
+        figures = simulate_update_cycles(make_chain(
+            "linkdyn", nodes, fmt, policy, cordic_step_cycles,
+            parents=None if _is_chain(parents) else parents))
         figures.pop("update_count", None)
         return figures, (f"simulation of this build's chain (LinkDynChain, {policy} policy, "
                          "zero state, Amaranth simulator): LATENCY_CYCLES of one update alone, "
@@ -140,7 +154,7 @@ def _trce_fmax(out):
     return float(match.group(1)) if match else None
 
 
-def build(top, *, out=None, synth_only=False, seed=1, router=None, progress=print):
+def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, progress=print):
     """Build a board and write ``report.json`` and ``report.txt``.
 
     Parameters
@@ -155,6 +169,8 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, progress=prin
         nextpnr placement seed.
     router : str, optional
         nextpnr router (``"router1"``, ``"router2"``; default nextpnr's own, router1 on ECP5).
+    robot : str, optional
+        The robot whose tree of nodes ``top`` was built for (recorded in the report).
     progress : callable
         Called with one line of text per step.
 
@@ -181,7 +197,10 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, progress=prin
         phases[label] = round(time.monotonic() - since, 1)
 
     controllers = has_controllers(top.core.chain)
+    parents = chain_parents(top.core.chain)
+    tree = not _is_chain(parents)
     progress(f"{top.title} ({top.device}): {nodes} node(s)"
+             f"{' in a tree (parents ' + ','.join(map(str, parents)) + ')' if tree else ''}"
              f"{' + joint controllers' if controllers else ''}, {top.clock_hz / 1e6:g} MHz, "
              f"chain {chain_name(top.core.chain)}, UART {top.core.baudrate:,} baud; "
              f"build directory {out}")
@@ -213,6 +232,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, progress=prin
         "part": f"{top.device}-{platform.speed}{platform.package}", "family": top.family,
         "nodes": nodes, "chain": chain_name(top.core.chain),
         "policy": chain_policy(top.core.chain), "controllers": controllers,
+        "parents": list(parents), "robot": robot,
         "clock_mhz": top.clock_hz / 1e6, "baudrate": top.core.baudrate, "uart": top.uart_note,
         **cycles, "cycles_source": cycles_source,
         "fmax_mhz": None, "timing_met": None, "clocks": {}, "bitstream": None,
@@ -305,6 +325,8 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, progress=prin
              f"--chain {report['chain']}"]
             + ([f"--policy {report['policy']}"] if report["policy"] else [])
             + (["--controllers"] if controllers else [])
+            + ([f"--robot {robot}"] if robot else [])
+            + ([f"--parents={','.join(map(str, parents))}"] if tree and not robot else [])
             + ([f"--router {router}"] if router else [])
             + [f"--out {out}"] + (["--synth-only"] if synth_only else [])),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -331,6 +353,12 @@ def report_text(report):
         + (", STAND-IN without inverse dynamics" if r["chain"] == "fake" else "")
         + (f", {r['policy']} policy" if r.get("policy") else "")
         + (", a joint controller beside every node" if r.get("controllers") else "") + ")",
+    ]
+    parents = r.get("parents")
+    if parents and not _is_chain(parents):
+        lines.append(f"tree of nodes    parents {','.join(map(str, parents))}"
+                     + (f" (robot {r['robot']})" if r.get("robot") else ""))
+    lines += [
         f"clock            {r['clock_mhz']:g} MHz; UART {r['baudrate']:,} baud ({r['uart']})",
         f"Fmax             {fmax}"
         + ("" if r["timing_met"] is None else
@@ -381,6 +409,29 @@ def board_table():
     return "\n".join(lines)
 
 
+def _topology(robot, parents):
+    """Return the node parents of ``--robot`` or ``--parents``, or raise ValueError."""
+    if parents is not None:
+        try:
+            values = tuple(int(p) for p in parents.split(","))
+        except ValueError:
+            raise ValueError(f"--parents must be comma-separated integers, not {parents!r}") \
+                from None
+        for node, parent in enumerate(values):
+            if not -1 <= parent < node:
+                raise ValueError(f"--parents: node {node}'s parent must be -1 or a node before "
+                                 f"it, not {parent}")
+        return values
+    from linkdyn.model.golden_tree import node_tree
+    from linkdyn.model.library import load_robot
+    from linkdyn.model.robot import RobotDescriptionError
+    try:
+        loaded = load_robot(robot)
+        return tuple(node_tree(loaded).parents)
+    except (RobotDescriptionError, FileNotFoundError, NotImplementedError) as error:
+        raise ValueError(f"--robot {robot}: {error}") from None
+
+
 def main(argv=None):
     """Command line; returns the exit status of the module's table."""
     parser = argparse.ArgumentParser(
@@ -409,6 +460,12 @@ def main(argv=None):
     parser.add_argument("--router", choices=("router1", "router2"),
                         help="nextpnr router (default nextpnr's, router1 on ECP5; router2 "
                              "routes a large design faster)")
+    topology = parser.add_mutually_exclusive_group()
+    topology.add_argument("--robot", help="build the tree of nodes of this robot (built-in "
+                          "name, robot file or URDF; node count and parents from its "
+                          "topology, mount nodes included)")
+    topology.add_argument("--parents", help="the parent node of every node, comma-separated "
+                          "(-1 a root), e.g. --parents=-1,0,1,0,3: a tree of nodes")
     parser.add_argument("--list", action="store_true", help="list the boards and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -433,20 +490,31 @@ def main(argv=None):
             parser.error(f"cannot create the build directory {args.out}: "
                          f"{error.strerror or error}")
     top_class = board(args.board)
+    parents = None
     try:
+        if args.robot is not None or args.parents is not None:
+            parents = _topology(args.robot, args.parents)
+            if args.nodes is not None and args.nodes != len(parents):
+                raise ValueError(f"--nodes {args.nodes} does not match the topology's "
+                                 f"{len(parents)} nodes")
+            args.nodes = len(parents)
+            if _is_chain(parents):
+                parents = None
+            elif args.controllers:
+                raise ValueError("--controllers builds the chain only, not a tree of nodes")
         top_class.check_arguments(args.nodes, clock_hz)
         chain, policy = check_chain(args.chain, args.policy)
         if args.controllers and chain != "linkdyn":
             raise ValueError(f"--controllers needs the LinkDyn chain, not --chain {chain}")
         if args.controllers and policy != "sequential":
             raise ValueError(f"--controllers needs the sequential policy, not --policy {policy}")
+        top = top_class(args.nodes, clock_hz=clock_hz, chain=chain, policy=policy,
+                        controllers=args.controllers, parents=parents)
     except (ValueError, TypeError) as error:
         parser.error(str(error))
-    top = top_class(args.nodes, clock_hz=clock_hz, chain=chain, policy=policy,
-                    controllers=args.controllers)
     try:
         report = build(top, out=args.out, synth_only=args.synth_only, seed=args.seed,
-                       router=args.router)
+                       router=args.router, robot=args.robot)
     except KeyboardInterrupt:
         print(f"\ninterrupted: the build directory {args.out or Path('build') / top.name} is "
               f"incomplete (no report, no bitstream); run the build again", file=sys.stderr)

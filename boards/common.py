@@ -21,7 +21,7 @@ from .core import LED_COUNT, BoardCore
 
 __all__ = [
     "CHAINS", "DEFAULT_CHAIN", "check_chain", "make_chain", "chain_name", "chain_policy",
-    "has_controllers",
+    "chain_parents", "has_controllers",
     "BoardTop", "BOARD_TOPS", "PllSetting", "ecp5_pll_setting", "spartan6_pll_setting",
 ]
 
@@ -71,7 +71,7 @@ def check_chain(kind, policy=None):
     return kind, policy
 
 
-def make_chain(kind, nodes, fmt=Q15_16, policy=None, cordic_step_cycles=2):
+def make_chain(kind, nodes, fmt=Q15_16, policy=None, cordic_step_cycles=2, parents=None):
     """Return a chain component for a board core.
 
     Parameters
@@ -87,6 +87,11 @@ def make_chain(kind, nodes, fmt=Q15_16, policy=None, cordic_step_cycles=2):
     cordic_step_cycles : int
         Cycles per CORDIC step of the real chain's nodes (default 2; a board top passes its
         family's, :attr:`BoardTop.cordic_step_cycles`); the stand-in has no CORDIC.
+    parents : sequence of int, optional
+        The parent node of every node (``-1`` a root, every parent before its children; see
+        docs/trees.md): the real chain is then the tree of nodes
+        ``LinkDynChain(nodes, parents=parents)``. None (default) is the chain; the stand-in
+        takes only the chain.
 
     Returns
     -------
@@ -96,14 +101,28 @@ def make_chain(kind, nodes, fmt=Q15_16, policy=None, cordic_step_cycles=2):
     Raises
     ------
     ValueError
-        See :func:`check_chain`.
+        See :func:`check_chain`; also if the stand-in is asked for a tree.
     """
     kind, policy = check_chain(kind, policy)
+    if kind == "fake" and parents is not None and tuple(parents) != tuple(range(-1, nodes - 1)):
+        raise ValueError("The stand-in chain is a chain only; a tree of nodes (parents) needs "
+                         "the LinkDyn chain")
     if kind == "fake":
         from linkdyn.gateware.fake_chain import FakeChain
         return FakeChain(nodes, fmt=fmt, wait_states=False)
     from linkdyn.gateware.chain import LinkDynChain
-    return LinkDynChain(nodes, fmt=fmt, policy=policy, cordic_step_cycles=cordic_step_cycles)
+    return LinkDynChain(nodes, fmt=fmt, policy=policy, cordic_step_cycles=cordic_step_cycles,
+                        parents=parents)
+
+
+def chain_parents(chain):
+    """Return the parent node of every node of a chain component (``-1`` a root): a tree of
+    nodes' ``parents``, ``(-1, 0, 1, ..., n - 2)`` for a chain or a stand-in."""
+    inner = chain.chain if type(chain).__name__ == "ControlledChain" else chain
+    parents = getattr(inner, "parents", None)
+    if parents is None:
+        parents = tuple(range(-1, inner.spec.n_nodes - 1))
+    return tuple(parents)
 
 
 def chain_name(chain):
@@ -312,6 +331,9 @@ class BoardTop(Elaboratable):
         If ``nodes`` is outside 1 .. ``max_nodes``, the clock cannot be made, the chain or
         policy is unknown, a chain component has another node count, or ``controllers`` is
         asked with the stand-in chain, a chain component or the pipelined policy.
+    parents : sequence of int, optional
+        The parent node of every node: a tree of nodes (:func:`make_chain`; docs/trees.md);
+        None (default) the chain. Not with ``controllers`` or a chain component.
     """
 
     name = None
@@ -344,8 +366,12 @@ class BoardTop(Elaboratable):
         BOARD_TOPS[cls.name] = cls
 
     def __init__(self, nodes=None, *, clock_hz=None, baudrate=None, chain=None, policy=None,
-                 fmt=Q15_16, controllers=False):
+                 fmt=Q15_16, controllers=False, parents=None):
         self.nodes, self.clock_hz = self.check_arguments(nodes, clock_hz)
+        if parents is not None and (controllers or not (chain is None
+                                                        or isinstance(chain, str))):
+            raise ValueError("A tree of nodes (parents) is built from the LinkDyn chain alone, "
+                             "not with controllers or a chain component")
         if not isinstance(controllers, bool):
             raise TypeError(f"controllers must be a bool, not {controllers!r}")
         if controllers:
@@ -360,7 +386,8 @@ class BoardTop(Elaboratable):
             chain = ControlledChain(self.nodes, fmt,
                                     cordic_step_cycles=self.cordic_step_cycles)
         elif chain is None or isinstance(chain, str):
-            chain = make_chain(chain, self.nodes, fmt, policy, self.cordic_step_cycles)
+            chain = make_chain(chain, self.nodes, fmt, policy, self.cordic_step_cycles,
+                               parents=parents)
         elif getattr(getattr(chain, "spec", None), "n_nodes", self.nodes) != self.nodes:
             raise ValueError(f"The chain has {chain.spec.n_nodes} nodes, the board "
                              f"{self.nodes}")

@@ -41,7 +41,8 @@ class BoardCore(wiring.Component):
         The register-bus target; default :class:`~linkdyn.gateware.chain.LinkDynChain`
         ``(nodes, fmt=fmt)``, with ``controllers``
         :class:`~linkdyn.gateware.controlled_chain.ControlledChain` ``(nodes, fmt=fmt)``.
-        Tests may pass a stand-in.
+        Tests may pass a stand-in. A tree of nodes (``LinkDynChain(n, parents=...)``) reports
+        its ``parents`` through INFO (PARENTS_k).
     controllers : bool
         A joint controller beside every node (paper Fig. 7): the chain is a
         :class:`~linkdyn.gateware.controlled_chain.ControlledChain` and the protocol has the
@@ -90,7 +91,8 @@ class BoardCore(wiring.Component):
         # A chain without banks (the FakeChain stand-in) has one set of input registers.
         self.hostlink = HostLink(nodes, clock_hz=clock_hz, baudrate=baudrate, divisor=divisor,
                                  fmt=fmt, board_id=board_id, banks=getattr(chain, "banks", 1),
-                                 controllers=controllers)
+                                 controllers=controllers,
+                                 parents=getattr(chain, "parents", None))
         members = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(LED_COUNT)}
         if controllers:
             members["sensor"] = In(SensorSignature).array(nodes)

@@ -300,6 +300,9 @@ class ProtocolEngine(wiring.Component):
         ``clock_hz * STEP_TIMEOUT`` (``2**20`` without a clock).
     counter_width : int
         Width of the saturating error counters, bits (default 16).
+    parents : sequence of int, optional
+        The parent node of every node of the tree behind the bus (INFO only: PARENTS_k,
+        ``ProtocolSpec(parents=...)``); default the chain.
 
     Members
     -------
@@ -368,9 +371,10 @@ class ProtocolEngine(wiring.Component):
 
     def __init__(self, n_nodes, *, fmt=Q15_16, clock_hz=0, baudrate=0, board_id=0, banks=1,
                  controllers=False, timeout_cycles=None, step_timeout_cycles=None,
-                 counter_width=16):
+                 counter_width=16, parents=None):
         self.spec = ProtocolSpec(n_nodes, fmt, clock_hz=clock_hz, baudrate=baudrate,
-                                 board_id=board_id, banks=banks, controllers=controllers)
+                                 board_id=board_id, banks=banks, controllers=controllers,
+                                 parents=parents)
         if timeout_cycles is None:
             if not clock_hz:
                 raise ValueError("Without clock_hz, timeout_cycles must be given")

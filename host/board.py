@@ -69,9 +69,10 @@ from .board_controller import ControllerCommands
 from ..model.protocol import (
     CONTROL_NODE, CRC_BYTES, DEFAULT_BAUDRATE, INFO_COUNT, INTER_BYTE_TIMEOUT, MAGIC,
     PROTOCOL_VERSION, REPLY_HEADER_BYTES, REQUEST_HEADER_BYTES, STATUS_COUNT, STEP_TIMEOUT,
-    WORD_BYTES, BuildInfo, ChainStatus, Command, ErrorCode, ProtocolSpec, ReplyDecoder,
-    StepResult, VersionError,
-    bytes_to_words, encode_request, load_robot_payload, read_payload, write_payload,
+    PARENTS_WORDS, WORD_BYTES, BuildInfo, ChainStatus, Command, ErrorCode, ProtocolSpec,
+    ReplyDecoder, StepResult, VersionError,
+    bytes_to_words, encode_request, load_robot_payload, read_payload, unpack_parents,
+    write_payload,
 )
 
 __all__ = [
@@ -211,6 +212,9 @@ class BoardInfo:
     controllers : bool
         A joint controller beside every node (INFO's CONTROLLERS;
         :mod:`linkdyn.host.board_controller`).
+    parents : tuple of int
+        The parent node of every node (INFO's PARENTS_k; ``-1`` a root on the base): the chain
+        ``(-1, 0, 1, ...)`` or a tree of nodes (docs/trees.md).
     """
 
     nodes: int
@@ -225,11 +229,19 @@ class BoardInfo:
     spec: ProtocolSpec
     banks: int = 1
     controllers: bool = False
+    parents: tuple = None
+
+    @property
+    def is_chain(self):
+        """bool: the nodes form one chain (parents ``-1, 0, 1, ...``)."""
+        return self.parents is None or tuple(self.parents) == tuple(range(-1, self.nodes - 1))
 
     def __str__(self):
         banks = f", {self.banks} register bank{'s' if self.banks > 1 else ''}"
         if self.controllers:
             banks += ", joint controllers"
+        if not self.is_chain:
+            banks += f", a tree of nodes (parents {','.join(map(str, self.parents))})"
         return (f"LinkDyn board: {self.nodes} nodes, {self.fmt.name}, clock "
                 f"{self.clock_hz / 1e6:g} MHz, UART {self.baudrate:,} baud, board id "
                 f"{self.board_id:#x}{banks}, protocol v{self.protocol_version}, register map "
@@ -260,6 +272,12 @@ class BoardResult:
         Updates the board ran for these states (more than K when STEP requests were retried).
     retries : int
         Requests resent.
+    node_tau_words : numpy.ndarray of int64, shape (nodes,) or (K, nodes), or None
+        On a tree robot with mount nodes (:meth:`Board.load_robot`): every node's ``tau`` word
+        (``tau_words`` is then per link: its node's); else None (``tau_words`` is per node).
+    node_overflow : numpy.ndarray of bool, same shape, or None
+        Every node's OVERFLOW bit, with ``node_tau_words`` (``overflow`` is then per link: its
+        node's or its mount node's, as :class:`linkdyn.model.golden_tree.TreeResult`).
     """
 
     tau: np.ndarray
@@ -270,6 +288,8 @@ class BoardResult:
     interval_cycles: np.ndarray
     updates: int
     retries: int
+    node_tau_words: np.ndarray = None
+    node_overflow: np.ndarray = None
 
     @property
     def saturated(self):
@@ -381,6 +401,7 @@ class Board(ControllerCommands):
         self._last_update = None
         self._line_rate = None           # slowest rate a reply frame arrived at, bytes/s
         self.robot = None
+        self._tree = None                # the loaded tree robot's NodeTree (None: a chain)
         #: Certificate of the loaded robot for its default box (:meth:`load_robot`), or None.
         self.certificate = None
         #: The joint controllers' configurations this host wrote (:meth:`configure_controllers`).
@@ -495,9 +516,16 @@ class Board(ControllerCommands):
             raise IncompatibleBoardError(f"the board's CONTROLLERS word is "
                                          f"{words['CONTROLLERS']:#x}, not 0 or 1")
         try:
+            parents = unpack_parents([words[f"PARENTS_{k}"] for k in range(PARENTS_WORDS)],
+                                     nodes)
+        except ValueError as error:
+            raise IncompatibleBoardError(f"the board's topology words (INFO PARENTS_k) are not "
+                                         f"a tree of {nodes} nodes: {error}") from None
+        try:
             spec = ProtocolSpec(nodes, fmt, clock_hz=words["CLOCK_HZ"],
                                 baudrate=words["BAUDRATE"], board_id=words["BOARD_ID"],
-                                banks=words["BANKS"], controllers=bool(words["CONTROLLERS"]))
+                                banks=words["BANKS"], controllers=bool(words["CONTROLLERS"]),
+                                parents=parents)
         except (TypeError, ValueError) as error:
             raise IncompatibleBoardError(f"the board reports {nodes} nodes, "
                                          f"{words['BANKS']} register banks and CONTROLLERS "
@@ -513,7 +541,7 @@ class Board(ControllerCommands):
                                words["BOARD_ID"], words["NODE_MAP_SIZE"],
                                words["BUFFER_WORDS"], words["MAP_CHECK"],
                                words["PROTOCOL_VERSION"], spec, words["BANKS"],
-                               spec.controllers)
+                               spec.controllers, spec.parents)
         return self._info
 
     @property
@@ -596,10 +624,16 @@ class Board(ControllerCommands):
         Every constant is encoded in the board's word format first; nothing is sent if one
         does not fit.
 
+        A tree robot (``robot.parents`` not a chain, or links with mounts; docs/trees.md) is
+        loaded node by node as :func:`linkdyn.model.golden_tree.encode_tree` encodes it, its
+        mount nodes included, onto a board built with the same tree of nodes (INFO's
+        PARENTS_k); :meth:`rnea` then takes the robot's joints and returns its links' torques.
+
         Parameters
         ----------
         robot : linkdyn.model.Robot
-            The robot; its joint count must equal the board's node count.
+            The robot; its nodes (:func:`~linkdyn.model.golden_tree.node_tree`: its joints and
+            mount nodes) must be the board's, node for node with the same parents.
         verify : bool
             Read every loaded word back and compare (default).
 
@@ -615,7 +649,8 @@ class Board(ControllerCommands):
         Raises
         ------
         ValueError
-            If the robot's joint count differs from the board's node count.
+            If the robot's joint count differs from the board's node count, or its topology
+            from the board's (the message names the first node that differs and both parents).
         FixedPointRangeError
             If a constant does not fit the board's format (the message names node and
             constant).
@@ -629,12 +664,24 @@ class Board(ControllerCommands):
         if not isinstance(robot, Robot):
             raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
         info = self.info()
-        if robot.n != info.nodes:
-            raise ValueError(f"the robot {robot.name!r} has {robot.n} joints, the board "
-                             f"{info.nodes} nodes")
-        constants = encode_robot(robot, info.fmt)
+        tree = _robot_nodes(robot)
+        if tree is None:
+            if robot.n != info.nodes:
+                raise ValueError(f"the robot {robot.name!r} has {robot.n} joints, the board "
+                                 f"{info.nodes} nodes")
+            _check_topology(robot, None, tuple(range(-1, robot.n - 1)), info)
+            constants = encode_robot(robot, info.fmt)
+            certificate = _certificate(robot, info.fmt)
+        else:
+            if tree.n != info.nodes:
+                raise ValueError(f"the robot {robot.name!r} has {robot.n} joints on {tree.n} "
+                                 f"nodes (a tree, mount nodes included), the board "
+                                 f"{info.nodes} nodes")
+            _check_topology(robot, tree, tree.parents, info)
+            from ..model.golden_tree import encode_tree
+            constants = encode_tree(robot, info.fmt)
+            certificate = _tree_certificate(robot)
         base = encode_base_motion(robot, info.fmt)
-        certificate = _certificate(robot, info.fmt)
         spec = info.spec
         self._exchange([_Request(Command.LOAD_ROBOT,
                                  load_robot_payload(spec, constants, base), 0)])
@@ -653,6 +700,7 @@ class Board(ControllerCommands):
                 raise BoardProtocolError(f"base motion: loaded {expected}, read back {got}")
         self.robot = robot
         self.certificate = certificate
+        self._tree = tree
 
     # -- inverse dynamics ----------------------------------------------------------------------
 
@@ -670,6 +718,11 @@ class Board(ControllerCommands):
 
     def rnea(self, q, qd, qdd, f_ext=None, *, progress=None):
         """Compute the inverse dynamics on the board for one state or a batch (STEP).
+
+        On a tree robot loaded with :meth:`load_robot`, ``n`` is the robot's joint count: the
+        states go to the joints' nodes, zeros to the mount nodes (a joint that never moves), and
+        the torques are the links' (:class:`linkdyn.model.golden_tree.GoldenTree`'s words);
+        else ``n`` is the board's node count.
 
         Parameters
         ----------
@@ -702,6 +755,9 @@ class Board(ControllerCommands):
         """
         info = self.info()
         spec = info.spec
+        tree = self._tree
+        if tree is not None:
+            q, qd, qdd, f_ext = _tree_inputs(tree, self.robot, q, qd, qdd, f_ext)
         single, frames = self._step_frames(q, qd, qdd, f_ext, info)
         count = len(frames)
         retries_before = self.statistics.retries
@@ -734,11 +790,22 @@ class Board(ControllerCommands):
         latency = np.array([r.latency_cycles for r in results], dtype=np.int64)
         interval = np.array([r.interval_cycles for r in results], dtype=np.int64)
         updates = int((self._last_update - baseline) % (1 << 32))
+        node_words = node_overflow = None
+        if tree is not None:
+            node_words, node_overflow = tau_words, overflow
+            tau_words = node_words[:, list(tree.link_node)]
+            overflow = node_overflow[:, list(tree.link_node)].copy()
+            for i, mount in enumerate(tree.mount_node):
+                if mount >= 0:
+                    overflow[:, i] |= node_overflow[:, mount]
         if single:
             tau_words, overflow, update, latency, interval = (
                 tau_words[0], overflow[0], update[0], latency[0], interval[0])
+            if tree is not None:
+                node_words, node_overflow = node_words[0], node_overflow[0]
         return BoardResult(info.fmt.decode(tau_words), tau_words, overflow, update, latency,
-                           interval, updates, self.statistics.retries - retries_before)
+                           interval, updates, self.statistics.retries - retries_before,
+                           node_words, node_overflow)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, *, progress=None):
         """Return the joint torques the board computes, N·m; raise if any saturated.
@@ -1090,6 +1157,77 @@ class _closing_on_error:
     def __exit__(self, exc_type, *exc):
         if exc_type is not None:
             self.board.close()
+
+
+def _robot_nodes(robot):
+    """Return the NodeTree of a tree robot (a parent list that is not a chain, or a mount),
+    None for a chain in plain DH (loaded as before: ``encode_robot``, node i = link i)."""
+    if robot.is_chain and not any(link.has_mount for link in robot.links):
+        return None
+    from ..model.golden_tree import node_tree
+    return node_tree(robot)
+
+
+def _node_label(robot, tree, node):
+    if tree is None:
+        return f"joint {robot.joint_names[node]!r}"
+    if node in tree.link_node:
+        return f"joint {robot.joint_names[tree.link_node.index(node)]!r}"
+    link = tree.mount_node.index(node)
+    return f"the mount node of joint {robot.joint_names[link]!r}"
+
+
+def _check_topology(robot, tree, parents, info):
+    """Raise ValueError naming the first node whose parent differs between robot and board."""
+    board = info.parents if info.parents is not None else tuple(range(-1, info.nodes - 1))
+    for node, (mine, theirs) in enumerate(zip(parents, board)):
+        if mine != theirs:
+            def name(parent):
+                return "the base (a root)" if parent < 0 else f"node {parent}"
+            raise ValueError(
+                f"the robot {robot.name!r} does not fit the board's topology: node {node} "
+                f"({_node_label(robot, tree, node)}) has parent {name(mine)} in the robot, "
+                f"{name(theirs)} on the board (board parents {','.join(map(str, board))}; "
+                f"robot nodes {','.join(map(str, parents))})")
+
+
+def _tree_inputs(tree, robot, q, qd, qdd, f_ext):
+    """Spread the states of a tree robot's joints over its nodes (zeros on mount nodes)."""
+    n, nodes = robot.n, tree.n
+    if nodes == n:
+        return q, qd, qdd, f_ext
+    out = []
+    columns = list(tree.link_node)
+    for name, value in zip(("q", "qd", "qdd"), (q, qd, qdd)):
+        try:
+            array = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be an array of numbers, not {value!r}") from None
+        if array.ndim not in (1, 2) or array.shape[-1] != n:
+            raise ValueError(f"{name} must have shape ({n},) or (K, {n}) for the robot "
+                             f"{robot.name!r} ({n} joints on {nodes} nodes), not {array.shape}")
+        spread = np.zeros(array.shape[:-1] + (nodes,))
+        spread[..., columns] = array
+        out.append(spread)
+    if f_ext is not None:
+        wrench = np.asarray(f_ext, dtype=float)
+        if wrench.ndim not in (2, 3) or wrench.shape[-2:] != (n, 6):
+            raise ValueError(f"f_ext must have shape ({n}, 6) or (K, {n}, 6) for the robot "
+                             f"{robot.name!r}, not {wrench.shape}")
+        spread = np.zeros(wrench.shape[:-2] + (nodes, 6))
+        spread[..., columns, :] = wrench
+        f_ext = spread
+    return (*out, f_ext)
+
+
+def _tree_certificate(robot):
+    """The certificate covers serial chains only: warn and return None for a tree."""
+    import warnings
+    warnings.warn(f"robot {robot.name!r}: no certificate of its fixed-point torques (the "
+                  "certificate covers serial chains; a tree's accuracy is measured in "
+                  "docs/accuracy.md); the board's torques carry no guaranteed error bound",
+                  CertificateWarning, stacklevel=3)
+    return None
 
 
 def _certificate(robot, fmt):

@@ -17,6 +17,13 @@ or a pyserial URL; ``--baudrate`` sets the line rate (default 3 Mbaud). The libr
 ``[t,] tau1..taun, overflow`` (N·m; ``overflow`` is the board's flag word, bit i-1 for joint i).
 If the board saturated any torque, the rows are still written with their flags, a warning
 names them, and the exit status is 1.
+
+A branched robot (a URDF without ``--tip``, ``--robot baxter``: example-robot-data's Baxter)
+is a tree of nodes (docs/trees.md): ``sim-board --robot`` builds the board with the robot's
+topology, ``load`` loads it onto a board of the same topology (INFO's parents; another
+topology is refused, naming the node), and ``torques --robot`` reads and writes one column per
+joint of the robot (its mount nodes are internal). ``torques`` without ``--robot`` on a tree
+board takes one column per node.
 """
 
 from __future__ import annotations
@@ -102,7 +109,8 @@ def register(subparsers):
         description="Build (cached under build/sim/) and run the board core in an HDL "
                     "simulator, its UART bridged to a pseudo-terminal; print the port and "
                     "serve until interrupted (Ctrl-C).")
-    sim.add_argument("--nodes", type=int, default=6, help="number of nodes (default 6)")
+    sim.add_argument("--nodes", type=int, default=None,
+                     help="number of nodes (default: the robot's nodes, else 6)")
     sim.add_argument("--chain", choices=("linkdyn", "fake"), default="linkdyn",
                      help="the chain behind the host link: the LinkDyn chain (default) or the "
                           "FakeChain stand-in of the host-link tests")
@@ -137,11 +145,19 @@ def _revolute_tips(robot):
     return sorted(tips, key=lambda tip: -tip[1])
 
 
+#: Tree robots of example-robot-data known by name (``--robot baxter``): URDF paths relative to
+#: its ``robots`` folder.
+TREE_ROBOTS = {"baxter": "baxter_description/urdf/baxter.urdf"}
+
+
 def _robot(name, tip):
-    """Load a robot the board can compute: a serial chain of revolute joints."""
+    """Load a robot the board can compute: a chain or tree of revolute joints."""
     import warnings
     from linkdyn.model import RobotDescriptionError, load_robot
     try:
+        if isinstance(name, str) and name.lower() in TREE_ROBOTS:
+            from linkdyn.model.reference import example_robot_urdf
+            name = str(example_robot_urdf(TREE_ROBOTS[name.lower()]))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
             robot = load_robot(name, tip=tip)
@@ -150,12 +166,18 @@ def _robot(name, tip):
     for warning in caught:      # the URDF importer's notes, one line each
         print(f"warning: {warning.message}", file=sys.stderr)
     if not robot.is_chain:
-        tips = _revolute_tips(robot)
-        listed = ", ".join(f"{name} ({joints} joint{'s' if joints != 1 else ''})"
-                           for name, joints in tips[:8]) + (", ..." if len(tips) > 8 else "")
-        raise CommandError(f"robot {robot.name!r} is a tree ({robot.n} joints): the board "
-                           f"computes one serial chain of revolute joints; choose its last link "
-                           f"with --tip, e.g. {listed}")
+        from linkdyn.model.golden_tree import node_tree
+        try:
+            node_tree(robot)
+        except NotImplementedError as error:
+            tips = _revolute_tips(robot)
+            listed = ", ".join(f"{name} ({joints} joint{'s' if joints != 1 else ''})"
+                               for name, joints in tips[:8]) + (", ..." if len(tips) > 8
+                                                                else "")
+            raise CommandError(f"robot {robot.name!r} is a tree ({robot.n} joints) the "
+                               f"board's nodes cannot compute: {error}; choose its last link "
+                               f"with --tip, e.g. {listed}") from None
+        return robot
     if robot.has_prismatic:
         joints = [link.name for link in robot.links if link.joint_type == "prismatic"]
         raise CommandError(f"robot {robot.name!r} has prismatic joints ({', '.join(joints)}): "
@@ -251,9 +273,13 @@ def command_torques(args):
             _check_writable(path, what)
     with _open(args) as board, _board_errors():
         n = board.nodes
-        if robot is not None and robot.n != n:
-            raise CommandError(f"the robot {robot.name!r} has {robot.n} joints, the board on "
-                               f"{args.port} {n} nodes")
+        if robot is not None and _node_count(robot) != n:
+            raise CommandError(f"the robot {robot.name!r} has {robot.n} joints"
+                               + ("" if _node_count(robot) == robot.n else
+                                  f" on {_node_count(robot)} nodes")
+                               + f", the board on {args.port} {n} nodes")
+        if robot is not None:
+            n = robot.n
         try:
             t, q, qd, qdd = read_states(args.input, n)
         except StateFileError as error:
@@ -286,6 +312,14 @@ def command_torques(args):
               file=sys.stderr)
         return EXIT_SATURATED
     return 0
+
+
+def _node_count(robot):
+    """Return the nodes a robot needs: its joints, and a mount node per mounted link."""
+    if robot.is_chain and not any(link.has_mount for link in robot.links):
+        return robot.n
+    from linkdyn.model.golden_tree import node_tree
+    return node_tree(robot).n
 
 
 def _check_writable(path, what):
@@ -372,13 +406,25 @@ def command_sim_board(args):
     if robot is not None:
         from linkdyn.model import FixedPointRangeError
         from linkdyn.model.golden import encode_robot
-        if robot.n != args.nodes:
-            raise CommandError(f"the robot {robot.name!r} has {robot.n} joints, the board "
-                               f"{args.nodes} nodes (--nodes)")
+        from linkdyn.model.golden_tree import encode_tree
+        nodes = _node_count(robot)
+        if args.nodes is None:
+            args.nodes = nodes
+        if nodes != args.nodes:
+            raise CommandError(f"the robot {robot.name!r} has {robot.n} joints"
+                               + ("" if nodes == robot.n else f" on {nodes} nodes")
+                               + f", the board {args.nodes} nodes (--nodes)")
+        if nodes != robot.n or not robot.is_chain:
+            if args.controllers or args.chain != "linkdyn":
+                raise CommandError(f"the robot {robot.name!r} is a tree of nodes: the board "
+                                   "is the tree of LinkDyn nodes, without --controllers or "
+                                   "--chain fake")
         try:
-            encode_robot(robot)
+            encode_robot(robot) if nodes == robot.n and robot.is_chain else encode_tree(robot)
         except FixedPointRangeError as error:
             raise CommandError(str(error)) from None
+    if args.nodes is None:
+        args.nodes = 6
     if args.port:
         folder = os.path.dirname(os.path.abspath(args.port))
         if not os.path.isdir(folder):
@@ -404,8 +450,9 @@ def command_sim_board(args):
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, lambda *_: stop.set())}
     link = None
     try:
-        kind = "controlled" if args.controllers else args.chain
-        print(f"building the simulated board ({args.nodes} nodes, {kind} chain) ...",
+        kind = ("controlled chain" if args.controllers else "tree of LinkDyn nodes"
+                if board.parents is not None else f"{args.chain} chain")
+        print(f"building the simulated board ({args.nodes} nodes, {kind}) ...",
               file=sys.stderr, flush=True)
         try:
             board.start()

@@ -614,6 +614,151 @@ def measure(states=STATES, seed=SEED, robots=ROBOTS, limit_count=LIMIT_STATES, b
     return results
 
 
+#: Trees of revolute joints measured by :func:`measure_trees` (:mod:`linkdyn.model.tree_robots`).
+TREE_ROBOTS = ("two_arm_tree", "baxter_revolute")
+_TREE_TITLES = {"two_arm_tree": "two-arm tree (UR5 arms)",
+                "baxter_revolute": "Baxter without fingers"}
+
+
+#: A published joint velocity limit above this (rad/s) is taken for a placeholder (Baxter's
+#: ``head_pan``: 10,000 rad/s): :func:`measure_trees` draws that joint's ``qd`` within
+#: ±:data:`DEFAULT_QD_MAX`, as for a joint without a limit.
+PLACEHOLDER_QD_MAX = 100.0
+
+
+def load_tree_robot(name):
+    """Return a tree of :data:`TREE_ROBOTS` (``baxter_revolute`` needs example-robot-data:
+    FileNotFoundError without it)."""
+    from . import tree_robots
+    if name not in TREE_ROBOTS:
+        raise ValueError(f"Tree robot must be one of {', '.join(TREE_ROBOTS)}, not {name!r}")
+    return getattr(tree_robots, name)()
+
+
+def measure_trees(states=STATES, seed=SEED, robots=TREE_ROBOTS, progress=None):
+    """Measure the golden tree's torque error on trees of revolute joints (docs/trees.md).
+
+    The fixed-point tree (:class:`linkdyn.model.golden_tree.GoldenTree`: the node microprogram
+    on every node, the children's backward messages merged by an exact sum saturated once)
+    against the float :func:`~linkdyn.model.rnea` of the same tree, on :func:`random_states`
+    (no friction, no external wrench).
+
+    Parameters
+    ----------
+    states : int
+        Random states per robot.
+    seed : int
+        Random seed.
+    robots : sequence of str
+        Names from :data:`TREE_ROBOTS`; one whose data is not installed is left out.
+    progress : callable, optional
+        Called with a line of text after each robot.
+
+    Returns
+    -------
+    dict
+        ``{robot: {"n", "nodes", "roots", "mounts", "joints", "parents", "random" (summary:
+        max, rms, max_per_joint, rms_per_joint, N·m), "max_tau" (N·m), "overflow" (bool),
+        "capped" (joints whose placeholder velocity limit was replaced), "seconds"}}``.
+    """
+    from .golden_tree import GoldenTree
+    results = {}
+    for name in robots:
+        try:
+            robot = load_tree_robot(name)
+        except FileNotFoundError:
+            continue
+        capped = [joint for joint, link in zip(robot.joint_names, robot.links)
+                  if link.limits.qd_max is not None and link.limits.qd_max > PLACEHOLDER_QD_MAX]
+        if capped:
+            robot = replace(robot, links=tuple(
+                replace(link, limits=replace(link.limits, qd_max=DEFAULT_QD_MAX))
+                if link.limits.qd_max is not None and link.limits.qd_max > PLACEHOLDER_QD_MAX
+                else link for link in robot.links))
+        golden = GoldenTree(robot)
+        q, qd, qdd = random_states(robot, states, seed)
+        start = time.perf_counter()
+        steps = [golden.step(q[k], qd[k], qdd[k]) for k in range(states)]
+        seconds = time.perf_counter() - start
+        fixed = np.array([step.tau for step in steps])
+        reference = rnea(robot, q, qd, qdd)
+        results[name] = {
+            "n": robot.n, "nodes": golden.tree.n, "roots": len(golden.tree.roots),
+            "mounts": sum(link.has_mount for link in robot.links),
+            "joints": list(robot.joint_names), "parents": list(robot.parents),
+            "capped": capped,
+            "random": _summary(fixed - reference),
+            "max_tau": float(np.max(np.abs(reference))),
+            "overflow": any(bool(np.any(step.overflow)) for step in steps),
+            "seconds": seconds,
+        }
+        if progress is not None:
+            progress(f"{name}: max {results[name]['random']['max']:.3e} N·m, RMS "
+                     f"{results[name]['random']['rms']:.3e} N·m ({seconds:.2f} s)")
+    return results
+
+
+def _tree_section(trees, states, seed):
+    lines = ["## Trees", "",
+             f"The golden model of a kinematic tree (`linkdyn.model.golden_tree.GoldenTree`, "
+             f"docs/trees.md: the node microprogram on every node, a mount node in front of "
+             f"every mounted link, the children's backward messages summed exactly and "
+             f"saturated once) against the float `rnea` of the same tree, on {states:,} random "
+             f"states per robot (seed {seed}, drawn as above; no friction, no external wrench). "
+             "Two-arm tree: `linkdyn.model.tree_robots.two_arm_tree()` (a torso joint with two "
+             "arms of the UR5's links, the left one mounted 0.5 m across the torso); Baxter "
+             "without fingers: `baxter_revolute()` (example-robot-data's `baxter.urdf`, head and "
+             "both 7-joint arms, the four prismatic finger joints and their masses dropped)."
+             + "".join(f" {_TREE_TITLES[name]}: the published velocity limit of "
+                       + ", ".join(f"`{joint}`" for joint in entry["capped"])
+                       + f" is above {PLACEHOLDER_QD_MAX:g} rad/s, a placeholder (Baxter's "
+                       f"`head_pan`: 10,000 rad/s, which saturates the head node's words), so "
+                       f"its `qd` is drawn within ±{DEFAULT_QD_MAX:.4g} rad/s, as for a joint "
+                       f"without a limit."
+                       for name, entry in trees.items() if entry["capped"]),
+             "",
+             "| robot | joints | nodes | roots | mounts | max \\|error\\| (N·m) | RMS (N·m) | "
+             "max \\|tau\\| (N·m) | overflow |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for name, entry in trees.items():
+        lines.append(f"| {_TREE_TITLES[name]} | {entry['n']} | {entry['nodes']} | "
+                     f"{entry['roots']} | {entry['mounts']} | {_e(entry['random']['max'])} | "
+                     f"{_e(entry['random']['rms'])} | {entry['max_tau']:.1f} | "
+                     f"{'yes' if entry['overflow'] else 'no'} |")
+    for name, entry in trees.items():
+        lines += ["", f"**{_TREE_TITLES[name]}**, worst \\|tau_fixed - tau_float\\| per joint:",
+                  "", "| joint | parent | max (N·m) | RMS (N·m) |", "|---|---|---:|---:|"]
+        for i, joint in enumerate(entry["joints"]):
+            parent = entry["parents"][i]
+            above = "base" if parent < 0 else entry["joints"][parent]
+            lines.append(f"| {joint} | {above} | {_e(entry['random']['max_per_joint'][i])} | "
+                         f"{_e(entry['random']['rms_per_joint'][i])} |")
+    return lines
+
+
+def plot_trees(trees, path):
+    """Plot the trees' worst and RMS torque error per joint (bars, log scale) against the goal
+    of 1e-3 N·m, one panel per tree; write a PNG to ``path``."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(trees), 1, figsize=(10, 3.2 * len(trees)), squeeze=False)
+    for axis, (name, entry) in zip(axes[:, 0], trees.items()):
+        index = np.arange(entry["n"])
+        axis.bar(index - 0.2, entry["random"]["max_per_joint"], 0.4, label="max |error|")
+        axis.bar(index + 0.2, entry["random"]["rms_per_joint"], 0.4, label="RMS")
+        axis.axhline(1e-3, color="k", linestyle="--", linewidth=1, label="goal 1e-3 N·m")
+        axis.set_yscale("log")
+        axis.set_xticks(index, entry["joints"], rotation=35, ha="right", fontsize=8)
+        axis.set_ylabel("|tau_fixed - tau_float| (N·m)")
+        axis.set_title(f"{_TREE_TITLES[name]}: {entry['n']} joints on {entry['nodes']} nodes")
+        axis.set_ylim(top=2e-2)
+        axis.legend(fontsize=8, loc="upper right", ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def measured_bounds(states=STATES, seed=SEED, robots=ROBOTS):
     """Return the measured torque-error bounds of the golden model per robot.
 
@@ -660,7 +805,7 @@ def _e(value):
     return f"{value:.2e}"
 
 
-def report(results, *, states, seed, command, date, cores):
+def report(results, *, states, seed, command, date, cores, trees=None, tree_plot=None):
     """Return the Markdown report of :func:`measure`'s results.
 
     Parameters
@@ -675,6 +820,10 @@ def report(results, *, states, seed, command, date, cores):
         Date of the run.
     cores : int
         CPU cores of the machine.
+    trees : dict, optional
+        From :func:`measure_trees`: a section *Trees*.
+    tree_plot : str, optional
+        Path of the trees' plot relative to the report (:func:`plot_trees`), shown there.
     """
     fmt = Q15_16
     program = microprogram(fmt)
@@ -756,6 +905,12 @@ def report(results, *, states, seed, command, date, cores):
             w(f"| RMS, friction {case} | "
               + " | ".join(_e(v) for v in result["random"]["rms_per_joint"]) + " |")
         w("")
+    if trees:
+        out.extend(_tree_section(trees, states, seed))
+        w("")
+        if tree_plot:
+            w(f"![worst and RMS torque error per joint of the trees]({tree_plot})")
+            w("")
     w("## Sine table and CORDIC")
     w("")
     t = SINE_TABLE
@@ -825,6 +980,12 @@ def report(results, *, states, seed, command, date, cores):
       + ", ".join(f"{_TITLES[name]} {entry['cases']['off']['seconds']:.2f} s"
                   for name, entry in results.items())
       + f" for {states:,} states.")
+    if trees:
+        w("")
+        w("Golden tree (one state at a time): "
+          + ", ".join(f"{_TREE_TITLES[name]} {entry['seconds']:.1f} s"
+                      for name, entry in trees.items())
+          + f" for {states:,} states.")
     w("")
     return "\n".join(out)
 
@@ -956,6 +1117,10 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=SEED, help=f"random seed (default {SEED})")
     parser.add_argument("--robots", nargs="+", choices=ROBOTS, default=list(ROBOTS),
                         metavar="ROBOT", help=f"robots to measure (default: {' '.join(ROBOTS)})")
+    parser.add_argument("--no-trees", action="store_true",
+                        help="leave out the trees (two-arm tree, Baxter without fingers)")
+    parser.add_argument("--plot", metavar="PNG",
+                        help="also plot the trees' error per joint (shown in the report)")
     parser.add_argument("--out", metavar="MARKDOWN",
                         help="write the report to this file (default: print it)")
     args = parser.parse_args(argv)
@@ -966,12 +1131,24 @@ def main(argv=None):
         command += f" --seed {args.seed}"
     if list(args.robots) != list(ROBOTS):
         command += " --robots " + " ".join(args.robots)
+    if args.no_trees:
+        command += " --no-trees"
+    if args.plot:
+        command += f" --plot {args.plot}"
     if args.out:
         command += f" --out {args.out}"
     results = measure(args.states, args.seed, args.robots,
                       progress=lambda line: print(line, file=sys.stderr, flush=True))
+    trees = None if args.no_trees else measure_trees(
+        args.states, args.seed, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    tree_plot = None
+    if trees and args.plot:
+        plot_trees(trees, args.plot)
+        base = Path(args.out).parent if args.out else Path.cwd()
+        tree_plot = os.path.relpath(Path(args.plot).resolve(), base.resolve())
     text = report(results, states=args.states, seed=args.seed, command=command,
-                  date=datetime.date.today().isoformat(), cores=os.cpu_count())
+                  date=datetime.date.today().isoformat(), cores=os.cpu_count(), trees=trees,
+                  tree_plot=tree_plot)
     if args.out:
         path = Path(args.out)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -274,6 +274,15 @@ def _tool_version(sim):
     return out.splitlines()[0] if out else "?"
 
 
+def _robot_tree(robot):
+    """Return the NodeTree of a tree robot (not a chain, or a link with a mount), else None."""
+    if robot is None or not hasattr(robot, "links") or (
+            robot.is_chain and not any(link.has_mount for link in robot.links)):
+        return None
+    from ..model.golden_tree import node_tree
+    return node_tree(robot)
+
+
 def _chain_name(chain):
     # The default chain (None) is the LinkDyn chain; build folders use lower-case names.
     from ..boards.common import chain_name
@@ -289,10 +298,18 @@ class SimulatedBoard:
 
     Parameters
     ----------
-    nodes : int
-        Number of nodes (robot joints), 1 .. 32.
+    nodes : int, optional
+        Number of nodes, 1 .. 32 (default: the robot's nodes, else 6).
     robot : Robot, optional
-        Loaded into the board (LOAD_ROBOT over the serial port) once it runs.
+        Loaded into the board (LOAD_ROBOT over the serial port) once it runs. A tree robot
+        (docs/trees.md) builds the tree of its nodes
+        (:func:`~linkdyn.model.golden_tree.node_tree`, mount nodes included) unless
+        ``parents`` or ``chain`` is given, and is loaded node by node
+        (:func:`~linkdyn.model.golden_tree.encode_tree`).
+    parents : sequence of int, optional
+        The parent node of every node (``-1`` a root): the board's chain is the tree of nodes
+        ``LinkDynChain(nodes, parents=parents)``, and INFO reports it (PARENTS_k). Default the
+        robot's node tree, else the chain.
     clock_hz : int
         Clock frequency of the board core, Hz (default :data:`DEFAULT_CLOCK_HZ`).
     baudrate : int, optional
@@ -346,10 +363,15 @@ class SimulatedBoard:
         If no simulator is installed.
     """
 
-    def __init__(self, nodes=6, robot=None, *, clock_hz=DEFAULT_CLOCK_HZ, baudrate=None,
+    def __init__(self, nodes=None, robot=None, *, clock_hz=DEFAULT_CLOCK_HZ, baudrate=None,
                  divisor=None, chain=None, simulator=None, line="bytes", fmt=Q15_16,
-                 build_root=None, startup_timeout=120.0, trace=False, controllers=False):
+                 build_root=None, startup_timeout=120.0, trace=False, controllers=False,
+                 parents=None):
         from ..gateware.uart import MIN_DIVISOR, uart_divisor
+        tree = _robot_tree(robot)
+        if nodes is None:
+            nodes = (len(parents) if parents is not None else tree.n if tree is not None
+                     else robot.n if robot is not None else 6)
         if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 32:
             raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")
         if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -363,9 +385,26 @@ class SimulatedBoard:
         if not isinstance(divisor, int) or isinstance(divisor, bool) or divisor < MIN_DIVISOR:
             raise ValueError(f"Divisor must be an integer of at least {MIN_DIVISOR}, "
                              f"not {divisor!r}")
-        if robot is not None and getattr(robot, "n", None) != nodes:
+        if tree is not None:
+            if tree.n != nodes:
+                raise ValueError(f"The robot has {robot.n} joints on {tree.n} nodes (a tree, "
+                                 f"mount nodes included), the board {nodes} nodes")
+            if parents is None and chain is None:
+                parents = tree.parents
+        elif robot is not None and getattr(robot, "n", None) != nodes:
             raise ValueError(f"The robot has {getattr(robot, 'n', '?')} joints, the board "
                              f"{nodes} nodes")
+        if parents is not None:
+            from ..model.protocol import ProtocolSpec
+            parents = ProtocolSpec(nodes, fmt, parents=parents).parents
+            if parents == tuple(range(-1, nodes - 1)):
+                parents = None
+        if parents is not None and (chain is not None or controllers):
+            raise ValueError("parents builds the tree of LinkDyn nodes itself; do not pass "
+                             "chain or controllers as well")
+        if tree is not None and parents is not None and parents != tree.parents:
+            raise ValueError(f"The robot's node topology {tree.parents} is not the board's "
+                             f"{parents}")
         if simulator is not None and simulator not in SIMULATORS:
             raise ValueError(f"Simulator must be 'verilator' or 'icarus', not {simulator!r}")
         if not isinstance(controllers, bool):
@@ -377,6 +416,7 @@ class SimulatedBoard:
             raise ValueError(f"Line driver must be one of {LINE_DRIVERS}, not {line!r}")
         self.nodes = nodes
         self.robot = robot
+        self.parents = parents
         self.clock_hz = clock_hz
         self.divisor = divisor
         self.baudrate = clock_hz // divisor
@@ -416,12 +456,14 @@ class SimulatedBoard:
         chain = self.chain
         if chain is None:
             try:
-                from ..gateware.chain import LinkDynChain  # noqa: F401
+                from ..gateware.chain import LinkDynChain
             except ImportError as error:
                 raise SimulatedBoardError(
                     "the LinkDyn chain gateware (linkdyn.gateware.chain.LinkDynChain) is not "
                     f"available ({error}); pass chain=FakeChain(nodes) to simulate the host "
                     "link with the stand-in chain") from None
+            if self.parents is not None:
+                chain = LinkDynChain(self.nodes, self.fmt, parents=self.parents)
         return BoardCore(self.nodes, clock_hz=self.clock_hz, divisor=self.divisor,
                          fmt=self.fmt, chain=chain, controllers=self.controllers)
 
@@ -477,6 +519,8 @@ class SimulatedBoard:
 
     @property
     def _chain_label(self):
+        if self.parents is not None:
+            return "tree"
         return "controlled" if self.controllers else _chain_name(self.chain)
 
     # -- the joints' sensor ports ----------------------------------------------------------------
@@ -587,13 +631,30 @@ class SimulatedBoard:
             if info.words["NODES"] != self.nodes:
                 raise SimulatedBoardError(f"the simulated board reports "
                                           f"{info.words['NODES']} nodes, not {self.nodes}")
+            parents = P.unpack_parents([info.words[f"PARENTS_{k}"]
+                                        for k in range(P.PARENTS_WORDS)], self.nodes)
+            chain_parents = getattr(self.chain, "parents", None)
+            if chain_parents is None:
+                chain_parents = self.parents or tuple(range(-1, self.nodes - 1))
+            if parents != tuple(chain_parents):
+                raise SimulatedBoardError(f"the simulated board reports the parents {parents}, "
+                                          f"not {tuple(chain_parents)}")
             if self.robot is not None:
                 from ..model.golden import encode_base_motion, encode_robot
                 spec = P.ProtocolSpec(self.nodes, self.fmt, clock_hz=self.clock_hz,
-                                      baudrate=self.baudrate, controllers=self.controllers)
+                                      baudrate=self.baudrate, controllers=self.controllers,
+                                      parents=parents)
+                tree = _robot_tree(self.robot)
+                if tree is not None and tree.parents != parents:
+                    raise SimulatedBoardError(f"the robot's node topology {tree.parents} is "
+                                              f"not the simulated board's {parents}")
+                if tree is not None:
+                    from ..model.golden_tree import encode_tree
+                    constants = encode_tree(self.robot, self.fmt)
+                else:
+                    constants = encode_robot(self.robot, self.fmt)
                 self._ask(P.Command.LOAD_ROBOT, P.load_robot_payload(
-                    spec, encode_robot(self.robot, self.fmt),
-                    encode_base_motion(self.robot, self.fmt)))
+                    spec, constants, encode_base_motion(self.robot, self.fmt)))
         except (OSError, P.ProtocolError) as error:
             raise SimulatedBoardError(f"the simulated board does not answer on {self.port}: "
                                       f"{error}\n{self._log_tail()}") from None

@@ -1,6 +1,7 @@
 """The chain in Python behind the register bus: :class:`ChainModel`, the register target that
 predicts :class:`~linkdyn.gateware.chain.LinkDynChain` (sequential policy) word for word, for
-the :class:`~linkdyn.model.protocol.ReferenceEngine`."""
+the :class:`~linkdyn.model.protocol.ReferenceEngine`; a tree of nodes
+(``LinkDynChain(n, parents=...)``) when the spec has ``parents``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 from linkdyn.model import protocol as P
 from linkdyn.model.fixedpoint import signed_word
 from linkdyn.model.golden import run_segment
+from linkdyn.model.golden_tree import merge_backward
 
 __all__ = ["ChainModel", "TIMING_MARKS"]
 
@@ -33,6 +35,13 @@ class ChainModel(P.RegisterTarget):
     the base motion), then distal from node n-1 to node 0, each node's ``backward_in`` from its
     successor's backward outputs (node n-1: its own). Reads of node i's mailbox registers show
     the sender's words, as the chain's bus does. An update ends at once.
+
+    A spec with a tree (``spec.parents``, docs/trees.md, *The tree in gateware*) gives the tree
+    of nodes: forward from each node's parent, the base motion written into node 0 also into
+    every other root; backward from the only child, or the exact sum of the children's
+    messages saturated once (:func:`~linkdyn.model.golden_tree.merge_backward`; a saturated
+    word raises the node's overflow flag); a read of a branch point's ``backward_in`` (a sum
+    stored nowhere) is refused.
 
     Parameters
     ----------
@@ -60,9 +69,14 @@ class ChainModel(P.RegisterTarget):
         self._backward = rmap.backward_message
         self._redirect = {}
         for source, receiver in self._forward:
-            self._redirect[rmap[receiver].address] = (-1, rmap[source].address)
+            self._redirect[rmap[receiver].address] = ("forward", rmap[source].address)
         for source, receiver in self._backward:
-            self._redirect[rmap[receiver].address] = (+1, rmap[source].address)
+            self._redirect[rmap[receiver].address] = ("backward", rmap[source].address)
+        self.parents = spec.parents
+        self.children = tuple(tuple(c for c in range(spec.n_nodes) if self.parents[c] == i)
+                              for i in range(spec.n_nodes))
+        self._roots = tuple(i for i, parent in enumerate(self.parents) if parent < 0)
+        self._base_motion = {rmap[receiver].address for _, receiver in self._forward}
 
     def read(self, node, addr):
         access = self.spec.access(node, addr)
@@ -79,9 +93,13 @@ class ChainModel(P.RegisterTarget):
                 return True, _MARK_OF[name]
             return True, self.control[name]
         if addr in self._redirect:
-            step, source = self._redirect[addr]
-            if 0 <= node + step < self.spec.n_nodes:
-                return True, self.memory[node + step][source]
+            direction, source = self._redirect[addr]
+            if direction == "forward" and self.parents[node] >= 0:
+                return True, self.memory[self.parents[node]][source]
+            if direction == "backward" and len(self.children[node]) > 1:
+                return False, 0
+            if direction == "backward" and self.children[node]:
+                return True, self.memory[self.children[node][0]][source]
         return True, self.memory[node][addr]
 
     def write(self, node, addr, word):
@@ -89,7 +107,9 @@ class ChainModel(P.RegisterTarget):
         if not access.exists or not access.writable or access.owner == "engine":
             return False
         if node != P.CONTROL_NODE:
-            self.memory[node][addr] = word & _MASK
+            targets = self._roots if node == 0 and addr in self._base_motion else (node,)
+            for target in targets:
+                self.memory[target][addr] = word & _MASK
             return True
         if addr == P.RESULT_SELECT:
             # The sequential chain keeps one update: `follow`, or the last update's number
@@ -119,18 +139,26 @@ class ChainModel(P.RegisterTarget):
         overflow = 0
         for i in range(n):
             regs = self._registers(i)
-            if i > 0:
+            if self.parents[i] >= 0:
                 for source, receiver in self._forward:
-                    regs[receiver] = nodes[i - 1][source].copy()
+                    regs[receiver] = nodes[self.parents[i]][source].copy()
             for segment in ("joint", "forward", "local"):
                 if run_segment(regs, segment, spec.fmt):
                     overflow |= 1 << i
             nodes.append(regs)
         for i in reversed(range(n)):
             regs = nodes[i]
-            if i < n - 1:
+            children = self.children[i]
+            if len(children) == 1:
                 for source, receiver in self._backward:
-                    regs[receiver] = nodes[i + 1][source].copy()
+                    regs[receiver] = nodes[children[0]][source].copy()
+            elif children:
+                merged, saturated = merge_backward(
+                    [[int(nodes[c][source]) for source, _ in self._backward] for c in children])
+                for word, (_, receiver) in zip(merged, self._backward):
+                    regs[receiver] = np.array(word, dtype=np.int64)
+                if saturated:
+                    overflow |= 1 << i
             if run_segment(regs, "distal", spec.fmt):
                 overflow |= 1 << i
         for i, regs in enumerate(nodes):

@@ -34,7 +34,7 @@ __all__ = [
     "decode_reply", "split_frame", "ReplyDecoder",
 ]
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 #: First byte of a request frame.
 REQUEST_SYNC = 0xA5

@@ -25,7 +25,8 @@ __all__ = [
     "CONTROL_START", "CONTROL_CLEAR", "CONTROL_STEP", "CONTROL_FAULT_CLEAR", "STATUS_BUSY",
     "STATUS_DONE", "STATUS_OVERFLOW",
     "RESULT_SELECT", "RESULT_FOLLOW", "STATUS_FIRST", "STATUS_COUNT", "INFO_FIRST",
-    "INFO_COUNT", "STEP_CONTROL_FIRST", "STEP_CONTROL_COUNT", "MAGIC", "Access", "ProtocolSpec",
+    "INFO_COUNT", "PARENTS_FIRST", "PARENTS_WORDS", "PARENTS_PER_WORD", "pack_parents",
+    "unpack_parents", "STEP_CONTROL_FIRST", "STEP_CONTROL_COUNT", "MAGIC", "Access", "ProtocolSpec",
 ]
 
 #: ``node`` value that selects the chain's control block (the register bus,
@@ -183,7 +184,20 @@ def _control_registers():
     ]
     for k, (name, unit, doc) in enumerate(info):
         regs.append(ControlRegister(name, 0x20 + k, "r", "engine", unit, doc))
+    # The topology of the nodes (docs/trees.md): after MAP_CHECK, part of the INFO reply.
+    first = 0x20 + len(info)
+    for k in range(MAX_NODES // PARENTS_PER_WORD):
+        nodes = f"{PARENTS_PER_WORD * k} .. {PARENTS_PER_WORD * k + PARENTS_PER_WORD - 1}"
+        regs.append(ControlRegister(
+            f"PARENTS_{k}", first + k, "r", "engine", "",
+            f"node topology, nodes {nodes}: byte j (bits 8j .. 8j+7) is the parent of node "
+            f"{PARENTS_PER_WORD * k} + j plus 1 (0: a root on the base; 0 past NODES)"
+            + ("; a chain of 4 or more nodes reads 0x03020100" if k == 0 else "")))
     return tuple(regs)
+
+
+#: Parents packed into one PARENTS_k word of the build information (a byte each).
+PARENTS_PER_WORD = 4
 
 
 #: The control block at :data:`CONTROL_NODE`, in address order.
@@ -194,7 +208,11 @@ STATUS_FIRST = _CONTROL_BY_NAME["STATUS"].address
 STATUS_COUNT = _CONTROL_BY_NAME[f"ERRORS_{ErrorCode.TIMEOUT.name}"].address + 1 - STATUS_FIRST
 #: The INFO command's reply: the build-information words.
 INFO_FIRST = _CONTROL_BY_NAME["MAGIC"].address
-INFO_COUNT = _CONTROL_BY_NAME["MAP_CHECK"].address + 1 - INFO_FIRST
+INFO_COUNT = _CONTROL_BY_NAME[f"PARENTS_{MAX_NODES // PARENTS_PER_WORD - 1}"].address + 1 \
+    - INFO_FIRST
+#: Address and count of the PARENTS_k words (the node topology) in the control block.
+PARENTS_FIRST = _CONTROL_BY_NAME["PARENTS_0"].address
+PARENTS_WORDS = MAX_NODES // PARENTS_PER_WORD
 #: The words after ``tau`` in a STEP reply: OVERFLOW .. UPDATE_COUNT.
 STEP_CONTROL_FIRST = _CONTROL_BY_NAME["OVERFLOW"].address
 STEP_CONTROL_COUNT = _CONTROL_BY_NAME["UPDATE_COUNT"].address + 1 - STEP_CONTROL_FIRST
@@ -227,6 +245,73 @@ STATUS_OVERFLOW = _field_mask(STATUS_FIELDS, "overflow")
 RESULT_SELECT = _CONTROL_BY_NAME["RESULT_SELECT"].address
 #: RESULT_SELECT value (the ``follow`` bit) for "the last update finished", the reset value.
 RESULT_FOLLOW = _field_mask(RESULT_SELECT_FIELDS, "follow")
+
+
+def _chain_parents(n_nodes):
+    """Return the parents of a chain of ``n_nodes`` nodes, ``(-1, 0, 1, ..., n - 2)``."""
+    return tuple(range(-1, n_nodes - 1))
+
+
+def _check_parents(parents, n_nodes):
+    if parents is None:
+        return _chain_parents(n_nodes)
+    if isinstance(parents, (str, bytes)) or not hasattr(parents, "__len__"):
+        raise TypeError(f"Parents must be a sequence of {n_nodes} integers, not {parents!r}")
+    values = tuple(parents)
+    if not all(isinstance(p, int) and not isinstance(p, bool) for p in values):
+        raise TypeError(f"Parents must be a sequence of {n_nodes} integers, not {parents!r}")
+    if len(values) != n_nodes:
+        raise ValueError(f"Parents must have one entry per node ({n_nodes}), not "
+                         f"{len(values)}")
+    for node, parent in enumerate(values):
+        if not -1 <= parent < node:
+            raise ValueError(f"Parent of node {node} must be -1 (a root) or a node before it "
+                             f"(0 .. {node - 1}), not {parent}")
+    return values
+
+
+def pack_parents(parents):
+    """Return the :data:`PARENTS_WORDS` PARENTS_k words of a node topology.
+
+    Parameters
+    ----------
+    parents : sequence of int
+        The parent of every node (``-1`` a root on the base), at most :data:`MAX_NODES`.
+
+    Returns
+    -------
+    tuple of int
+        Word ``k``, byte ``j`` (bits ``8j .. 8j+7``): the parent of node
+        ``PARENTS_PER_WORD * k + j`` plus 1 (0 for a root), 0 past the last node.
+    """
+    words = [0] * PARENTS_WORDS
+    for node, parent in enumerate(parents):
+        words[node // PARENTS_PER_WORD] |= (parent + 1) << (8 * (node % PARENTS_PER_WORD))
+    return tuple(words)
+
+
+def unpack_parents(words, n_nodes):
+    """Return the parents of ``n_nodes`` nodes from PARENTS_k words (:func:`pack_parents`).
+
+    Raises
+    ------
+    ValueError
+        If a parent is not ``-1`` or a node before its child, or a byte past the last node is
+        not 0 (the words are not a topology of ``n_nodes`` nodes).
+    """
+    words = tuple(words)
+    if len(words) != PARENTS_WORDS:
+        raise ValueError(f"Expected {PARENTS_WORDS} PARENTS words, not {len(words)}")
+    parents = []
+    for node in range(MAX_NODES):
+        byte = (words[node // PARENTS_PER_WORD] >> (8 * (node % PARENTS_PER_WORD))) & 0xFF
+        if node >= n_nodes:
+            if byte:
+                raise ValueError(f"PARENTS byte of node {node} is {byte}, past the last node "
+                                 f"({n_nodes - 1}): not a topology of {n_nodes} nodes")
+            continue
+        parents.append(byte - 1)
+    return _check_parents(parents, n_nodes)
 
 
 @dataclass(frozen=True)
@@ -262,6 +347,10 @@ class ProtocolSpec:
         every node, the control block's controller registers and the CONTROL command
         (:mod:`~linkdyn.model.protocol.controller_map`). Only with the sequential policy
         (``banks == 1``).
+    parents : sequence of int, optional
+        The parent node of every node (``-1`` a root on the base, every parent before its
+        children; docs/trees.md), reported by INFO (PARENTS_k, :func:`pack_parents`); default
+        the chain ``(-1, 0, 1, ..., n - 2)``.
 
     Raises
     ------
@@ -279,7 +368,7 @@ class ProtocolSpec:
     """
 
     def __init__(self, n_nodes, fmt=Q15_16, *, clock_hz=0, baudrate=0, board_id=0, banks=1,
-                 controllers=False):
+                 controllers=False, parents=None):
         if not isinstance(n_nodes, int) or isinstance(n_nodes, bool):
             raise TypeError(f"Node count must be an integer, not {n_nodes!r}")
         if not 1 <= n_nodes <= MAX_NODES:
@@ -299,8 +388,12 @@ class ProtocolSpec:
         if controllers and banks != 1:
             raise ValueError(f"joint controllers need the sequential policy (1 bank), not "
                              f"{banks} banks")
+        parents = _check_parents(parents, n_nodes)
+        if controllers and parents != _chain_parents(n_nodes):
+            raise ValueError("joint controllers are built beside a chain of nodes, not a tree")
         from ..golden import microprogram
         self.n_nodes = n_nodes
+        self.parents = parents
         self.fmt = fmt
         self.clock_hz = clock_hz
         self.baudrate = baudrate
@@ -463,10 +556,17 @@ class ProtocolSpec:
             "NODE_MAP_SIZE": self.node_map_size,
             "BUFFER_WORDS": self.buffer_words,
             "MAP_CHECK": self.map_check,
+            **{f"PARENTS_{k}": word for k, word in enumerate(pack_parents(self.parents))},
         }
+
+    @property
+    def is_chain(self):
+        """bool: the nodes form one chain (parents ``-1, 0, 1, ...``)."""
+        return self.parents == _chain_parents(self.n_nodes)
 
     def __repr__(self):
         return (f"ProtocolSpec(n_nodes={self.n_nodes}, fmt={self.fmt.name}, "
                 f"clock_hz={self.clock_hz}, baudrate={self.baudrate}, "
                 f"board_id={self.board_id:#x}, banks={self.banks}, "
-                f"controllers={self.controllers})")
+                f"controllers={self.controllers}"
+                + ("" if self.is_chain else f", parents={self.parents}") + ")")

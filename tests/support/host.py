@@ -59,7 +59,9 @@ def random_states(count, seed):
 
 class ReferenceSerial:
     """A pyserial-like port whose other end is the protocol's :class:`ReferenceEngine` on a
-    :class:`FakeChainModel`: a software board, with faults to order.
+    :class:`FakeChainModel`: a software board, with faults to order. With ``parents`` the
+    board is a tree of nodes and its target the tree's
+    :class:`~linkdyn.sim.chain_model.ChainModel` (the golden tree's words).
 
     Faults are given by the index of the request (``write`` calls, one frame each) or reply
     frame they hit, counted from 0 since the port was made.
@@ -82,9 +84,16 @@ class ReferenceSerial:
     """
 
     def __init__(self, n_nodes=6, latency=96, *, clock_hz=12_000_000, baudrate=3_000_000,
-                 banks=1):
-        self.spec = P.ProtocolSpec(n_nodes, clock_hz=clock_hz, baudrate=baudrate, banks=banks)
-        self.target = FakeChainModel(self.spec, latency)
+                 banks=1, parents=None):
+        self.spec = P.ProtocolSpec(n_nodes, clock_hz=clock_hz, baudrate=baudrate, banks=banks,
+                                   parents=parents)
+        if parents is None:
+            self.target = FakeChainModel(self.spec, latency)
+        else:
+            # A tree of nodes: the chain model with the tree's wiring (real dynamics, the
+            # words of LinkDynChain(n, parents=...)), an update that ends at once.
+            from linkdyn.sim.chain_model import ChainModel
+            self.target = ChainModel(self.spec)
         self.engine = P.ReferenceEngine(self.spec, self.target)
         self.timeout = 0.002
         self.port = "reference"

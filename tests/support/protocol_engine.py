@@ -59,9 +59,9 @@ class EngineBench(Elaboratable):
     """
 
     def __init__(self, n_nodes, *, latency=None, timeout_cycles=40, step_timeout_cycles=3000,
-                 wait_states=True):
+                 wait_states=True, parents=None):
         self.engine = ProtocolEngine(n_nodes, timeout_cycles=timeout_cycles,
-                                     step_timeout_cycles=step_timeout_cycles)
+                                     step_timeout_cycles=step_timeout_cycles, parents=parents)
         self.chain = FakeChain(n_nodes, latency=latency, wait_states=wait_states)
         self.spec = self.engine.spec
         self.timeout_cycles = timeout_cycles
