@@ -56,6 +56,8 @@ class HostLink(wiring.Component):
     controllers : bool
         The chain has joint controllers (INFO CONTROLLERS; the controller window and the
         CONTROL command, :class:`~linkdyn.gateware.protocol.ProtocolEngine`).
+    boards : int, optional
+        The chain is distributed over ``boards`` boards (``ProtocolSpec(boards=...)``).
     rx_fifo_depth, tx_fifo_depth : int, optional
         FIFO depths, bytes; default two longest requests and one longest reply, rounded up to
         a power of two (block RAM).
@@ -83,7 +85,7 @@ class HostLink(wiring.Component):
 
     def __init__(self, n_nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
                  board_id=0, banks=1, controllers=False, rx_fifo_depth=None, tx_fifo_depth=None, timeout_cycles=None,
-                 step_timeout_cycles=None):
+                 step_timeout_cycles=None, boards=None):
         if not isinstance(clock_hz, int) or clock_hz <= 0:
             raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
         if divisor is not None:
@@ -99,7 +101,7 @@ class HostLink(wiring.Component):
         self.engine = ProtocolEngine(n_nodes, fmt=fmt, clock_hz=clock_hz, baudrate=baudrate,
                                      board_id=board_id, banks=banks, controllers=controllers,
                                      timeout_cycles=timeout_cycles,
-                                     step_timeout_cycles=step_timeout_cycles)
+                                     step_timeout_cycles=step_timeout_cycles, boards=boards)
         self.receiver = UARTReceiver(divisor)
         self.transmitter = UARTTransmitter(divisor)
         spec = self.engine.spec
