@@ -39,10 +39,11 @@ LINK_COUNTERS = LINK_FIELDS[1:]
 _FIELD_DOCS = {
     "status": "up (bit 0) | hears (bit 1) | aligned (bit 2) | neighbour's board index (bits "
               "8 .. 15) | neighbour index valid (bit 16) | this board's index (bits 24 .. 31)",
-    "frames_sent": "frames sent (words, slot acknowledges, link acknowledges, training)",
-    "frames_received": "good frames received",
+    "frames_sent": "word and slot-acknowledge frames sent, repeats included",
+    "frames_received": "word and slot-acknowledge frames delivered (each once)",
     "crc_errors": "frames dropped: wrong CRC-16, an 8b/10b code or disparity error, cut short",
-    "retransmissions": "frames sent again (go-back-N after a NAK, a timeout, a link-up)",
+    "retransmissions": "word and slot-acknowledge frames sent again (go-back-N after a NAK, "
+                       "a timeout, a link-up)",
     "link_drops": "times the link went from up to down",
 }
 
