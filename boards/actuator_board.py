@@ -160,7 +160,7 @@ class ActuatorBoardCore(wiring.Component):
         base = role == "base"
         last = role == "last" or (base and boards == 1)
         self.base, self.last = base, last
-        self.actuator = ActuatorCore(fmt, base=base, last=last,
+        self.actuator = self.chain = ActuatorCore(fmt, base=base, last=last,
                                      nodes=boards if base else None, bits=bits,
                                      rx_domain="rx", link_parameters=link_parameters,
                                      cordic_step_cycles=cordic_step_cycles)
@@ -185,8 +185,8 @@ class ActuatorBoardCore(wiring.Component):
 
     @property
     def baudrate(self):
-        """int or None: the base board's UART rate, baud."""
-        return self.hostlink.baudrate if self.hostlink is not None else None
+        """int: the base board's UART rate, baud; 0 on the other boards (no UART)."""
+        return self.hostlink.baudrate if self.hostlink is not None else 0
 
     def elaborate(self, platform):
         m = Module()
@@ -262,6 +262,39 @@ class ActuatorBoardTop(Elaboratable):
         self.core = ActuatorBoardCore(role=role, boards=boards, clock_hz=clock_hz,
                                       baudrate=baudrate, fmt=fmt, board_id=cls.board_id,
                                       cordic_step_cycles=STEP_CYCLES[cls.family])
+
+    @property
+    def distributed_report(self):
+        """dict: what a build report says about the board's place in the distributed chain."""
+        conn, ports = LINK_PINS[self.name]
+        used = [p for p in ("up", "down") if not (p == "up" and self.core.base)
+                and not (p == "down" and self.core.last)]
+        pins = "; ".join(f"{p}stream " + ", ".join(f"{k} {conn[0]}{conn[1]}-{v}"
+                                                   for k, v in ports[p].items())
+                         for p in used)
+        return {"role": self.role, "boards": self.core.boards,
+                "link_mbit_s": 2 * self.clock_hz / 1e6, "link_pins": pins or "none"}
+
+    def update_cycles(self, updates=3):
+        """Return ``(figures, source)`` for the build report: on the base board, the update
+        latency and interval of ``DistributedChain(boards)`` (its LATENCY_CYCLES and
+        INTERVAL_CYCLES in the Amaranth simulator, links at 2 bits per cycle, line delay 3
+        cycles); the other boards have none of their own."""
+        if not self.core.base:
+            return ({"update_latency_cycles": None, "update_interval_cycles": None},
+                    "none: a middle or last board has no update counters (the base board's "
+                    "report has the chain's)")
+        from linkdyn.gateware.distributed import DistributedChain
+        from .cycles import simulate_update_cycles
+        n = self.core.boards
+        figures = simulate_update_cycles(
+            DistributedChain(n, self.core.fmt, cordic_step_cycles=self.cordic_step_cycles),
+            updates=updates, max_cycles=20_000 * (n + 1))
+        figures.pop("update_count", None)
+        return figures, (f"simulation of DistributedChain({n}) (one node per board, links at "
+                         "2 bits per cycle, line delay 3 cycles, zero state, Amaranth "
+                         "simulator): LATENCY_CYCLES of one update alone, INTERVAL_CYCLES of "
+                         "back-to-back starts over its register bus")
 
     @property
     def cordic_step_cycles(self):
