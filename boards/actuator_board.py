@@ -52,6 +52,7 @@ from .common import (
 from .core import LED_COUNT
 
 __all__ = ["ROLES", "ActuatorBoardCore", "ActuatorBoardTop", "ACTUATOR_BOARDS",
+           "actuator_pll_setting",
            "LINK_PINS", "DEFAULT_LINK_CLOCK_HZ"]
 
 #: Where a board sits in the chain: the base (board 0: UART, no upstream link), a middle board
@@ -89,6 +90,31 @@ def _link_resources(board):
                       for name, pin in pins.items()]
         resources.append(Resource(f"link_{port}", 0, *subsignals, attrs))
     return resources
+
+
+def actuator_pll_setting(board, clock_hz):
+    """Return the PLL setting that makes ``clock_hz`` (and its 90-degree copy) from the
+    oscillator of ``board`` (one of :data:`ACTUATOR_BOARDS`).
+
+    Raises
+    ------
+    ValueError
+        If the PLL cannot make it, or (ECP5) the 90-degree output is not a whole number of
+        VCO cycles (CLKOP_DIV not a multiple of 4).
+    """
+    from . import BOARDS
+    if not isinstance(clock_hz, int) or isinstance(clock_hz, bool) or clock_hz <= 0:
+        raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
+    cls = BOARDS[board]
+    osc = cls.oscillator_hz()
+    if cls.family == "ecp5":
+        setting = ecp5_pll_setting(osc, clock_hz)
+        if setting.output_div % 4:
+            raise ValueError(f"The ECP5 PLL makes {clock_hz / 1e6:g} MHz with CLKOP_DIV "
+                             f"{setting.output_div}, not a multiple of 4: no 90-degree "
+                             "output in whole VCO cycles")
+        return setting
+    return spartan6_pll_setting(osc, clock_hz)
 
 
 def _check_role(role, boards):
@@ -258,7 +284,7 @@ class ActuatorBoardTop(Elaboratable):
         self.clock_hz = clock_hz
         self.role = role
         self.nodes = 1
-        self._pll = self.pll_setting(clock_hz)
+        self._pll = actuator_pll_setting(board, clock_hz)
         self.core = ActuatorBoardCore(role=role, boards=boards, clock_hz=clock_hz,
                                       baudrate=baudrate, fmt=fmt, board_id=cls.board_id,
                                       cordic_step_cycles=STEP_CYCLES[cls.family])
@@ -302,24 +328,8 @@ class ActuatorBoardTop(Elaboratable):
         return STEP_CYCLES[self.family]
 
     def pll_setting(self, clock_hz):
-        """Return the PLL setting that makes ``clock_hz`` from the board's oscillator.
-
-        Raises
-        ------
-        ValueError
-            If it cannot, or (ECP5) the 90-degree output cannot be made in whole VCO steps.
-        """
-        if not isinstance(clock_hz, int) or isinstance(clock_hz, bool) or clock_hz <= 0:
-            raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
-        osc = self.board_class.oscillator_hz()
-        if self.family == "ecp5":
-            setting = ecp5_pll_setting(osc, clock_hz)
-            if setting.output_div % 4:
-                raise ValueError(f"The ECP5 PLL makes {clock_hz / 1e6:g} MHz with CLKOP_DIV "
-                                 f"{setting.output_div}, not a multiple of 4: no 90-degree "
-                                 "output in whole VCO cycles")
-            return setting
-        return spartan6_pll_setting(osc, clock_hz)
+        """Return :func:`actuator_pll_setting` for this board."""
+        return actuator_pll_setting(self.name, clock_hz)
 
     def platform(self, **kwargs):
         """Return the board's platform with the UART, LED and link resources added."""
