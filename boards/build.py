@@ -315,13 +315,14 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, progress=prin
         "phases_seconds": phases, "build_seconds": round(time.monotonic() - started, 1),
         "tools": tools,
         "command": "python -m linkdyn.boards.build " + " ".join(
-            [f"--board {name}", f"--nodes {nodes}", f"--clock-mhz {top.clock_hz / 1e6:g}",
-             f"--chain {report['chain']}"]
-            + ([f"--policy {report['policy']}"] if report["policy"] else [])
-            + (["--controllers"] if controllers else [])
+            [f"--board {name}"]
             + ([f"--distributed --role {distributed['role']}"]
                + ([f"--boards {distributed['boards']}"] if distributed["boards"] else [])
-               if distributed else [])
+               if distributed else [f"--nodes {nodes}"])
+            + [f"--clock-mhz {top.clock_hz / 1e6:g}"]
+            + ([f"--chain {report['chain']}"] if not distributed else [])
+            + ([f"--policy {report['policy']}"] if report["policy"] else [])
+            + (["--controllers"] if controllers else [])
             + ([f"--router {router}"] if router else [])
             + [f"--out {out}"] + (["--synth-only"] if synth_only else [])),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -368,12 +369,12 @@ def report_text(report):
                   + (f" of {d['boards']}" if d["boards"] else "")
                   + f"; links {d['link_mbit_s']:g} Mbit/s per direction on {d['link_pins']}"]
     latency = r["update_latency_cycles"]
+    interval = r["update_interval_cycles"]
     lines += [
         "",
-        f"update latency   {latency} cycles "
-        + (f"= {latency / r['clock_mhz']:.2f} us at {r['clock_mhz']:g} MHz"
-           if latency is not None else ""),
-        f"update interval  {r['update_interval_cycles']} cycles",
+        f"update latency   " + (f"{latency} cycles = {latency / r['clock_mhz']:.2f} us at "
+                                f"{r['clock_mhz']:g} MHz" if latency is not None else "n/a"),
+        f"update interval  " + (f"{interval} cycles" if interval is not None else "n/a"),
         f"                 source: {r['cycles_source']}",
         "",
         f"status           {r['status']} (exit status {r['exit_status']})",
