@@ -337,6 +337,11 @@ class SimulatedBoard:
         ``hop + 1``) is cut while the board's cycle counter is in ``[cut_cycle,
         restore_cycle)`` (simulated cycles; the simulation pauses while the line is idle).
         :meth:`cut_link` / :meth:`restore_link` cut and restore at run time.
+    board_modules : bool
+        With ``boards``: export every board as its own Verilog module (board 0's host link,
+        the base, middle and last actuator cores, the lines) joined by a generated top
+        (:func:`linkdyn.sim.board_modules.distributed_board_verilog`; default), or, with
+        ``False``, the whole ``BoardCore(boards=n)`` as one design.
     simulator : str, optional
         ``"verilator"`` or ``"icarus"``; default ``$SIM``, else Verilator when installed,
         else Icarus (:func:`linkdyn.sim.runner.simulator`, ``use="board"``).
@@ -378,7 +383,8 @@ class SimulatedBoard:
     def __init__(self, nodes=6, robot=None, *, clock_hz=DEFAULT_CLOCK_HZ, baudrate=None,
                  divisor=None, chain=None, simulator=None, line="bytes", fmt=Q15_16,
                  build_root=None, startup_timeout=120.0, trace=False, controllers=False,
-                 boards=None, link_bitrate=None, link_ber=0.0, link_cuts=()):
+                 boards=None, link_bitrate=None, link_ber=0.0, link_cuts=(),
+                 board_modules=True):
         from ..gateware.uart import MIN_DIVISOR, uart_divisor
         if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 32:
             raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")
@@ -409,6 +415,7 @@ class SimulatedBoard:
         self.link_bits, self.link_ber, self.link_cuts = _check_links(
             nodes, boards, clock_hz, link_bitrate, link_ber, link_cuts, controllers, chain)
         self._cut = 0
+        self.board_modules = bool(board_modules) and boards is not None
         self.nodes = nodes
         self.robot = robot
         self.clock_hz = clock_hz
@@ -479,7 +486,13 @@ class SimulatedBoard:
 
         sim = _simulator(self.simulator, use="board")
         self.simulator = sim
-        core = verilog.convert(self._core(), name=CORE, emit_src=False)
+        if self.board_modules:
+            from .board_modules import distributed_board_verilog
+            core = distributed_board_verilog(self.nodes, clock_hz=self.clock_hz,
+                                             divisor=self.divisor, fmt=self.fmt,
+                                             bits=self.link_bits, ber=self.link_ber, name=CORE)
+        else:
+            core = verilog.convert(self._core(), name=CORE, emit_src=False)
         testbench = testbench_verilog(self.divisor, self.period_steps,
                                       controllers=self.nodes if self.controllers else 0,
                                       hops=self.hops, link_cuts=self.link_cuts)
@@ -518,7 +531,8 @@ class SimulatedBoard:
     @property
     def _chain_label(self):
         if self.boards is not None:
-            return f"distributed-b{self.boards}-bits{self.link_bits}"
+            return (f"distributed-b{self.boards}-bits{self.link_bits}"
+                    + ("-modules" if self.board_modules else ""))
         return "controlled" if self.controllers else _chain_name(self.chain)
 
     @property

@@ -36,3 +36,26 @@ def test_testbench_cuts_the_scheduled_hops():
             "3'd0) | ((cycle >= 64'd5) && (cycle < 64'd9) ? 3'd4 : 3'd0);") in text
     assert ".link_cut(tb_link_cut | scheduled_cut), .link_noise(tb_link_noise)" in text
     assert "tb_link_cut" not in sim_board.testbench_verilog(4, 80)
+
+
+def test_every_board_is_its_own_module():
+    import re
+
+    from linkdyn.sim.board_modules import distributed_board_verilog, module_ports
+    text = distributed_board_verilog(4, clock_hz=12_000_000, divisor=4)
+    definitions = re.findall(r"^module (linkdyn_\w+)\s*\(", text, re.M)
+    assert definitions.count("linkdyn_actuator_middle") == 1     # one module, two boards
+    for module in ("linkdyn_host", "linkdyn_actuator_base", "linkdyn_actuator_last",
+                   "linkdyn_line_2_up", "linkdyn_board"):
+        assert module in definitions
+    instances = re.findall(r"^  (linkdyn_\w+) (\w+) \(", text, re.M)
+    assert instances[:5] == [("linkdyn_host", "host"), ("linkdyn_actuator_base", "board0"),
+                             ("linkdyn_actuator_middle", "board1"),
+                             ("linkdyn_actuator_middle", "board2"),
+                             ("linkdyn_actuator_last", "board3")]
+    assert len(instances) == 5 + 6                                 # and the six lines
+    ports = dict((p, (d, w)) for d, w, p in module_ports(text, "linkdyn_line_0_down"))
+    assert ports["tx"] == ("input", 2) and ports["rx"] == ("output", 2)
+    assert ports["flipped"] == ("output", 32)
+    # board 1's upstream receiver hears board 0 through line 0 downstream
+    assert ".rx(board1_up_rx)" in text and ".tx(board0_down_tx)" in text
