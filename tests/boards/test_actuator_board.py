@@ -147,3 +147,60 @@ def test_distributed_build_arguments_are_checked(capsys):
             board_build.main(argv)
         assert caught.value.code == board_build.EXIT_USAGE
         assert message in capsys.readouterr().err
+
+
+#: A Yosys that answers the Spartan-6 synthesis with fixed cell counts (FAKE_CELLS).
+FAKE_YOSYS = """\
+import json, os, re, sys
+args = sys.argv[1:]
+if "-V" in args:
+    print("Yosys 0.0 (stand-in)"); sys.exit(0)
+script = args[args.index("-p") + 1]
+assert "synth_xilinx -family xc6s" in script, script
+out = re.search(r"tee -q -o (\\S+) stat -json", script).group(1)
+cells = json.loads(os.environ["FAKE_CELLS"])
+json.dump({"design": {"num_cells_by_type": cells}, "modules": {}}, open(out, "w"))
+"""
+
+
+def test_distributed_build_reports_the_role_and_the_link_pins(tmp_path, monkeypatch):
+    import json
+    import os
+    import stat
+    import sys
+
+    from linkdyn.boards import summary
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    yosys = tools / "yosys"
+    yosys.write_text(f"#!{sys.executable}\n" + FAKE_YOSYS)
+    yosys.chmod(yosys.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("YOSYS", str(yosys))
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.setenv("FAKE_CELLS", json.dumps({"LUT6": 4400, "FDRE": 2500, "DSP48A1": 4,
+                                                 "RAMB16BWER": 4}))
+    out = tmp_path / "middle"
+    assert board_build.main(["--board", "mimas", "--distributed", "--role", "middle",
+                             "--synth-only", "--out", str(out)]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["distributed"]["role"] == "middle" and report["distributed"]["boards"] is None
+    assert report["distributed"]["link_mbit_s"] == 100
+    assert "upstream rx_clk p1-15" in report["distributed"]["link_pins"]
+    assert report["clock_mhz"] == 50 and report["update_latency_cycles"] is None
+    assert "--distributed --role middle" in report["command"]
+    assert report["luts"] == 4400
+    verilog = (out / "top.v").read_text()
+    assert "PLL_BASE" in verilog and "CLKOUT1_PHASE" in verilog
+    row = summary.table([report]).splitlines()[-1]
+    assert "| actuator board, middle |" in row and "| - |" in row
+
+
+def test_make_bitstream_passes_distributed_1_to_the_build():
+    import subprocess
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.run(["make", "-n", "bitstream", "BOARD=ulx3s", "DISTRIBUTED=1",
+                              "ROLE=base", "BOARDS=3"], cwd=root, capture_output=True,
+                             text=True, check=True)
+    line = [line for line in process.stdout.splitlines() if "linkdyn.boards.build" in line]
+    assert len(line) == 1 and "--distributed --role base --boards 3" in line[0]
