@@ -122,3 +122,18 @@ def test_ur5_on_six_boards_through_the_host():
         board.reset()
         np.testing.assert_array_equal(board.rnea(q, qd, qdd, f_ext=f_ext).tau_words,
                                       _golden(robot, q, qd, qdd, f_ext))
+
+
+@pytest.mark.skipif(not LONG, reason="LINKDYN_LONG=1: another Verilator build (bit errors)")
+def test_bit_errors_on_every_line_are_repeated_and_counted():
+    robot = random_robot(3, seed=18)
+    q, qd, qdd, f_ext = _states(robot, 6, seed=3)
+    with SimulatedBoard(3, boards=3, link_ber=2e-3) as sim, open_simulated(sim) as board:
+        board.load_robot(robot)
+        result = board.rnea(q, qd, qdd, f_ext=f_ext)
+        np.testing.assert_array_equal(result.tau_words, _golden(robot, q, qd, qdd, f_ext))
+        links = board.links()
+        assert links.hops_down == ()
+        # the errors were real: frames were dropped and repeated on the links
+        assert sum(s.crc_errors for s in links.ports) > 0
+        assert sum(s.retransmissions for s in links.ports) > 0
