@@ -161,8 +161,16 @@ def read_links(board):
         for p, name in enumerate(LINK_PORTS):
             if (p == 0 and k == 0) or (p == 1 and k == boards - 1):
                 continue
-            words = board._read_direct(k, link_word_address(name, LINK_FIELDS[0]),
-                                       len(LINK_FIELDS))
+            try:
+                words = board._read_direct(k, link_word_address(name, LINK_FIELDS[0]),
+                                           len(LINK_FIELDS))
+            except BoardDeviceError as error:
+                if error.code is not ErrorCode.BUS_ERROR:
+                    raise
+                # A link went down after LINK_DOWN was read (it shows a cut after the
+                # link's down timeout): board k is not reachable now.
+                (link_down,) = board._read_direct(CONTROL_NODE, _LINK_DOWN, 1)
+                return ChainLinks(boards, link_down, tuple(ports))
             ports.append(LinkState.from_words(k, name, words))
     return ChainLinks(boards, link_down, tuple(ports))
 
