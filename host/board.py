@@ -241,7 +241,7 @@ class BoardInfo:
         if self.controllers:
             banks += ", joint controllers"
         if self.links is not None:
-            banks += f", distributed over {self.links}"
+            banks += f", distributed over {self.boards} boards"
         return (f"LinkDyn board: {self.nodes} nodes, {self.fmt.name}, clock "
                 f"{self.clock_hz / 1e6:g} MHz, UART {self.baudrate:,} baud, board id "
                 f"{self.board_id:#x}{banks}, protocol v{self.protocol_version}, register map "

@@ -215,7 +215,7 @@ def command_info(args):
             print(f"  joint controllers: CONTROL {spec.control_words} request words, "
                   f"{spec.control_reply_words} reply words ('linkdyn control')")
         if info.links is not None:
-            print(f"  {info.links}")
+            print("  " + str(info.links).replace("\n", "\n  "))
     return 0
 
 

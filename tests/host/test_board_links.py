@@ -49,7 +49,7 @@ def test_info_reports_boards_and_links():
             assert state.up and state.board_index == state.board
             assert state.neighbour_index == state.board + (1 if state.port == "downstream"
                                                            else -1)
-        assert "6 boards" in str(info)
+        assert "distributed over 6 boards" in str(info) and "6 boards, links down: none" in str(links)
     single = ReferenceSerial(6)
     with Board(single, timeout=0.2, settle=0.01) as board:
         assert board.info().boards == 1 and board.info().links is None
