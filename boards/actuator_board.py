@@ -35,7 +35,7 @@ from amaranth.hdl import (
     Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Elaboratable, Instance, Module,
     ResetSignal, Signal,
 )
-from amaranth.build import Attrs, Pins, Resource, Subsignal
+from amaranth.build import Attrs, Clock, Pins, Resource, Subsignal
 from amaranth.lib import io, wiring
 from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.wiring import In, Out
@@ -80,13 +80,16 @@ LINK_PINS = {
 }
 
 
-def _link_resources(board):
+def _link_resources(board, clock_hz):
+    """The link ports' resources; each ``rx_clk`` pin carries the forwarded clock's period
+    constraint (``Clock``: a FREQUENCY PORT / TIMESPEC on the pin itself)."""
     conn, ports = LINK_PINS[board]
     attrs = Attrs(IO_TYPE="LVCMOS33") if board == "ulx3s" else Attrs(IOSTANDARD="LVCMOS33")
     resources = []
     for port, pins in ports.items():
         subsignals = [Subsignal(name, Pins(pin, dir="i" if name.startswith("rx") else "o",
-                                           conn=conn))
+                                           conn=conn),
+                                *([Clock(clock_hz)] if name == "rx_clk" else []))
                       for name, pin in pins.items()]
         resources.append(Resource(f"link_{port}", 0, *subsignals, attrs))
     return resources
@@ -334,7 +337,7 @@ class ActuatorBoardTop(Elaboratable):
     def platform(self, **kwargs):
         """Return the board's platform with the UART, LED and link resources added."""
         platform = self.board_class.platform(**kwargs)
-        platform.add_resources(_link_resources(self.name))
+        platform.add_resources(_link_resources(self.name, self.clock_hz))
         return platform
 
     # -- clocking ----------------------------------------------------------------------------
@@ -399,7 +402,8 @@ class ActuatorBoardTop(Elaboratable):
 
     def _receive_clock(self, m, platform, name, pin):
         """The ``rx_<name>`` domain from a forwarded-clock pin (a global buffer on Spartan-6;
-        nextpnr promotes it on ECP5), its reset synchronised from the core's."""
+        nextpnr promotes it on ECP5), its reset synchronised from the core's; the pin's
+        resource carries its period constraint."""
         m.submodules[f"{name}_clk_buf"] = buf = io.Buffer("i", pin)
         clock = buf.i
         if self.family == "xc6s":
@@ -410,7 +414,6 @@ class ActuatorBoardTop(Elaboratable):
         m.d.comb += ClockSignal(domain).eq(clock)
         m.submodules[f"{name}_reset_sync"] = ResetSynchronizer(ResetSignal("sync"),
                                                                domain=domain)
-        platform.add_clock_constraint(buf.i, self.clock_hz)
 
     def elaborate(self, platform):
         m = Module()
