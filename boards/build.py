@@ -11,6 +11,13 @@ branched one gives its whole tree, docs/trees.md): its node topology
 parents of ``LinkDynChain(n, parents=...)``. ``--parents=-1,0,1,0,3`` gives the node topology
 directly. A chain robot builds the chain, as before.
 
+``--distributed --role base|middle|last [--boards N]`` (``make bitstream BOARD=ulx3s
+DISTRIBUTED=1``) builds one actuator board of the distributed mode instead
+(:class:`~linkdyn.boards.actuator_board.ActuatorBoardTop`: one node, its neighbour links on
+header pins, the UART on the base board, 50 MHz core clock for 100 Mbit/s links); the base
+board needs ``--boards`` (default 6), its report has the chain's update cycles from a
+simulation of ``DistributedChain(N)``.
+
 ``--controllers`` builds a joint controller beside every node (paper Fig. 7;
 :class:`~linkdyn.gateware.controlled_chain.ControlledChain`, ``BoardTop(..., controllers=True)``;
 the sequential LinkDyn chain only). The boards have no joint pins yet: the sensor inputs read 0
@@ -206,7 +213,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
              f"build directory {out}")
 
     t = time.monotonic()
-    platform = top_class.platform()
+    platform = top.platform()
     overrides = {}
     if top.family == "ecp5":
         overrides["nextpnr_opts"] = ["--report", "top.nextpnr.json", "--timing-allow-fail",
@@ -218,7 +225,12 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
     progress(f"build tree written ({', '.join(sorted(plan.files))})")
 
     t = time.monotonic()
-    cycles, cycles_source = _cycles(top.core.chain, nodes, top.core.fmt, top.cordic_step_cycles)
+    if hasattr(top, "update_cycles"):
+        progress("update cycles: simulation of the distributed chain ...")
+        cycles, cycles_source = top.update_cycles()
+    else:
+        cycles, cycles_source = _cycles(top.core.chain, nodes, top.core.fmt,
+                                        top.cordic_step_cycles)
     if controllers:
         cycles_source += ("; the controlled chain's update is this chain's (a control step "
                           "adds the controllers' segments and the sequencer's accesses: "
@@ -226,6 +238,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
     phase("cycles", t)
     progress(f"update latency {cycles['update_latency_cycles']} cycles, interval "
              f"{cycles['update_interval_cycles']} cycles ({cycles_source.split(':')[0]})")
+    distributed = getattr(top, "distributed_report", None)
 
     report = {
         "board": name, "title": top.title, "device": top.device,
@@ -237,6 +250,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
         **cycles, "cycles_source": cycles_source,
         "fmax_mhz": None, "timing_met": None, "clocks": {}, "bitstream": None,
         "ise_build_tree": None,
+        **({"distributed": distributed} if distributed else {}),
     }
     status, exit_status, message = "synthesis-only", EXIT_OK, ""
     tools = {"yosys": tool_version("yosys")}
@@ -321,8 +335,12 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
         "phases_seconds": phases, "build_seconds": round(time.monotonic() - started, 1),
         "tools": tools,
         "command": "python -m linkdyn.boards.build " + " ".join(
-            [f"--board {name}", f"--nodes {nodes}", f"--clock-mhz {top.clock_hz / 1e6:g}",
-             f"--chain {report['chain']}"]
+            [f"--board {name}"]
+            + ([f"--distributed --role {distributed['role']}"]
+               + ([f"--boards {distributed['boards']}"] if distributed["boards"] else [])
+               if distributed else [f"--nodes {nodes}"])
+            + [f"--clock-mhz {top.clock_hz / 1e6:g}"]
+            + ([f"--chain {report['chain']}"] if not distributed else [])
             + ([f"--policy {report['policy']}"] if report["policy"] else [])
             + (["--controllers"] if controllers else [])
             + ([f"--robot {robot}"] if robot else [])
@@ -373,11 +391,18 @@ def report_text(report):
         lines.append(f"  {label:<20} {r[key]:>8g} / {capacity[key]:>6} "
                      f"({r['utilisation_percent'][key]:.1f} %)")
     lines.append(f"  fits the device:     {'yes' if r['fits'] else 'NO'}")
+    if r.get("distributed"):
+        d = r["distributed"]
+        lines += ["", f"distributed      {d['role']} board"
+                  + (f" of {d['boards']}" if d["boards"] else "")
+                  + f"; links {d['link_mbit_s']:g} Mbit/s per direction on {d['link_pins']}"]
+    latency = r["update_latency_cycles"]
+    interval = r["update_interval_cycles"]
     lines += [
         "",
-        f"update latency   {r['update_latency_cycles']} cycles "
-        f"= {r['update_latency_cycles'] / r['clock_mhz']:.2f} us at {r['clock_mhz']:g} MHz",
-        f"update interval  {r['update_interval_cycles']} cycles",
+        f"update latency   " + (f"{latency} cycles = {latency / r['clock_mhz']:.2f} us at "
+                                f"{r['clock_mhz']:g} MHz" if latency is not None else "n/a"),
+        f"update interval  " + (f"{interval} cycles" if interval is not None else "n/a"),
         f"                 source: {r['cycles_source']}",
         "",
         f"status           {r['status']} (exit status {r['exit_status']})",
@@ -466,6 +491,14 @@ def main(argv=None):
                           "topology, mount nodes included)")
     topology.add_argument("--parents", help="the parent node of every node, comma-separated "
                           "(-1 a root), e.g. --parents=-1,0,1,0,3: a tree of nodes")
+    parser.add_argument("--distributed", action="store_true",
+                        help="build one actuator board of the distributed mode (one node, "
+                             "neighbour links on header pins; ulx3s, mimas, sk_xc6slx9)")
+    parser.add_argument("--role", choices=("base", "middle", "last"), default="base",
+                        help="with --distributed: the board's place in the chain (default "
+                             "base: the UART, no upstream link)")
+    parser.add_argument("--boards", type=int, default=None,
+                        help="with --distributed --role base: the number of boards (default 6)")
     parser.add_argument("--list", action="store_true", help="list the boards and exit")
     args = parser.parse_args(argv)
     if args.list:
@@ -491,6 +524,13 @@ def main(argv=None):
                          f"{error.strerror or error}")
     top_class = board(args.board)
     parents = None
+    if args.distributed:
+        if args.robot is not None or args.parents is not None:
+            parser.error("--distributed builds one board of a chain; --robot and --parents "
+                         "(a tree of nodes) do not combine with it")
+        return _main_distributed(parser, args, clock_hz)
+    if args.boards is not None:
+        parser.error("--boards needs --distributed")
     try:
         if args.robot is not None or args.parents is not None:
             parents = _topology(args.robot, args.parents)
@@ -518,6 +558,43 @@ def main(argv=None):
     except KeyboardInterrupt:
         print(f"\ninterrupted: the build directory {args.out or Path('build') / top.name} is "
               f"incomplete (no report, no bitstream); run the build again", file=sys.stderr)
+        return 130
+    except BuildError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_status
+    print()
+    print(report_text(report), end="")
+    if report["message"]:
+        print(("warning: " if report["exit_status"] else "") + report["message"],
+              file=sys.stderr)
+    return report["exit_status"]
+
+
+def _main_distributed(parser, args, clock_hz):
+    from .actuator_board import ACTUATOR_BOARDS, DEFAULT_LINK_CLOCK_HZ, ActuatorBoardTop
+    if args.board not in ACTUATOR_BOARDS:
+        parser.error(f"--distributed builds {', '.join(ACTUATOR_BOARDS)}, not --board "
+                     f"{args.board}")
+    if args.nodes not in (None, 1) or args.controllers or args.chain not in (None, "linkdyn") \
+            or args.policy not in (None, "sequential"):
+        parser.error("--distributed builds one LinkDyn node per board, sequential policy, "
+                     "without controllers (no --nodes, --chain, --policy, --controllers)")
+    boards = args.boards
+    if args.role == "base":
+        boards = 6 if boards is None else boards
+    elif boards is not None:
+        parser.error(f"--boards is the base board's; a {args.role} board works in any chain")
+    try:
+        top = ActuatorBoardTop(args.board, args.role, boards,
+                               clock_hz=clock_hz or DEFAULT_LINK_CLOCK_HZ)
+    except (TypeError, ValueError) as error:
+        parser.error(str(error))
+    out = args.out or Path("build") / f"{args.board}-{args.role}"
+    try:
+        report = build(top, out=out, synth_only=args.synth_only, seed=args.seed,
+                       router=args.router)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: the build directory {out} is incomplete", file=sys.stderr)
         return 130
     except BuildError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -121,7 +121,9 @@ def chain_parents(chain):
     inner = chain.chain if type(chain).__name__ == "ControlledChain" else chain
     parents = getattr(inner, "parents", None)
     if parents is None:
-        parents = tuple(range(-1, inner.spec.n_nodes - 1))
+        # An actuator board's core without the host link (no spec) carries one node.
+        spec = getattr(inner, "spec", None)
+        parents = tuple(range(-1, (spec.n_nodes if spec is not None else 1) - 1))
     return tuple(parents)
 
 

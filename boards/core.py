@@ -48,6 +48,12 @@ class BoardCore(wiring.Component):
         :class:`~linkdyn.gateware.controlled_chain.ControlledChain` and the protocol has the
         controller window and the CONTROL command (``ProtocolSpec(controllers=True)``); its
         ``sensor`` / ``actuator`` ports are the core's (members below).
+    boards : int, optional
+        The chain is distributed, one node per board (``boards == nodes``): ``chain`` is a
+        :class:`~linkdyn.gateware.distributed.DistributedChain` (default
+        ``DistributedChain(nodes, fmt=fmt)``) and the protocol has LINK_DOWN, BOARDS and the
+        link window (``ProtocolSpec(boards=...)``); the chain's line controls are the core's
+        ``link_cut`` / ``link_noise`` (members below).
 
     Members
     -------
@@ -64,6 +70,9 @@ class BoardCore(wiring.Component):
     actuator : Out(ActuatorSignature).array(nodes)
         With ``controllers`` only: joint i's current reference ``i_ref`` (A, Q15.16) and
         ``enable``, from the chain's ``actuator[i]``.
+    link_cut, link_noise : In(max(nodes - 1, 1))
+        With ``boards`` only: the chain's ``cut`` and ``noise`` (bit h: hop h from board h to
+        h+1), for a simulation's line faults.
 
     Raises
     ------
@@ -72,7 +81,7 @@ class BoardCore(wiring.Component):
     """
 
     def __init__(self, nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
-                 board_id=0, chain=None, controllers=False):
+                 board_id=0, chain=None, controllers=False, boards=None):
         if not isinstance(nodes, int) or not 1 <= nodes <= 32:
             raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")
         self.nodes = nodes
@@ -81,6 +90,16 @@ class BoardCore(wiring.Component):
         if not isinstance(controllers, bool):
             raise TypeError(f"controllers must be a bool, not {controllers!r}")
         self.controllers = controllers
+        if boards is not None:
+            if controllers:
+                raise ValueError("a distributed chain with joint controllers is not built yet")
+            if boards != nodes:
+                raise ValueError(f"A distributed chain has one node per board: {nodes} nodes "
+                                 f"need boards={nodes}, not {boards!r}")
+            if chain is None:
+                from linkdyn.gateware.distributed import DistributedChain
+                chain = DistributedChain(nodes, fmt=fmt)
+        self.boards = boards
         if chain is None and controllers:
             from linkdyn.gateware.controlled_chain import ControlledChain
             chain = ControlledChain(nodes, fmt=fmt)
@@ -91,9 +110,12 @@ class BoardCore(wiring.Component):
         # A chain without banks (the FakeChain stand-in) has one set of input registers.
         self.hostlink = HostLink(nodes, clock_hz=clock_hz, baudrate=baudrate, divisor=divisor,
                                  fmt=fmt, board_id=board_id, banks=getattr(chain, "banks", 1),
-                                 controllers=controllers,
+                                 controllers=controllers, boards=boards,
                                  parents=getattr(chain, "parents", None))
         members = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(LED_COUNT)}
+        if boards is not None:
+            members["link_cut"] = In(max(nodes - 1, 1))
+            members["link_noise"] = In(max(nodes - 1, 1))
         if controllers:
             members["sensor"] = In(SensorSignature).array(nodes)
             members["actuator"] = Out(ActuatorSignature).array(nodes)
@@ -129,6 +151,8 @@ class BoardCore(wiring.Component):
             m.d.comb += self.leds[2].eq(chain.overflow_sticky.any())
         if hasattr(chain, "busy"):
             m.d.comb += self.leds[3].eq(chain.busy)
+        if self.boards is not None:
+            m.d.comb += [chain.cut.eq(self.link_cut), chain.noise.eq(self.link_noise)]
         if self.controllers:
             for i in range(self.nodes):
                 m.d.comb += [

@@ -52,7 +52,8 @@ def table(reports):
     ]
     for r in reports:
         fmax = "-" if r["fmax_mhz"] is None else f"{r['fmax_mhz']:.1f}"
-        cycles = f"{r['update_latency_cycles']} / {r['update_interval_cycles']}"
+        cycles = (f"{r['update_latency_cycles']} / {r['update_interval_cycles']}"
+                  if r["update_latency_cycles"] is not None else "-")
         if r["cycles_source"].startswith("model schedule"):
             cycles += " (schedule)"
         chain = {"fake": "FakeChain (stand-in)",
@@ -60,6 +61,10 @@ def table(reports):
                      r["chain"], r["chain"])
         if r.get("controllers"):
             chain = f"LinkDynChain + controllers ({r.get('policy') or 'sequential'})"
+        if r.get("distributed"):
+            d = r["distributed"]
+            chain = (f"actuator board, {d['role']}"
+                     + (f" of {d['boards']}" if d["boards"] else ""))
         lines.append(
             f"| {r['title']} | {r['part']} | {r['nodes']} | {chain} | {r['clock_mhz']:g} | "
             f"{fmax} | {_cell(r, 'luts')} | {_cell(r, 'ffs')} | {_cell(r, 'dsps')} | "

@@ -75,7 +75,7 @@ LINK_WINDOW_FIELDS = ("status", "frames_sent", "frames_received", "crc_errors",
                       "retransmissions", "link_drops")
 #: Control-block address (distributed chain only, read-only): bit h, the link from board h to
 #: board h+1 is down (as board h sees it, reported along the links).
-LINK_DOWN = 0x30
+LINK_DOWN = 0x34
 
 #: The requests of one sample on one node, in order (as the chain's).
 TASKS = ("joint", "forward", "local", "backward")

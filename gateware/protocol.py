@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 from ..model.fixedpoint import Q15_16
 from ..model.protocol import (
     BLOCK_FIELDS, CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, CONTROL_STEP,
-    CONTROLLER_BASE, CONTROLLER_WORDS, CRC16, RECORD_WORDS, REFERENCE_WORDS,
+    CONTROLLER_BASE, CONTROLLER_WORDS, CRC16, LINK_WORDS_MAP, RECORD_WORDS, REFERENCE_WORDS,
     INFO_COUNT, INFO_FIRST, INTER_BYTE_TIMEOUT, PROTOCOL_VERSION, REPLY_HEADER, STEP_TIMEOUT,
     REPLY_SYNC, REQUEST_HEADER, REQUEST_HEADER_BYTES, REPLY_HEADER_BYTES, REQUEST_SYNC,
     STATE_CHANGING, STATUS_BUSY, STATUS_COUNT, STATUS_DONE, STATUS_FIRST, STEP_CONTROL_COUNT,
@@ -101,6 +101,10 @@ class AccessCheck(wiring.Component):
                 self.writable.eq(self.addr < Mux(self.node == 0, spec.writable_end_node0,
                                                  spec.writable_end)),
             ]
+            if spec.distributed:
+                # The link window (link_map): read-only words above the node's map.
+                in_window = Cat(*(self.addr == word.address for word in LINK_WORDS_MAP)).any()
+                node_rule[0] = self.exists.eq((self.addr < spec.node_map_size) | in_window)
             if spec.controllers:
                 with m.If(self.addr >= CONTROLLER_BASE):
                     # The controller window (controller_map): its words, their own access.
@@ -241,7 +245,7 @@ class EngineRegisters(wiring.Component):
             with m.Elif(events[name] & (counter != (1 << len(counter)) - 1)):
                 m.d.sync += counter.eq(counter + 1)
 
-        info = self.spec.build_info()
+        info = self.spec.engine_words()
         with m.Switch(self.addr):
             for reg in CONTROL_REGISTERS:
                 if reg.owner != "engine":
@@ -293,6 +297,9 @@ class ProtocolEngine(wiring.Component):
         (:class:`~linkdyn.gateware.controlled_chain.ControlledChain`): the controller window
         and control registers are accessible and the CONTROL command is implemented
         (``ProtocolSpec(controllers=True)``).
+    boards : int, optional
+        The chain is distributed over ``boards`` boards (``ProtocolSpec(boards=...)``): the
+        engine answers BOARDS, and LINK_DOWN and the link window pass to the chain.
     timeout_cycles : int, optional
         Inter-byte timeout, cycles; default ``clock_hz * INTER_BYTE_TIMEOUT``.
     step_timeout_cycles : int, optional
@@ -371,10 +378,10 @@ class ProtocolEngine(wiring.Component):
 
     def __init__(self, n_nodes, *, fmt=Q15_16, clock_hz=0, baudrate=0, board_id=0, banks=1,
                  controllers=False, timeout_cycles=None, step_timeout_cycles=None,
-                 counter_width=16, parents=None):
+                 counter_width=16, parents=None, boards=None):
         self.spec = ProtocolSpec(n_nodes, fmt, clock_hz=clock_hz, baudrate=baudrate,
                                  board_id=board_id, banks=banks, controllers=controllers,
-                                 parents=parents)
+                                 parents=parents, boards=boards)
         if timeout_cycles is None:
             if not clock_hz:
                 raise ValueError("Without clock_hz, timeout_cycles must be given")

@@ -15,10 +15,11 @@ from .board import (
     NoControllersError, SaturationError,
 )
 from .board_controller import ControllerState, ControlResult, JointControllerState
+from .board_links import ChainLinks, LinkDownError
 
 __all__ = [
     "Board", "BoardInfo", "BoardResult", "BoardStatistics", "BoardError",
     "BoardConnectionError", "BoardTimeoutError", "BoardProtocolError", "IncompatibleBoardError",
     "BoardDeviceError", "SaturationError", "CertificateWarning", "NoControllersError",
-    "ControlResult", "ControllerState", "JointControllerState",
+    "ControlResult", "ControllerState", "JointControllerState", "ChainLinks", "LinkDownError",
 ]

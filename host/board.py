@@ -57,6 +57,7 @@ overflows); the replies come back in order. Long runs show a progress bar
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -215,6 +216,13 @@ class BoardInfo:
     parents : tuple of int
         The parent node of every node (INFO's PARENTS_k; ``-1`` a root on the base): the chain
         ``(-1, 0, 1, ...)`` or a tree of nodes (docs/trees.md).
+    boards : int
+        Boards the chain is distributed over, one node each (BOARDS); 1 for all nodes on one
+        FPGA.
+    links : ChainLinks or None
+        A distributed chain's links as read with INFO (LINK_DOWN and every reachable board's
+        link window, :class:`linkdyn.host.board_links.ChainLinks`; :meth:`Board.links` reads
+        them anew); ``None`` on a single FPGA.
     """
 
     nodes: int
@@ -230,6 +238,8 @@ class BoardInfo:
     banks: int = 1
     controllers: bool = False
     parents: tuple = None
+    boards: int = 1
+    links: object = None
 
     @property
     def is_chain(self):
@@ -242,6 +252,8 @@ class BoardInfo:
             banks += ", joint controllers"
         if not self.is_chain:
             banks += f", a tree of nodes (parents {','.join(map(str, self.parents))})"
+        if self.links is not None:
+            banks += f", distributed over {self.boards} boards"
         return (f"LinkDyn board: {self.nodes} nodes, {self.fmt.name}, clock "
                 f"{self.clock_hz / 1e6:g} MHz, UART {self.baudrate:,} baud, board id "
                 f"{self.board_id:#x}{banks}, protocol v{self.protocol_version}, register map "
@@ -483,6 +495,9 @@ class Board(ControllerCommands):
         Returns
         -------
         BoardInfo
+            On a distributed chain (MAP_CHECK of ``ProtocolSpec(boards=n)``) with ``boards``
+            and ``links``, the state and counters of every neighbour link read with it
+            (:mod:`linkdyn.host.board_links`).
 
         Raises
         ------
@@ -494,6 +509,7 @@ class Board(ControllerCommands):
         """
         if self._info is not None and not refresh:
             return self._info
+        from . import board_links
         (reply,) = self._exchange([_Request(Command.INFO, b"", INFO_COUNT)])
         words = BuildInfo.from_payload(reply).words
         if words["MAGIC"] != MAGIC:
@@ -530,6 +546,7 @@ class Board(ControllerCommands):
             raise IncompatibleBoardError(f"the board reports {nodes} nodes, "
                                          f"{words['BANKS']} register banks and CONTROLLERS "
                                          f"{words['CONTROLLERS']}: {error}") from None
+        spec = board_links.board_count(words, spec) or spec
         for name, mine in (("MAP_CHECK", spec.map_check), ("NODE_MAP_SIZE", spec.node_map_size),
                            ("BUFFER_WORDS", spec.buffer_words)):
             if words[name] != mine:
@@ -541,8 +558,39 @@ class Board(ControllerCommands):
                                words["BOARD_ID"], words["NODE_MAP_SIZE"],
                                words["BUFFER_WORDS"], words["MAP_CHECK"],
                                words["PROTOCOL_VERSION"], spec, words["BANKS"],
-                               spec.controllers, spec.parents)
+                               spec.controllers, spec.parents, spec.boards or 1)
+        if spec.distributed:
+            self._info = dataclasses.replace(self._info, links=board_links.read_links(self))
         return self._info
+
+    def links(self):
+        """Read the boards of a distributed chain and the state of their neighbour links.
+
+        Returns
+        -------
+        linkdyn.host.board_links.ChainLinks
+            BOARDS, LINK_DOWN and the link window (state, frames sent and received, CRC
+            errors, retransmissions, link drops) of every port of every board that can be
+            reached.
+
+        Raises
+        ------
+        IncompatibleBoardError
+            If the board is not a distributed chain.
+        BoardError
+            If the link to the board fails.
+        """
+        from . import board_links
+        if not self.info().spec.distributed:
+            raise IncompatibleBoardError(f"the board on {self.name} is not a distributed "
+                                         "chain (all its nodes are on one FPGA)")
+        return board_links.read_links(self)
+
+    def _read_direct(self, node, address, count):
+        """READ without the link diagnosis of :meth:`_exchange` (used by it)."""
+        payload = read_payload(node, address, count)
+        (reply,) = self._exchange_frames([_Request(Command.READ, payload, count)])
+        return bytes_to_words(reply)
 
     @property
     def spec(self):
@@ -946,7 +994,16 @@ class Board(ControllerCommands):
         self.statistics.damaged_bytes += self._decoder.discarded
         self._decoder = ReplyDecoder()
 
-    def _exchange(self, requests, *, window=1, progress=None, check=None):
+    def _exchange(self, requests, **options):
+        """:meth:`_exchange_frames`; an error status that a link down explains (a distributed
+        chain, :func:`linkdyn.host.board_links.diagnose`) becomes a ``LinkDownError``."""
+        try:
+            return self._exchange_frames(requests, **options)
+        except BoardDeviceError as error:
+            from . import board_links
+            raise board_links.diagnose(self, error) from None
+
+    def _exchange_frames(self, requests, *, window=1, progress=None, check=None):
         """Send requests (pipelined, up to ``window`` in flight), retrying as needed; return
         the reply payloads in request order.
 

@@ -2,7 +2,7 @@
 
 ::
 
-    linkdyn sim-board --nodes 6 [--chain fake | --controllers] [--robot ur5]
+    linkdyn sim-board --nodes 6 [--chain fake | --controllers | --boards 6] [--robot ur5]
                       [--port /tmp/linkdyn0]
     linkdyn info    --port PORT
     linkdyn load    --port PORT --robot ROBOT [--tip LINK]
@@ -110,7 +110,7 @@ def register(subparsers):
                     "simulator, its UART bridged to a pseudo-terminal; print the port and "
                     "serve until interrupted (Ctrl-C).")
     sim.add_argument("--nodes", type=int, default=None,
-                     help="number of nodes (default: the robot's nodes, else 6)")
+                     help="number of nodes (default: the robot's nodes, or --boards, else 6)")
     sim.add_argument("--chain", choices=("linkdyn", "fake"), default="linkdyn",
                      help="the chain behind the host link: the LinkDyn chain (default) or the "
                           "FakeChain stand-in of the host-link tests")
@@ -118,6 +118,15 @@ def register(subparsers):
                      help="build the board with a joint controller beside every node (the "
                           "CONTROL command; drive it with `linkdyn control`); the joints' "
                           "sensor ports read 0")
+    sim.add_argument("--boards", type=int, default=None, metavar="N",
+                     help="distribute the chain over N boards, one node each (N = --nodes; "
+                          "the default of --nodes): board 0 has the UART, the boards "
+                          "are joined by simulated neighbour links")
+    sim.add_argument("--link-bitrate", type=float, default=None, metavar="BIT/S",
+                     help="with --boards: line rate of the links, a multiple of the "
+                          "simulated clock of 1, 2, 5 or 10 (default twice the clock)")
+    sim.add_argument("--link-ber", type=float, default=0.0,
+                     help="with --boards: bit-error rate of every line (default 0)")
     sim.add_argument("--robot", help=robot_help + "; loaded once the board runs")
     sim.add_argument("--tip", metavar="LINK", help="last link of the chain (with --robot)")
     sim.add_argument("--baudrate", type=int, default=None,
@@ -226,6 +235,8 @@ def command_info(args):
         if info.controllers:
             print(f"  joint controllers: CONTROL {spec.control_words} request words, "
                   f"{spec.control_reply_words} reply words ('linkdyn control')")
+        if info.links is not None:
+            print("  " + str(info.links).replace("\n", "\n  "))
     return 0
 
 
@@ -402,6 +413,8 @@ def command_sim_board(args):
     """Serve a simulated board until interrupted."""
     from linkdyn.sim.board import SimulatedBoard, SimulatedBoardError
     from linkdyn.sim.runner import SimulatorMissing
+    if args.nodes is None and args.boards is not None:
+        args.nodes = args.boards
     robot = _robot(args.robot, args.tip) if args.robot else None
     if robot is not None:
         from linkdyn.model import FixedPointRangeError
@@ -440,10 +453,20 @@ def command_sim_board(args):
     if args.chain == "fake":
         from linkdyn.gateware.fake_chain import FakeChain
         chain = FakeChain(args.nodes)
+    links = {}
+    if args.boards is not None:
+        if args.chain != "linkdyn" or args.controllers:
+            raise CommandError("--boards builds its own chain (the distributed chain); it "
+                               "cannot be combined with --chain fake or --controllers")
+        links = {"boards": args.boards, "link_ber": args.link_ber}
+        if args.link_bitrate is not None:
+            links["link_bitrate"] = int(args.link_bitrate)
+    elif args.link_bitrate is not None or args.link_ber:
+        raise CommandError("--link-bitrate and --link-ber need --boards")
     try:
         board = SimulatedBoard(args.nodes, robot, baudrate=args.baudrate, chain=chain,
                                simulator=args.simulator, line=args.line,
-                               controllers=args.controllers)
+                               controllers=args.controllers, **links)
     except (TypeError, ValueError) as error:
         raise CommandError(str(error)) from None
     stop = threading.Event()
@@ -452,6 +475,8 @@ def command_sim_board(args):
     try:
         kind = ("controlled chain" if args.controllers else "tree of LinkDyn nodes"
                 if board.parents is not None else f"{args.chain} chain")
+        if args.boards is not None:
+            kind = f"linkdyn chain distributed over {args.boards} boards"
         print(f"building the simulated board ({args.nodes} nodes, {kind}) ...",
               file=sys.stderr, flush=True)
         try:

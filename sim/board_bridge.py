@@ -79,6 +79,7 @@ def _config():
         "owner_pid": int(env.get("LINKDYN_BRIDGE_OWNER_PID", "0")),
         "trace_file": env.get("LINKDYN_BRIDGE_TRACE_FILE") or None,
         "sensor_file": env.get("LINKDYN_BRIDGE_SENSOR_FILE") or None,
+        "link_file": env.get("LINKDYN_BRIDGE_LINK_FILE") or None,
     }
 
 
@@ -382,6 +383,47 @@ class SensorPorts:
             getattr(self.dut, f"tb_sensor_{name}").value = packed
 
 
+class LinkControls:
+    """The line controls of a distributed chain: ``tb_link_cut``, ``tb_link_noise`` (bit h:
+    hop h), 0 at start, then the masks of the link file (JSON ``{"cut": c, "noise": n}``,
+    written by :meth:`linkdyn.sim.board.SimulatedBoard.cut_link`) whenever it changes."""
+
+    def __init__(self, dut, path):
+        self.dut = dut
+        self.path = path
+        self._stamp = None
+        if path is not None:
+            dut.tb_link_cut.value = 0
+            dut.tb_link_noise.value = 0
+
+    def update(self):
+        """Apply the link file if it changed since the last call."""
+        if self.path is None:
+            return
+        try:
+            info = os.stat(self.path)
+            stamp = (info.st_ino, info.st_mtime_ns)
+            if stamp == self._stamp:
+                return
+            masks = json.loads(open(self.path).read())
+        except (OSError, ValueError):
+            return
+        self._stamp = stamp
+        self.dut.tb_link_cut.value = int(masks["cut"])
+        self.dut.tb_link_noise.value = int(masks["noise"])
+
+
+class _Controls:
+    """The sensor ports and the line controls, applied together before the host's bytes."""
+
+    def __init__(self, *parts):
+        self.parts = parts
+
+    def update(self):
+        for part in self.parts:
+            part.update()
+
+
 class _Stopper:
     """Decide, at most every 0.1 s of wall-clock time, whether the bridge must stop."""
 
@@ -426,7 +468,8 @@ async def serve_pseudo_terminal(dut):
 
     pty = PseudoTerminal()
     trace = open(config["trace_file"], "a") if config["trace_file"] else None
-    sensors = SensorPorts(dut, config["sensor_file"])
+    sensors = _Controls(SensorPorts(dut, config["sensor_file"]),
+                        LinkControls(dut, config["link_file"]))
     sensors.update()
     try:
         if config["line"] == "bits":

@@ -15,6 +15,7 @@ from .frames import (
     REPLY_HEADER, REPLY_SYNC, REQUEST_HEADER, REQUEST_SYNC, STEP_TIMEOUT, Command, ErrorCode,
     encode_reply, encode_request,
 )
+from .link_map import LINK_PORTS, LINK_WINDOW, LINK_WORDS_MAP
 from .payloads import read_payload
 from .registers import (
     CONTROL_NODE, CONTROL_REGISTERS, INFO_COUNT, INFO_FIRST, STATUS_COUNT, STATUS_FIRST,
@@ -234,6 +235,26 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
             access = "r"
         w(_row(reg.address, reg.name, reg.kind,
                f"{reg.format.name} ({reg.format.fraction_bits})", reg.unit, access, reg.doc))
+    w("")
+    w("## Distributed chain: boards and links")
+    w("")
+    w("A chain distributed over n boards, one node each (`ProtocolSpec(n, boards=n)`, "
+      "`docs/distributed.md`), answers the same commands; node k is board k, its accesses "
+      "travel k neighbour links and back. Its map adds LINK_DOWN and BOARDS to the control "
+      "block (above) and, on every node, the read-only link window from "
+      f"`{LINK_WINDOW:#04x}`: address `{LINK_WINDOW:#04x} + 8·port + field`, port 0 "
+      f"{LINK_PORTS[0]} (towards board 0), port 1 {LINK_PORTS[1]}; a port the board does not "
+      "have (board 0's upstream, the last board's downstream) reads 0. The counters are "
+      "32 bits, wrapping, since the board's reset. A host tells a distributed chain from a "
+      "single-FPGA one by MAP_CHECK (it covers these words) and reads BOARDS.")
+    w("")
+    w("| address | name | meaning |")
+    w("|---:|---|---|")
+    for word in LINK_WORDS_MAP:
+        w(_row(f"`{word.address:#04x}`", word.name, word.doc))
+    w("")
+    w("An access to a board behind a link that is down (or that does not answer within the "
+      "chain's timeout) is answered with BUS_ERROR; LINK_DOWN names the hop.")
     w("")
     w("## Example")
     w("")

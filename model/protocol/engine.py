@@ -62,7 +62,7 @@ class ReferenceEngine:
         self.counter_max = (1 << counter_width) - 1
         self.counters = {reg.name: 0 for reg in CONTROL_REGISTERS
                          if reg.owner == "engine" and reg.address < INFO_FIRST}
-        self._info = spec.build_info()
+        self._info = spec.engine_words()
         self._hunt()
 
     def _hunt(self):

@@ -18,6 +18,7 @@ from ..microprogram import BANK_COUNTS
 from .controller_map import (CONTROLLER_BASE, CONTROLLER_WORDS, RECORD_WORDS, REFERENCE_WORDS,
                              controller_word)
 from .frames import PROTOCOL_VERSION, WORD_BYTES, Command, ErrorCode
+from .link_map import LINK_WINDOW, LINK_WORDS_MAP
 
 __all__ = [
     "CONTROL_NODE", "MAX_NODES", "ControlField", "ControlRegister", "CONTROL_FIELDS",
@@ -97,7 +98,8 @@ class ControlRegister:
         the protocol engine itself, never seen on the bus.
     requires : str
         ``"controller"``: present only on a board with joint controllers
-        (:mod:`~linkdyn.model.protocol.controller_map`); ``""``: always.
+        (:mod:`~linkdyn.model.protocol.controller_map`); ``"distributed"``: only on a
+        distributed chain (:mod:`~linkdyn.model.protocol.link_map`); ``""``: always.
     unit : str
         Unit of the value.
     doc : str
@@ -193,7 +195,13 @@ def _control_registers():
             f"node topology, nodes {nodes}: byte j (bits 8j .. 8j+7) is the parent of node "
             f"{PARENTS_PER_WORD * k} + j plus 1 (0: a root on the base; 0 past NODES)"
             + ("; a chain of 4 or more nodes reads 0x03020100" if k == 0 else "")))
-    return tuple(regs)
+    regs.append(ControlRegister("LINK_DOWN", 0x34, "r", "chain", "",
+                                "distributed chain: bit h, the link from board h to board h+1 "
+                                "is down (as board h sees it)", requires="distributed"))
+    regs.append(ControlRegister("BOARDS", 0x35, "r", "engine", "",
+                                "distributed chain: the number of boards (one node each)",
+                                requires="distributed"))
+    return tuple(sorted(regs, key=lambda reg: reg.address))
 
 
 #: Parents packed into one PARENTS_k word of the build information (a byte each).
@@ -351,6 +359,11 @@ class ProtocolSpec:
         The parent node of every node (``-1`` a root on the base, every parent before its
         children; docs/trees.md), reported by INFO (PARENTS_k, :func:`pack_parents`); default
         the chain ``(-1, 0, 1, ..., n - 2)``.
+    boards : int, optional
+        A distributed chain of ``boards`` boards, one node each (``boards == n_nodes``;
+        ``docs/distributed.md``): the control block's LINK_DOWN and BOARDS and every node's
+        link window (:mod:`~linkdyn.model.protocol.link_map`). ``None`` (default): all nodes
+        on one FPGA.
 
     Raises
     ------
@@ -364,11 +377,12 @@ class ProtocolSpec:
     can be read; ``constant`` and ``input`` registers can be written on every node, the
     ``forward_in`` registers on node 0 only (the base motion); everything else is read-only.
     With controllers, the words of :data:`~linkdyn.model.protocol.controller_map.CONTROLLER_WORDS`
-    follow their own access.
+    follow their own access; on a distributed chain the link window
+    (:data:`~linkdyn.model.protocol.link_map.LINK_WORDS_MAP`) is read-only on every node.
     """
 
     def __init__(self, n_nodes, fmt=Q15_16, *, clock_hz=0, baudrate=0, board_id=0, banks=1,
-                 controllers=False, parents=None):
+                 controllers=False, parents=None, boards=None):
         if not isinstance(n_nodes, int) or isinstance(n_nodes, bool):
             raise TypeError(f"Node count must be an integer, not {n_nodes!r}")
         if not 1 <= n_nodes <= MAX_NODES:
@@ -391,9 +405,18 @@ class ProtocolSpec:
         parents = _check_parents(parents, n_nodes)
         if controllers and parents != _chain_parents(n_nodes):
             raise ValueError("joint controllers are built beside a chain of nodes, not a tree")
+        if boards is not None:
+            if not isinstance(boards, int) or isinstance(boards, bool):
+                raise TypeError(f"Board count must be an integer or None, not {boards!r}")
+            if boards != n_nodes:
+                raise ValueError(f"A distributed chain has one node per board: {n_nodes} "
+                                 f"nodes need boards={n_nodes}, not {boards!r}")
+            if parents != _chain_parents(n_nodes):
+                raise ValueError("a distributed chain is a chain of boards, not a tree of nodes")
         from ..golden import microprogram
         self.n_nodes = n_nodes
         self.parents = parents
+        self.boards = boards
         self.fmt = fmt
         self.clock_hz = clock_hz
         self.baudrate = baudrate
@@ -426,8 +449,18 @@ class ProtocolSpec:
         self.writable_end_node0 = self.writable_end + len(fwd)
         if self.node_map_size > CONTROLLER_BASE:
             raise ValueError("the node register map reaches into the controller window")
+        if self.node_map_size > LINK_WINDOW:
+            raise ValueError("the node register map reaches into the link window")
+        present = {"": True, "controller": controllers, "distributed": boards is not None}
         self.control_registers = tuple(reg for reg in CONTROL_REGISTERS
-                                       if not reg.requires or controllers)
+                                       if present[reg.requires])
+        self._link_addresses = frozenset(w.address for w in LINK_WORDS_MAP) \
+            if boards is not None else frozenset()
+
+    @property
+    def distributed(self):
+        """bool: a distributed chain (``boards`` given): LINK_DOWN, BOARDS, the link window."""
+        return self.boards is not None
 
     # -- sizes -------------------------------------------------------------------------------
 
@@ -510,6 +543,8 @@ class ProtocolSpec:
             except KeyError:
                 return Access(False)
             return Access(True, word.writable, "controller")
+        if addr in self._link_addresses:
+            return Access(True, False, "node")
         if not 0 <= addr < self.node_map_size:
             return Access(False)
         end = self.writable_end_node0 if node == 0 else self.writable_end
@@ -539,6 +574,9 @@ class ProtocolSpec:
             for word in CONTROLLER_WORDS:
                 fraction = "-" if word.format is None else word.format.fraction_bits
                 text.append(f"k{word.address}:{word.name}:{word.access}:{fraction}")
+        if self.distributed:
+            for word in LINK_WORDS_MAP:
+                text.append(f"l{word.address}:{word.name}")
         return zlib.crc32(";".join(text).encode())
 
     def build_info(self):
@@ -564,9 +602,18 @@ class ProtocolSpec:
         """bool: the nodes form one chain (parents ``-1, 0, 1, ...``)."""
         return self.parents == _chain_parents(self.n_nodes)
 
+    def engine_words(self):
+        """Return every word the engine answers from its build, ``{name: word}``: the INFO
+        words (:meth:`build_info`) and BOARDS (the board count; 1 on a single FPGA, where the
+        register does not exist)."""
+        words = self.build_info()
+        words["BOARDS"] = self.boards if self.boards is not None else 1
+        return words
+
     def __repr__(self):
+        boards = f", boards={self.boards}" if self.boards is not None else ""
         return (f"ProtocolSpec(n_nodes={self.n_nodes}, fmt={self.fmt.name}, "
                 f"clock_hz={self.clock_hz}, baudrate={self.baudrate}, "
                 f"board_id={self.board_id:#x}, banks={self.banks}, "
                 f"controllers={self.controllers}"
-                + ("" if self.is_chain else f", parents={self.parents}") + ")")
+                + ("" if self.is_chain else f", parents={self.parents}") + f"{boards})")
