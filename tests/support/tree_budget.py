@@ -16,8 +16,19 @@ sensitivity times the perturbation:
 with the derivatives by central differences of :func:`linkdyn.model.rnea` and ``Y`` by
 :func:`linkdyn.model.regressor`. It is a worst case per state (absolute values summed), not a
 fit: the measured errors stay below it without any factor.
+
+A prismatic joint ``k`` (docs/trees.md, *Prismatic nodes*) moves ``d``, not ``theta``: its
+``q`` (m) is rounded to the word only (``2^-17``, no table error), and its constant ``theta``
+(the offset) carries the table error instead:
+
+    + sum_k |d tau_i / d theta_k| (table error)               (prismatic k)
+
+Its other roundings are those of a revolute node: ``r`` at ``q`` is a Q1.30 word (``2^-31``,
+far below the rounding of ``q``), the joint-type products and the Coriolis factor ``2 qd``
+are exact, and the Coriolis term is rounded with ``omega x r`` (the same Dot).
 """
 
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -31,7 +42,7 @@ __all__ = ["LSB", "tree_error_budget"]
 #: Half an LSB of a Q15.16 word: the largest rounding error of one word.
 LSB = 2.0 ** -17
 
-_STEP = 1e-6  # central-difference step (rad, rad/s, rad/s^2)
+_STEP = 1e-6  # central-difference step (rad, rad/s, rad/s^2; m, m/s, m/s^2 for a prismatic q)
 
 
 def tree_error_budget(robot, q, qd, qdd, fraction_bits=16):
@@ -41,14 +52,27 @@ def tree_error_budget(robot, q, qd, qdd, fraction_bits=16):
     n = robot.n
     lsb = 2.0 ** -(fraction_bits + 1)
     angle = lsb + _table_error()
+    prismatic = [link.joint_type == "prismatic" for link in robot.links]
     budget = np.zeros(q.shape)
     for index, eps in ((0, angle), (1, 2 * lsb), (2, 2 * lsb)):
         for k in range(n):
+            if index == 0 and prismatic[k]:
+                eps = lsb
+            elif index == 0:
+                eps = angle
             up = [q.copy(), qd.copy(), qdd.copy()]
             down = [q.copy(), qd.copy(), qdd.copy()]
             up[index][:, k] += _STEP
             down[index][:, k] -= _STEP
             budget += np.abs(rnea(robot, *up) - rnea(robot, *down)) / (2 * _STEP) * eps
+    for k in np.flatnonzero(prismatic):
+        # The constant theta of a prismatic joint: d tau / d offset_k times the table error.
+        turned = []
+        for step in (_STEP, -_STEP):
+            links = list(robot.links)
+            links[k] = replace(links[k], offset=links[k].offset + step)
+            turned.append(rnea(replace(robot, links=tuple(links)), q, qd, qdd))
+        budget += np.abs(turned[0] - turned[1]) / (2 * _STEP) * _table_error()
     budget += np.abs(regressor(robot, q, qd, qdd)).sum(axis=-1) * lsb
     tree = node_tree(robot)
     reach = np.zeros(n)
