@@ -141,10 +141,12 @@ QUANTITIES = {
 
 _FIXED_KINDS = ("zero", "rate", "theta_offset", "phase", "revolute", "prismatic")
 
-#: The joint type's selections of the microprogram (a revolute node: ``qd``, ``qdd``, zeros)
-#: and their quantities.
+#: The joint type's selections of the microprogram and their quantities: on a revolute node
+#: each is exactly 0 or a copy of another register (``qd``, ``qdd``, ``r_y``, ``r_z``,
+#: ``p_ddot_in_z``), see :meth:`_Analysis.exact_terms`.
 _SELECTIONS = {"qd_revolute": "qd", "qdd_revolute": "qdd", "q_prismatic": "q",
-               "qd2_prismatic": "qd", "qdd_prismatic": "qdd"}
+               "qd2_prismatic": "qd", "qdd_prismatic": "qdd", "r_q_y": "r", "r_q_z": "r",
+               "p_z": "p_ddot"}
 
 #: Label of the error symbol of a node's known inertial-parameter errors.
 _KNOWN_PARAMETERS = "inertial"
@@ -754,6 +756,7 @@ class _Analysis:
         self.records = []
         self.pending = {}
         self.norms = [dict() for _ in range(n)]
+        self.aliases = [dict() for _ in range(n)]
         self.cylinders = [dict() for _ in range(n)]
         self.rotation_error = []
         self.table_bound = sine_error_bound(table)
@@ -851,14 +854,23 @@ class _Analysis:
         fa, fb = self.fbits(term.a), self.fbits(term.b)
         return fa + fb if term.kind == "mul" else max(fa, fb if term.b != "zero" else fa)
 
-    def exact_terms(self, regs, op):
-        """The terms of a Dot as the joint type leaves them: a product with the joint-type
-        word 0 (or with a selection of :data:`_SELECTIONS` that is exactly 0) left out, one
-        with the word 1 taken as its other operand. The MAC's result is the same word: the
-        products with the 0/1 words ``revolute``, ``prismatic`` are exact, and a term that is
-        exactly 0 adds nothing, nor fractional bits that would need rounding."""
+    def exact_terms(self, node, regs, op):
+        """The terms of a Dot as the joint type leaves them on a revolute node.
+
+        A product with the joint-type word 0, or with a selection of :data:`_SELECTIONS` that
+        is exactly 0, is left out; one with the word 1 is its other operand; an operand that
+        is a copy of another register (:attr:`aliases`) is that register. The MAC's word is
+        the same: the products with the 0/1 words ``revolute``, ``prismatic`` are exact, and a
+        term that is exactly 0 adds nothing, nor fractional bits that would need rounding. So
+        a revolute node is analysed as the program without the prismatic terms.
+        """
+        alias = self.aliases[node]
         terms = []
         for term in op.terms:
+            term = Term(alias.get(term.a, term.a), alias.get(term.b, term.b), term.kind,
+                        term.negate)
+            zero = [name in _SELECTIONS and _exactly_zero(regs[name])
+                    for name in (term.a, term.b)]
             if term.kind == "mul":
                 for one, other in ((term.a, term.b), (term.b, term.a)):
                     if self.rmap[one].format.name == "count":
@@ -870,20 +882,33 @@ class _Analysis:
                         else:  # pragma: no cover - the words are 0 or 1 (node_registers)
                             raise AssertionError(f"joint-type word {one} = {weight!r}")
                         break
-                if term is not None and term.kind == "mul" and any(
-                        name in _SELECTIONS and _exactly_zero(regs[name])
-                        for name in (term.a, term.b)):
-                    term = None
+                else:
+                    if any(zero):
+                        term = None
+            elif zero[1]:
+                term = Term(term.a, "zero", "add", term.negate)
+            elif zero[0] and term.b != "zero":
+                term = Term(term.b, "zero", "add", term.negate)
             if term is not None:
                 terms.append(term)
+        if len(terms) == 2 and all(t.kind == "add" and t.b == "zero" and not t.negate
+                                   for t in terms):
+            terms = [Term(terms[0].a, terms[1].a, "add")]  # one sum, as the pre-adder
         return terms
 
     def dot(self, node, regs, op):
         if op.dst in ("sin_theta", "cos_theta"):
             return self.trig(node, regs, op)
-        terms = self.exact_terms(regs, op)
+        terms = self.exact_terms(node, regs, op)
         if not terms:
             regs[op.dst] = (self.values.const(0.0), self.errors.zero())
+            return
+        if op.dst in _SELECTIONS and len(terms) == 1 and terms[0].kind == "add" \
+                and terms[0].b == "zero" and not terms[0].negate \
+                and self.fbits(op.dst) >= self.fbits(terms[0].a):
+            # An exact copy: later terms read the register it copies.
+            self.aliases[node][op.dst] = terms[0].a
+            regs[op.dst] = regs[terms[0].a]
             return
         group = _GROUP_OF.get(op.dst) if self.vector_norms else None
         sources = _GROUPS[group][1] if group else None
