@@ -25,7 +25,7 @@ from linkdyn.sim.chain_cases import random_robot
 from linkdyn.sim.tree_cases import random_tree, tree_states
 
 import support
-from support.tree_budget import tree_error_budget
+from support.tree_budget import scaled_rnea, tree_error_budget
 
 STATES = 200 if support.LONG else 30
 RMAP = microprogram().registers
@@ -239,3 +239,19 @@ def test_the_node_tree_of_a_prismatic_tree_keeps_every_joint_type():
     for j in tree.mount_node:
         if j >= 0:
             assert constants[j]["revolute"] == 1  # a mount node is a revolute node at rest
+
+
+def test_the_budgets_own_recursion_equals_the_float_rnea():
+    """support.tree_budget.scaled_rnea (the budget's reference for the table's scaling error)
+    is rnea without friction at scale 0, on a tree with mounts and prismatic joints."""
+    robot = with_prismatic(random_tree(10, 4), [2, 3, 7])
+    robot = replace(robot, links=tuple(replace(link, friction=Friction())
+                                       for link in robot.links))
+    q, qd, qdd = tree_states(robot, 20, 2)
+    nodes = node_tree(robot).n
+    exact = rnea(robot, q, qd, qdd)
+    assert np.max(np.abs(scaled_rnea(robot, q, qd, qdd, np.zeros(nodes)) - exact)) \
+        < 1e-12 * np.abs(exact).max()
+    scale = np.zeros(nodes)
+    scale[0] = 1e-3  # the root's rotation scaled: every joint below it feels it
+    assert np.abs(scaled_rnea(robot, q, qd, qdd, scale) - exact).max() > 1e-6
