@@ -129,7 +129,9 @@ def plot(rows, path):
 
     figure, axes = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     for axis, prismatic, unit in ((axes[0], True, "N"), (axes[1], False, "N·m")):
-        for group in dict.fromkeys(group for group, _, _ in rows):
+        groups = list(dict.fromkeys(group for group, _, _ in rows))
+        # The many random robots first, the two real ones on top of them.
+        for group in reversed(groups):
             err, tau = [], []
             for g, _, (fixed, exact, mask, _, _) in rows:
                 if g != group:
@@ -138,8 +140,10 @@ def plot(rows, path):
                 err.append(np.abs(fixed - exact)[:, cols].ravel())
                 tau.append(np.abs(exact)[:, cols].ravel())
             err, tau = np.concatenate(err), np.concatenate(tau)
-            axis.scatter(np.maximum(tau, 1e-3), np.maximum(err, 1e-9), s=2, alpha=0.4,
-                         label=group)
+            real = group in ("TIAGo", "Baxter")
+            axis.scatter(np.maximum(tau, 1e-3), np.maximum(err, 1e-9), s=6 if real else 2,
+                         alpha=0.7 if real else 0.3, label=group,
+                         color=f"C{groups.index(group)}")
         axis.set_xscale("log")
         axis.set_yscale("log")
         axis.set_xlabel(f"|{'f' if prismatic else 'tau'}| float model [{unit}]")

@@ -142,11 +142,10 @@ QUANTITIES = {
 _FIXED_KINDS = ("zero", "rate", "theta_offset", "phase", "revolute", "prismatic")
 
 #: The joint type's selections of the microprogram and their quantities: on a revolute node
-#: each is exactly 0 or a copy of another register (``qd``, ``qdd``, ``r_y``, ``r_z``,
-#: ``p_ddot_in_z``), see :meth:`_Analysis.exact_terms`.
+#: each is exactly 0 or a copy of another register (``qd``, ``qdd``, ``r_y``, ``r_z``), see
+#: :meth:`_Analysis.exact_terms`.
 _SELECTIONS = {"qd_revolute": "qd", "qdd_revolute": "qdd", "q_prismatic": "q",
-               "qd2_prismatic": "qd", "qdd_prismatic": "qdd", "r_q_y": "r", "r_q_z": "r",
-               "p_z": "p_ddot"}
+               "qd2_prismatic": "qd", "qdd_prismatic": "qdd", "r_q_y": "r", "r_q_z": "r"}
 
 #: Label of the error symbol of a node's known inertial-parameter errors.
 _KNOWN_PARAMETERS = "inertial"

@@ -594,7 +594,6 @@ def _program(rmap):
     scratch("tau_friction", "word", "N m", "friction torque (eq. 20)")
     for c in "xy":
         scratch(f"v_{c}", "word", "rad/s^2", "omega_dot_(i-1) + qd omega_(i-1) x z, frame i-1")
-    scratch("p_z", "word", "m/s^2", "p_ddot_(i-1) z + prismatic qdd, frame i-1")
     for c in "xyz":
         scratch(f"u_{c}", "word", "m/s", "omega x r, frame i")
     for c in "xyz":
@@ -648,7 +647,7 @@ def _program(rmap):
 
     rot_w = _rotate_transpose_terms(omega_in)
     rot_v = _rotate_transpose_terms(("v_x", "v_y", omega_dot_in[2]))
-    rot_p = _rotate_transpose_terms((p_ddot_in[0], p_ddot_in[1], "p_z"))
+    rot_p = _rotate_transpose_terms(p_ddot_in)
     wd_x_r = _cross_terms(omega_dot, r)
     w_x_u = _cross_terms(omega, u)
     w_x_r = _cross_terms(omega, r)
@@ -667,14 +666,15 @@ def _program(rmap):
         # p_ddot_i = R^T (p_ddot_(i-1) + qdd_p z) + omega_dot_i x r
         #            + omega_i x (omega_i x r + 2 qd_p R^T z)
         # (qd_p, qdd_p: a prismatic joint's; the Coriolis term 2 omega x (qd_p R^T z) of
-        # model/rnea.py joins omega x r in u, R^T z = (0, sa, ca)).
+        # model/rnea.py joins omega x r in u, R^T z = (0, sa, ca)). The qdd_p terms come
+        # first and are not summed into p_ddot_(i-1) z beforehand: in a chain p_ddot_in is the
+        # last message word to arrive, and an early read of it would stall the whole segment.
         Dot(u[0], w_x_r[0]),
         Dot(u[1], w_x_r[1] + [mul("qd2_prismatic", "sin_alpha")]),
         Dot(u[2], w_x_r[2] + [mul("qd2_prismatic", "cos_alpha")]),
-        Dot("p_z", [add(p_ddot_in[2], "qdd_prismatic")]),
         Dot(p_ddot[0], rot_p[0] + wd_x_r[0] + w_x_u[0]),
-        Dot(p_ddot[1], rot_p[1] + wd_x_r[1] + w_x_u[1]),
-        Dot(p_ddot[2], rot_p[2] + wd_x_r[2] + w_x_u[2]),
+        Dot(p_ddot[1], [mul("sin_alpha", "qdd_prismatic")] + rot_p[1] + wd_x_r[1] + w_x_u[1]),
+        Dot(p_ddot[2], [mul("cos_alpha", "qdd_prismatic")] + rot_p[2] + wd_x_r[2] + w_x_u[2]),
     ]
 
     wd_x_mc = _cross_terms(omega_dot, mc)
