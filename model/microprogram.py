@@ -20,7 +20,13 @@ Operations (one shared multiply-accumulate unit, paper Sect. 3.1, Fig. 6):
 The program has four *segments*, run in this order on every update:
 
 ``joint``
-    needs only the joint inputs: sin/cos of ``theta``, the rotation entries, friction.
+    needs only the joint inputs: sin/cos of ``theta``, the rotation entries, friction, and the
+    joint type's selections (``qd_revolute`` ... ``r_q_z``).
+
+One program runs revolute and prismatic joints: the constant words ``revolute`` and
+``prismatic`` (integers, 0 or 1) select, by exact products, the joint rate of ``omega`` or the
+moving offset ``d``, the prismatic terms of ``p_ddot`` and the row of ``tau``; a revolute node's
+words are those of a program without them (docs/trees.md, *Prismatic nodes*).
 ``forward``
     needs the proximal neighbour's ``omega, omega_dot, p_ddot`` (forward mailbox); its outputs go
     to the distal neighbour.
