@@ -666,9 +666,10 @@ def _program(rmap):
         # omega_dot_i = R^T (omega_dot_(i-1) + qd omega_(i-1) x z + qdd z)
         Dot("v_x", [add(omega_dot_in[0]), mul("qd_revolute", omega_in[1])]),
         Dot("v_y", [add(omega_dot_in[1]), -mul("qd_revolute", omega_in[0])]),
+        # (the terms that do not read v first: they issue while v is still in the MAC)
         Dot(omega_dot[0], rot_v[0]),
-        Dot(omega_dot[1], rot_v[1] + [mul("sin_alpha", "qdd_revolute")]),
-        Dot(omega_dot[2], rot_v[2] + [mul("cos_alpha", "qdd_revolute")]),
+        Dot(omega_dot[1], [mul("sin_alpha", "qdd_revolute"), rot_v[1][2]] + rot_v[1][:2]),
+        Dot(omega_dot[2], [mul("cos_alpha", "qdd_revolute"), rot_v[2][2]] + rot_v[2][:2]),
         # p_ddot_i = R^T (p_ddot_(i-1) + qdd_p z) + omega_dot_i x r
         #            + omega_i x (omega_i x r + 2 qd_p R^T z)
         # (qd_p, qdd_p: a prismatic joint's; the Coriolis term 2 omega x (qd_p R^T z) of
@@ -678,9 +679,9 @@ def _program(rmap):
         Dot(u[0], w_x_r[0]),
         Dot(u[1], w_x_r[1] + [mul("qd2_prismatic", "sin_alpha")]),
         Dot(u[2], w_x_r[2] + [mul("qd2_prismatic", "cos_alpha")]),
-        Dot(p_ddot[0], rot_p[0] + wd_x_r[0] + w_x_u[0]),
-        Dot(p_ddot[1], [mul("sin_alpha", "qdd_prismatic")] + rot_p[1] + wd_x_r[1] + w_x_u[1]),
-        Dot(p_ddot[2], [mul("cos_alpha", "qdd_prismatic")] + rot_p[2] + wd_x_r[2] + w_x_u[2]),
+        Dot(p_ddot[0], rot_p[0] + w_x_u[0] + wd_x_r[0]),
+        Dot(p_ddot[1], [mul("sin_alpha", "qdd_prismatic")] + rot_p[1] + w_x_u[1] + wd_x_r[1]),
+        Dot(p_ddot[2], [mul("cos_alpha", "qdd_prismatic")] + rot_p[2] + w_x_u[2] + wd_x_r[2]),
     ]
 
     wd_x_mc = _cross_terms(omega_dot, mc)
