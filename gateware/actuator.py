@@ -68,7 +68,7 @@ LINK_WORDS = {"START": 12, "BUS_REQUEST": 13, "BUS_WDATA": 14,
 
 #: Node addresses of the link window (read-only, every board): ``LINK_WINDOW + 8 * port +
 #: field``, port 0 the upstream link, 1 the downstream one; 0 where a board has no such link.
-LINK_WINDOW = 0x60
+LINK_WINDOW = 0xE0
 #: Fields of the link window, in address order (``status``: up | hears << 1 | aligned << 2 |
 #: neighbour_index << 8 | neighbour_index_valid << 16 | board_index << 24).
 LINK_WINDOW_FIELDS = ("status", "frames_sent", "frames_received", "crc_errors",

@@ -142,25 +142,14 @@ def register(subparsers):
 
 # -- helpers -----------------------------------------------------------------------------------
 
-def _revolute_tips(robot):
-    """Return ``(link name, joints)`` of the links that end a longest chain of revolute joints
-    from the base (a chain the board can compute), longest first."""
-    revolute = [link.joint_type == "revolute" for link in robot.links]
-    tips = []
-    for index, children in enumerate(robot.children):
-        path = robot.ancestors(index) + (index,)
-        if all(revolute[i] for i in path) and not any(revolute[c] for c in children):
-            tips.append((robot.links[index].name, len(path)))
-    return sorted(tips, key=lambda tip: -tip[1])
-
-
 #: Tree robots of example-robot-data known by name (``--robot baxter``): URDF paths relative to
 #: its ``robots`` folder.
 TREE_ROBOTS = {"baxter": "baxter_description/urdf/baxter.urdf"}
 
 
 def _robot(name, tip):
-    """Load a robot the board can compute: a chain or tree of revolute joints."""
+    """Load a robot the board can compute: a chain or tree of revolute and prismatic joints
+    of at most MAX_NODES nodes."""
     import warnings
     from linkdyn.model import RobotDescriptionError, load_robot
     try:
@@ -174,23 +163,13 @@ def _robot(name, tip):
         raise CommandError(str(error)) from None
     for warning in caught:      # the URDF importer's notes, one line each
         print(f"warning: {warning.message}", file=sys.stderr)
-    if not robot.is_chain:
-        from linkdyn.model.golden_tree import node_tree
-        try:
-            node_tree(robot)
-        except NotImplementedError as error:
-            tips = _revolute_tips(robot)
-            listed = ", ".join(f"{name} ({joints} joint{'s' if joints != 1 else ''})"
-                               for name, joints in tips[:8]) + (", ..." if len(tips) > 8
-                                                                else "")
-            raise CommandError(f"robot {robot.name!r} is a tree ({robot.n} joints) the "
-                               f"board's nodes cannot compute: {error}; choose its last link "
-                               f"with --tip, e.g. {listed}") from None
-        return robot
-    if robot.has_prismatic:
-        joints = [link.name for link in robot.links if link.joint_type == "prismatic"]
-        raise CommandError(f"robot {robot.name!r} has prismatic joints ({', '.join(joints)}): "
-                           "the board's nodes compute revolute joints only")
+    from linkdyn.model.protocol import MAX_NODES
+    nodes = _node_count(robot)
+    if nodes > MAX_NODES:
+        raise CommandError(f"robot {robot.name!r} needs {nodes} nodes ({robot.n} joints"
+                           + ("" if nodes == robot.n else ", mount nodes included")
+                           + f"), a board has at most {MAX_NODES}: choose a part of it with "
+                           "--tip LINK")
     return robot
 
 

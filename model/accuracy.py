@@ -109,7 +109,8 @@ WHAT_IF = {
 }
 
 _CONSTANT_GROUPS = {
-    "kinematics": ("rate", "theta_offset", "sin_alpha", "cos_alpha", "r_x", "r_y", "r_z"),
+    "kinematics": ("rate", "theta_offset", "sin_alpha", "cos_alpha", "r_x", "r_y", "r_z",
+                   "revolute", "prismatic"),
     "inertia": ("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "I_zz"),
     "friction": ("F_c", "F_v", "F_o", "k_friction"),
 }
@@ -317,9 +318,12 @@ def _constant_values(robot):
     """Per node, the exact (float) value of every constant register, in its register's unit."""
     nodes = []
     for link in robot.links:
-        r = link_offset_vector(link)
+        r = link_offset_vector(link)  # a prismatic joint's at q = 0
+        revolute = 0.0 if link.joint_type == "prismatic" else 1.0
         values = {
-            "zero": 0.0, "rate": 1.0 / (2 * math.pi), "theta_offset": link.offset / (2 * math.pi),
+            "zero": 0.0, "rate": revolute / (2 * math.pi),
+            "theta_offset": link.offset / (2 * math.pi),
+            "revolute": revolute, "prismatic": 1.0 - revolute,
             "sin_alpha": math.sin(link.alpha), "cos_alpha": math.cos(link.alpha),
             "r_x": r[0], "r_y": r[1], "r_z": r[2],
             "F_c": link.friction.coulomb, "F_v": link.friction.viscous,

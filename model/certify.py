@@ -99,7 +99,7 @@ import numpy as np
 
 from .fixedpoint import Q15_16, QFormat, WORD_WIDTH
 from .golden import microprogram
-from .microprogram import Atan, Dot, Lookup
+from .microprogram import Atan, Dot, Lookup, Term
 from .rnea import link_offset_vector
 from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
@@ -139,7 +139,13 @@ QUANTITIES = {
     "torque": "torques tau, tau_coulomb, tau_friction and k qd",
 }
 
-_FIXED_KINDS = ("zero", "rate", "theta_offset", "phase")
+_FIXED_KINDS = ("zero", "rate", "theta_offset", "phase", "revolute", "prismatic")
+
+#: The joint type's selections of the microprogram and their quantities: on a revolute node
+#: each is exactly 0 or a copy of another register (``qd``, ``qdd``, ``r_y``, ``r_z``), see
+#: :meth:`_Analysis.exact_terms`.
+_SELECTIONS = {"qd_revolute": "qd", "qdd_revolute": "qdd", "q_prismatic": "q",
+               "qd2_prismatic": "qd", "qdd_prismatic": "qdd", "r_q_y": "r", "r_q_z": "r"}
 
 #: Label of the error symbol of a node's known inertial-parameter errors.
 _KNOWN_PARAMETERS = "inertial"
@@ -157,6 +163,8 @@ def quantity_of(name):
         return None
     if name in ("q", "qd", "qdd"):
         return name
+    if name in _SELECTIONS:
+        return _SELECTIONS[name]
     if name.startswith(("f_ext", "mu_ext")):
         return "wrench_ext"
     if name in ("sin_theta", "cos_theta", "sin_alpha", "cos_alpha", "ct_ca", "st_ca", "ct_sa",
@@ -636,6 +644,9 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     ------
     TypeError
         If ``robot`` is not a Robot or ``fmt`` not a QFormat.
+    NotImplementedError
+        If the robot has a prismatic joint (the message names them): the analysis and its
+        mechanics bounds are those of revolute joints, so it does not certify prismatic nodes.
     ValueError
         If the box is empty, not finite or negative, ``wrench_max`` is malformed, a quantity of
         ``formats`` is unknown, a constant does not fit its word, or the box exceeds the range
@@ -643,6 +654,12 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     """
     if not isinstance(robot, Robot):
         raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
+    if robot.has_prismatic:
+        joints = [name for name, link in zip(robot.joint_names, robot.links)
+                  if link.joint_type == "prismatic"]
+        raise NotImplementedError(
+            f"certify analyses revolute joints only (its mechanics bounds are those of a "
+            f"turning joint); robot {robot.name!r} has prismatic joints {joints!r}")
     if domain not in ("affine", "interval"):
         raise ValueError(f"domain must be 'affine' or 'interval', not {domain!r}")
     q_min, q_max, qd_lim, qdd_lim = default_box(robot, q_box=q_box, qd_max=qd_max,
@@ -661,6 +678,13 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
                          None if wrench_max is None else (force_max, moment_max), table,
                          vector_norms, mechanics)
     return analysis.run()
+
+
+def _exactly_zero(register):
+    """Whether a register's (value, error) is exactly 0 with no error."""
+    value, error = register
+    return (value.c == 0.0 and value.r == 0.0 and not np.any(value.a) and error.r == 0.0
+            and not np.any(error.lo) and not np.any(error.hi))
 
 
 def _neg(error):
@@ -731,6 +755,7 @@ class _Analysis:
         self.records = []
         self.pending = {}
         self.norms = [dict() for _ in range(n)]
+        self.aliases = [dict() for _ in range(n)]
         self.cylinders = [dict() for _ in range(n)]
         self.rotation_error = []
         self.table_bound = sine_error_bound(table)
@@ -828,14 +853,67 @@ class _Analysis:
         fa, fb = self.fbits(term.a), self.fbits(term.b)
         return fa + fb if term.kind == "mul" else max(fa, fb if term.b != "zero" else fa)
 
+    def exact_terms(self, node, regs, op):
+        """The terms of a Dot as the joint type leaves them on a revolute node.
+
+        A product with the joint-type word 0, or with a selection of :data:`_SELECTIONS` that
+        is exactly 0, is left out; one with the word 1 is its other operand; an operand that
+        is a copy of another register (:attr:`aliases`) is that register. The MAC's word is
+        the same: the products with the 0/1 words ``revolute``, ``prismatic`` are exact, and a
+        term that is exactly 0 adds nothing, nor fractional bits that would need rounding. So
+        a revolute node is analysed as the program without the prismatic terms.
+        """
+        alias = self.aliases[node]
+        terms = []
+        for term in op.terms:
+            term = Term(alias.get(term.a, term.a), alias.get(term.b, term.b), term.kind,
+                        term.negate)
+            zero = [name in _SELECTIONS and _exactly_zero(regs[name])
+                    for name in (term.a, term.b)]
+            if term.kind == "mul":
+                for one, other in ((term.a, term.b), (term.b, term.a)):
+                    if self.rmap[one].format.name == "count":
+                        weight = regs[one][0].c
+                        if weight == 0.0:
+                            term = None
+                        elif weight == 1.0:
+                            term = Term(other, "zero", "add", term.negate)
+                        else:  # pragma: no cover - the words are 0 or 1 (node_registers)
+                            raise AssertionError(f"joint-type word {one} = {weight!r}")
+                        break
+                else:
+                    if any(zero):
+                        term = None
+            elif zero[1]:
+                term = Term(term.a, "zero", "add", term.negate)
+            elif zero[0] and term.b != "zero":
+                term = Term(term.b, "zero", "add", term.negate)
+            if term is not None:
+                terms.append(term)
+        if len(terms) == 2 and all(t.kind == "add" and t.b == "zero" and not t.negate
+                                   for t in terms):
+            terms = [Term(terms[0].a, terms[1].a, "add")]  # one sum, as the pre-adder
+        return terms
+
     def dot(self, node, regs, op):
         if op.dst in ("sin_theta", "cos_theta"):
             return self.trig(node, regs, op)
+        terms = self.exact_terms(node, regs, op)
+        if not terms:
+            regs[op.dst] = (self.values.const(0.0), self.errors.zero())
+            return
+        if op.dst in _SELECTIONS and len(terms) == 1 and terms[0].kind == "add" \
+                and terms[0].b == "zero" and not terms[0].negate \
+                and self.fbits(op.dst) >= self.fbits(terms[0].a):
+            # An exact copy: later terms read the register it copies.
+            self.aliases[node][op.dst] = terms[0].a
+            regs[op.dst] = regs[terms[0].a]
+            return
         group = _GROUP_OF.get(op.dst) if self.vector_norms else None
         sources = _GROUPS[group][1] if group else None
         value = error = rest_error = rest_value = None
         rot_error = {}
-        for term in op.terms:
+        for term in terms:
             v, e, rest, rv, rot = self.term(regs, term, sources)
             value = v if value is None else self.values.add(value, v)
             error = e if error is None else _Errors.add(error, e)
@@ -844,7 +922,7 @@ class _Analysis:
                 rot_error[key] = _Errors.add(rot_error[key], part) if key in rot_error else part
             if rv is not None:
                 rest_value = rv if rest_value is None else self.values.add(rest_value, rv)
-        acc_bits = max(self.term_bits(t) for t in op.terms)
+        acc_bits = max(self.term_bits(t) for t in terms)
         f = self.fbits(op.dst)
         if acc_bits > f:
             rounding = self.errors.new(2.0 ** -(f + 1), ("rounding", op.dst, node))
@@ -1345,7 +1423,7 @@ class _Analysis:
         exact = {"sin_alpha": math.sin(link.alpha), "cos_alpha": math.cos(link.alpha),
                  "r_x": r[0], "r_y": r[1], "r_z": r[2], "F_c": link.friction.coulomb,
                  "F_v": link.friction.viscous, "F_o": link.friction.offset,
-                 "k_friction": link.friction.steepness}
+                 "k_friction": link.friction.steepness, "revolute": 1.0, "prismatic": 0.0}
         exact.update(zip(("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_xz", "I_yy", "I_yz",
                           "I_zz"), link.parameters()))
         for reg in self.rmap.of_kind("constant"):

@@ -52,20 +52,20 @@ def encode_robot(robot, fmt=Q15_16):
     FixedPointRangeError
         If a constant does not fit its format; the message names the node and the constant.
     NotImplementedError
-        If the robot is a tree, or has a prismatic joint or a mount: the fixed-point node
-        implements serial chains of revolute joints only (so far).
+        If the robot is a tree or has a mount: a chain of nodes runs serial chains in plain DH
+        (trees and mounts: :func:`linkdyn.model.golden_tree.encode_tree`).
     """
     if not isinstance(robot, Robot):
         raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
-    if not robot.is_chain or robot.has_prismatic or any(l.has_mount for l in robot.links):
+    if not robot.is_chain or any(l.has_mount for l in robot.links):
         raise NotImplementedError(
-            f"the fixed-point model implements serial chains of revolute joints only; robot "
-            f"{robot.name!r} is a tree or has a prismatic joint or a mount")
+            f"a chain of nodes runs serial chains without mounts; robot {robot.name!r} is a "
+            f"tree or has a mount (see linkdyn.model.golden_tree)")
     return encode_links(robot.links, fmt)
 
 
 def encode_links(links, fmt=Q15_16, labels=None):
-    """Return the constant words of nodes that run the given links (revolute, mounts ignored).
+    """Return the constant words of nodes that run the given links (mounts ignored).
 
     The per-node part of :func:`encode_robot`, also used by the golden model of a tree
     (:mod:`linkdyn.model.golden_tree`), whose fixed mounts are massless links of their own.
@@ -94,7 +94,8 @@ def encode_links(links, fmt=Q15_16, labels=None):
     nodes = []
     for i, link in enumerate(links):
         label = f"node {i + 1}" if labels is None else labels[i]
-        r = link_offset_vector(link)
+        r = link_offset_vector(link)  # a prismatic joint's at q = 0
+        prismatic = link.joint_type == "prismatic"
         pi = link.parameters()
         values = {
             "zero": 0.0,
@@ -105,6 +106,8 @@ def encode_links(links, fmt=Q15_16, labels=None):
             "F_v": link.friction.viscous,
             "F_o": link.friction.offset,
             "k_friction": link.friction.steepness,
+            "revolute": 0.0 if prismatic else 1.0,
+            "prismatic": 1.0 if prismatic else 0.0,
         }
         for name, value in zip(("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_xz", "I_yy",
                                 "I_yz", "I_zz"), pi):
@@ -113,7 +116,9 @@ def encode_links(links, fmt=Q15_16, labels=None):
         for reg in rmap.of_kind("constant"):
             what = f"{label} ({link.name!r}) constant {reg.name}"
             if reg.name == "rate":
-                words[reg.name] = _encode(1.0 / (2 * math.pi), reg.format.fraction_bits, what)
+                # revolute / (2 pi): a prismatic joint's theta is the offset alone.
+                words[reg.name] = _encode(0.0 if prismatic else 1.0 / (2 * math.pi),
+                                          reg.format.fraction_bits, what)
             elif reg.name == "theta_offset":
                 words[reg.name] = _phase_word(link.offset / (2 * math.pi))
             else:
@@ -180,6 +185,20 @@ def _dot(regs, program, op, batch_shape):
             low = low + ((value & ((1 << drop) - 1)) << align)
     if shift:
         result = high + ((low + (1 << (shift - 1))) >> shift)
+    elif any(term.kind == "mul" for term in op.terms):
+        # No shift: products of two words (up to 2**62) would overflow int64 when summed, so
+        # they are carried as 2**32 * high + low; a high part beyond 2**29 is far outside the
+        # word either way and is clamped before it is recombined (saturate flags it).
+        high = np.zeros(batch_shape, dtype=np.int64)
+        low = np.zeros(batch_shape, dtype=np.int64)
+        for term, align in zip(op.terms, aligns):
+            a, b = regs[term.a], regs[term.b]
+            value = (a * b if term.kind == "mul" else a + b) << align
+            if term.negate:
+                value = -value
+            high = high + (value >> 32)
+            low = low + (value & 0xFFFFFFFF)
+        result = (np.clip(high, -(1 << 29), 1 << 29) << 32) + low
     else:
         result = high + low
     if wraps:
@@ -271,7 +290,7 @@ def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
     Parameters
     ----------
     robot : Robot
-        The robot (n revolute joints), including friction when it has any.
+        The robot (n revolute or prismatic joints), including friction when it has any.
     q, qd, qdd : array_like, shape (..., n)
         Joint positions (rad), velocities (rad/s), accelerations (rad/s^2); encoded in ``fmt``.
     fmt : QFormat
@@ -407,7 +426,8 @@ class GoldenChain:
     Parameters
     ----------
     robot : Robot
-        The robot (a serial chain of n revolute joints), friction included when it has any.
+        The robot (a serial chain of n revolute or prismatic joints, no mounts), friction
+        included when it has any.
     fmt : QFormat
         Word format (default Q15.16).
     base_motion : tuple, optional
@@ -431,7 +451,7 @@ class GoldenChain:
     FixedPointRangeError
         If a constant or the base motion does not fit its format.
     NotImplementedError
-        If the robot is not a chain of revolute joints (see :func:`encode_robot`).
+        If the robot is a tree or has a mount (see :func:`encode_robot`).
     """
 
     def __init__(self, robot, fmt=Q15_16, base_motion=None):

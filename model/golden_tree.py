@@ -97,12 +97,14 @@ def _mount_link(link):
 
 
 def node_tree(robot):
-    """Return the nodes of a robot's tree of revolute joints (:class:`NodeTree`).
+    """Return the nodes of a robot's tree of revolute and prismatic joints (:class:`NodeTree`).
 
     Parameters
     ----------
     robot : Robot
-        A tree (or chain) of revolute joints; links may have mounts.
+        A tree (or chain) of revolute and prismatic joints; links may have mounts. A node
+        runs either joint type (the ``revolute`` / ``prismatic`` constant words); a mount node
+        is a revolute node that never moves.
 
     Returns
     -------
@@ -112,18 +114,9 @@ def node_tree(robot):
     ------
     TypeError
         If ``robot`` is not a Robot.
-    NotImplementedError
-        If the robot has a prismatic joint (the fixed-point node implements revolute joints
-        only, so far).
     """
     if not isinstance(robot, Robot):
         raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
-    if robot.has_prismatic:
-        prismatic = [name for name, link in zip(robot.joint_names, robot.links)
-                     if link.joint_type == "prismatic"]
-        raise NotImplementedError(
-            f"the fixed-point node implements revolute joints only; robot {robot.name!r} has "
-            f"prismatic joints {prismatic!r}")
     parents, links, link_node, mount_node = [], [], [], []
     for i, link in enumerate(robot.links):
         parent = robot.parents[i]
@@ -147,7 +140,7 @@ def encode_tree(robot, fmt=Q15_16):
     Parameters
     ----------
     robot : Robot
-        A tree of revolute joints.
+        A tree of revolute and prismatic joints.
     fmt : QFormat
         Word format (default Q15.16).
 
@@ -161,8 +154,6 @@ def encode_tree(robot, fmt=Q15_16):
     ------
     FixedPointRangeError
         If a constant does not fit its format (the message names the node and the link).
-    NotImplementedError
-        If the robot has a prismatic joint.
     """
     tree = node_tree(robot)
     return encode_links(tree.links, fmt, [f"node {j + 1}" for j in range(tree.n)])
@@ -234,7 +225,7 @@ class GoldenTree:
     Parameters
     ----------
     robot : Robot
-        A tree (or chain) of revolute joints, mounts and friction included.
+        A tree (or chain) of revolute and prismatic joints, mounts and friction included.
     fmt : QFormat
         Word format (default Q15.16).
     base_motion : tuple, optional
@@ -258,8 +249,6 @@ class GoldenTree:
         If ``robot`` is not a Robot or ``fmt`` not a QFormat.
     FixedPointRangeError
         If a constant or the base motion does not fit its format.
-    NotImplementedError
-        If the robot has a prismatic joint.
     """
 
     def __init__(self, robot, fmt=Q15_16, base_motion=None):

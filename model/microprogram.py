@@ -20,7 +20,13 @@ Operations (one shared multiply-accumulate unit, paper Sect. 3.1, Fig. 6):
 The program has four *segments*, run in this order on every update:
 
 ``joint``
-    needs only the joint inputs: sin/cos of ``theta``, the rotation entries, friction.
+    needs only the joint inputs: sin/cos of ``theta``, the rotation entries, friction, and the
+    joint type's selections (``qd_revolute`` ... ``r_q_z``).
+
+One program runs revolute and prismatic joints: the constant words ``revolute`` and
+``prismatic`` (integers, 0 or 1) select, by exact products, the joint rate of ``omega`` or the
+moving offset ``d``, the prismatic terms of ``p_ddot`` and the row of ``tau``; a revolute node's
+words are those of a program without them (docs/trees.md, *Prismatic nodes*).
 ``forward``
     needs the proximal neighbour's ``omega, omega_dot, p_ddot`` (forward mailbox); its outputs go
     to the distal neighbour.
@@ -348,6 +354,7 @@ class RegisterMap:
             "entry": RegisterFormat("entry", SINE_TABLE.entry_fraction_bits),
             "fraction": RegisterFormat("fraction", SINE_TABLE.fraction_bits),
             "atan": RegisterFormat("atan", 30),
+            "count": RegisterFormat("count", 0),
         }
         self._registers = {}
         address = 0
@@ -360,7 +367,8 @@ class RegisterMap:
         xyz = "xyz"
         # Constants: loaded once per robot (encode_robot), never written by the program.
         define("constant", "zero", "word", "", "constant 0")
-        define("constant", "rate", "rate", "turn/rad", "1 / (2 pi), converts rad to turns")
+        define("constant", "rate", "rate", "turn/rad",
+               "revolute / (2 pi): converts rad to turns (0 for a prismatic joint)")
         define("constant", "theta_offset", "phase", "turn", "DH joint angle offset")
         define("constant", "sin_alpha", "trig", "", "sin of the DH twist alpha_i")
         define("constant", "cos_alpha", "trig", "", "cos of the DH twist alpha_i")
@@ -377,6 +385,12 @@ class RegisterMap:
         define("constant", "F_v", "word", "N m s/rad", "viscous friction (eq. 20)")
         define("constant", "F_o", "word", "N m", "torque offset (eq. 20)")
         define("constant", "k_friction", "word", "s/rad", "atan steepness k (eq. 20)")
+        # The joint type, selected at run time (docs/trees.md, *Prismatic nodes*): a revolute
+        # node has revolute = 1, prismatic = 0, a prismatic node the reverse.
+        define("constant", "revolute", "count", "",
+               "1 for a revolute joint (q turns theta), else 0")
+        define("constant", "prismatic", "count", "",
+               "1 for a prismatic joint (q moves d), else 0")
         self.constant_count = address
         # Inputs: written per update.
         define("input", "q", "word", "rad", "joint position")
@@ -571,6 +585,17 @@ def _program(rmap):
     for name in ("ct_ca", "st_ca", "ct_sa", "st_sa"):
         scratch(name, "trig", "", f"rotation entry {name}")
     scratch("k_qd", "word", "", "k qd, the atan argument")
+    # The joint type's selections (docs/trees.md, *Prismatic nodes*): exact products with the
+    # 0/1 words revolute and prismatic, so a revolute node's words are those of a node without
+    # them.
+    scratch("qd_revolute", "word", "rad/s", "revolute qd: the joint rate in omega")
+    scratch("qdd_revolute", "word", "rad/s^2", "revolute qdd: the joint acceleration in omega_dot")
+    scratch("q_prismatic", "word", "m", "prismatic q: the joint's move along z_(i-1)")
+    scratch("qd2_prismatic", "word", "m/s", "2 prismatic qd: twice the joint's speed")
+    scratch("qdd_prismatic", "word", "m/s^2", "prismatic qdd: the joint's acceleration")
+    for c in "yz":
+        scratch(f"r_q_{c}", "trig", "m",
+                f"r_{c} at q: r_{c} + prismatic q (sin, cos) alpha, |r| < 2 m")
     scratch("tau_coulomb", "word", "N m", "F_c atan(k qd)")
     scratch("tau_friction", "word", "N m", "friction torque (eq. 20)")
     for c in "xy":
@@ -593,7 +618,9 @@ def _program(rmap):
 
     omega_in, omega_dot_in, p_ddot_in = _vec("omega_in"), _vec("omega_dot_in"), _vec("p_ddot_in")
     omega, omega_dot, p_ddot = _vec("omega"), _vec("omega_dot"), _vec("p_ddot")
-    r, mc, u, w_mc, h = _vec("r"), _vec("mc"), _vec("u"), _vec("w_mc"), _vec("h")
+    # r^i_(i-1,i) at q: r_x = a is constant, r_y and r_z move with a prismatic joint.
+    r = ("r_x", "r_q_y", "r_q_z")
+    mc, u, w_mc, h = _vec("mc"), _vec("u"), _vec("w_mc"), _vec("h")
     f_local, mu_local, f, mu = _vec("f_local"), _vec("mu_local"), _vec("f"), _vec("mu")
     f_in, mu_in, f_ext, mu_ext = _vec("f_in"), _vec("mu_in"), _vec("f_ext"), _vec("mu_ext")
     f_out, mu_out = _vec("f_out"), _vec("mu_out")
@@ -613,6 +640,15 @@ def _program(rmap):
         # The CORDIC runs beside the MAC; its result is read in the local segment.
         Dot("k_qd", [mul("k_friction", "qd")]),
         Atan("k_qd"),
+        # The joint type (revolute, prismatic: 0/1 integers): the products are exact.
+        Dot("qd_revolute", [mul("revolute", "qd")]),
+        Dot("qdd_revolute", [mul("revolute", "qdd")]),
+        Dot("q_prismatic", [mul("prismatic", "q")]),
+        Dot("qd2_prismatic", [mul("prismatic", "qd"), mul("prismatic", "qd")]),
+        Dot("qdd_prismatic", [mul("prismatic", "qdd")]),
+        # d = q + d_offset: r = (a, d sin alpha, d cos alpha) (r_y, r_z: the offset at q = 0).
+        Dot("r_q_y", [add("r_y"), mul("q_prismatic", "sin_alpha")]),
+        Dot("r_q_z", [add("r_z"), mul("q_prismatic", "cos_alpha")]),
     ]
 
     rot_w = _rotate_transpose_terms(omega_in)
@@ -620,22 +656,32 @@ def _program(rmap):
     rot_p = _rotate_transpose_terms(p_ddot_in)
     wd_x_r = _cross_terms(omega_dot, r)
     w_x_u = _cross_terms(omega, u)
+    w_x_r = _cross_terms(omega, r)
     forward = [
         # omega_i = R^T (omega_(i-1) + qd z); the qd z part only has R^T z = (0, sa, ca).
+        # (qd_revolute: a prismatic joint adds no rate.)
         Dot(omega[0], rot_w[0]),
-        Dot(omega[1], rot_w[1] + [mul("sin_alpha", "qd")]),
-        Dot(omega[2], rot_w[2] + [mul("cos_alpha", "qd")]),
+        Dot(omega[1], rot_w[1] + [mul("sin_alpha", "qd_revolute")]),
+        Dot(omega[2], rot_w[2] + [mul("cos_alpha", "qd_revolute")]),
         # omega_dot_i = R^T (omega_dot_(i-1) + qd omega_(i-1) x z + qdd z)
-        Dot("v_x", [add(omega_dot_in[0]), mul("qd", omega_in[1])]),
-        Dot("v_y", [add(omega_dot_in[1]), -mul("qd", omega_in[0])]),
+        Dot("v_x", [add(omega_dot_in[0]), mul("qd_revolute", omega_in[1])]),
+        Dot("v_y", [add(omega_dot_in[1]), -mul("qd_revolute", omega_in[0])]),
+        # (the terms that do not read v first: they issue while v is still in the MAC)
         Dot(omega_dot[0], rot_v[0]),
-        Dot(omega_dot[1], rot_v[1] + [mul("sin_alpha", "qdd")]),
-        Dot(omega_dot[2], rot_v[2] + [mul("cos_alpha", "qdd")]),
-        # p_ddot_i = R^T p_ddot_(i-1) + omega_dot_i x r + omega_i x (omega_i x r)
-        *_cross(u, omega, r, rmap),
-        Dot(p_ddot[0], rot_p[0] + wd_x_r[0] + w_x_u[0]),
-        Dot(p_ddot[1], rot_p[1] + wd_x_r[1] + w_x_u[1]),
-        Dot(p_ddot[2], rot_p[2] + wd_x_r[2] + w_x_u[2]),
+        Dot(omega_dot[1], [mul("sin_alpha", "qdd_revolute"), rot_v[1][2]] + rot_v[1][:2]),
+        Dot(omega_dot[2], [mul("cos_alpha", "qdd_revolute"), rot_v[2][2]] + rot_v[2][:2]),
+        # p_ddot_i = R^T (p_ddot_(i-1) + qdd_p z) + omega_dot_i x r
+        #            + omega_i x (omega_i x r + 2 qd_p R^T z)
+        # (qd_p, qdd_p: a prismatic joint's; the Coriolis term 2 omega x (qd_p R^T z) of
+        # model/rnea.py joins omega x r in u, R^T z = (0, sa, ca)). The qdd_p terms come
+        # first and are not summed into p_ddot_(i-1) z beforehand: in a chain p_ddot_in is the
+        # last message word to arrive, and an early read of it would stall the whole segment.
+        Dot(u[0], w_x_r[0]),
+        Dot(u[1], w_x_r[1] + [mul("qd2_prismatic", "sin_alpha")]),
+        Dot(u[2], w_x_r[2] + [mul("qd2_prismatic", "cos_alpha")]),
+        Dot(p_ddot[0], rot_p[0] + w_x_u[0] + wd_x_r[0]),
+        Dot(p_ddot[1], [mul("sin_alpha", "qdd_prismatic")] + rot_p[1] + w_x_u[1] + wd_x_r[1]),
+        Dot(p_ddot[2], [mul("cos_alpha", "qdd_prismatic")] + rot_p[2] + w_x_u[2] + wd_x_r[2]),
     ]
 
     wd_x_mc = _cross_terms(omega_dot, mc)
@@ -673,8 +719,11 @@ def _program(rmap):
         Dot(mu_out[2], rot_mu[2]),
         Dot(mu_out[0], rot_mu[0]),
         Dot(mu_out[1], rot_mu[1]),
-        # tau = mu . R^T z = (R mu)_z, eq. (7); (R mu)_z is mu_out_z.
-        Dot("tau", [add(mu_out[2], "tau_friction")]),
+        # tau = mu . R^T z = (R mu)_z, eq. (7); (R mu)_z is mu_out_z. A prismatic joint's
+        # is the force along its axis, f . R^T z = f_out_z. mu_out_z is read last, so the
+        # first terms issue while it is still in the MAC.
+        Dot("tau", [mul("prismatic", f_out[2]), add("tau_friction"),
+                    mul("revolute", mu_out[2])]),
     ]
     return {"joint": joint, "forward": forward, "local": local, "distal": distal}
 

@@ -6,7 +6,7 @@ A distributed chain (one node per board, joined by neighbour links: ``docs/distr
 - in the control block, LINK_DOWN (``0x34``, answered by the chain: bit h, the link from board h
   to board h+1 is down, as board h sees it) and BOARDS (``0x35``, answered by the engine: the
   number of boards);
-- on every node k (board k) the read-only link window from :data:`LINK_WINDOW` (``0x60``):
+- on every node k (board k) the read-only link window from :data:`LINK_WINDOW` (``0xE0``):
   ``LINK_WINDOW + 8 * port + field``, port 0 the upstream link (towards board 0), port 1 the
   downstream one, the fields of :data:`LINK_FIELDS`; a port a board does not have (board 0's
   upstream, the last board's downstream) reads 0.
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 #: First node address of the link window.
-LINK_WINDOW = 0x60
+LINK_WINDOW = 0xE0
 #: The ports of the window, in order: 0 the upstream link, 1 the downstream one.
 LINK_PORTS = ("upstream", "downstream")
 #: The fields of one port, in address order (``LINK_WINDOW + 8 * port + index``).

@@ -90,7 +90,7 @@ def test_two_board_cores_answer_the_host_through_their_links():
         P.encode_request(P.Command.INFO, seq=1),
         P.encode_request(P.Command.READ, P.read_payload(P.CONTROL_NODE, 0x34, 2), seq=2),
         P.encode_request(P.Command.READ, P.read_payload(1, window, 6), seq=3),
-        P.encode_request(P.Command.READ, P.read_payload(1, 0x66, 1), seq=4),
+        P.encode_request(P.Command.READ, P.read_payload(1, 0xE6, 1), seq=4),
     ])
     assert [(f.seq, P.ErrorCode(f.status)) for f in frames] == [
         (1, P.ErrorCode.OK), (2, P.ErrorCode.OK), (3, P.ErrorCode.OK),

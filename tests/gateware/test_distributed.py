@@ -145,7 +145,7 @@ def test_bus_answers_as_the_chain_model_does():
             await both(ctx, CONTROL_NODE, control_register("CONTROL").address, 1)
             await _wait_done(ctx, host)
             # Every node word (mailbox registers: the sender's words) and the first beyond
-            # the map (the link window at 0x60 is not the chain's: left out).
+            # the map (the link window at 0xE0 is not the chain's: left out).
             for node in range(n + 1):
                 for addr in range(spec.node_map_size + 1):
                     await both(ctx, node, addr)

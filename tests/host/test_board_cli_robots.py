@@ -1,11 +1,14 @@
-"""The board commands refuse, before opening any port, a robot the board cannot compute: a tree
-(the message lists the branch ends to pass as --tip) or a chain with a prismatic joint."""
+"""The board commands take what the nodes compute -- chains and trees of revolute and prismatic
+joints (Baxter whole, its fingers included) -- and refuse, before opening any port, a robot of
+more nodes than a board has (the message says to choose a part with --tip)."""
 
-import re
+import json
 
 import pytest
 
 from linkdyn.host.cli import main
+from linkdyn.model import load_robot, save_robot
+from linkdyn.model.protocol import MAX_NODES
 from linkdyn.model.reference import example_robot_data_dir
 
 BAXTER = "baxter_description/urdf/baxter.urdf"
@@ -20,41 +23,53 @@ def _urdf(relative):
         pytest.skip("example-robot-data is not installed")
 
 
-def test_load_refuses_a_tree_and_names_tips_that_give_revolute_chains(capsys):
-    # The port does not exist: the robot is refused before the port is opened.
-    status = main(["load", "--port", "/nonexistent/port", "--robot", _urdf(BAXTER)])
+def _goes_to_the_port(capsys, argv):
+    status = main(argv)
     err = capsys.readouterr().err
-    assert status == 2
-    assert "is a tree (19 joints)" in err and "choose its last link with --tip, e.g." in err
-    suggested = re.findall(r"(\w+) \((\d+) joints?\)", err.split("e.g.")[1])
-    assert suggested[0] == ("right_wrist", "7") or suggested[0] == ("left_wrist", "7")
-    from linkdyn.model import load_robot
-    for tip, joints in suggested:
-        chain = load_robot(_urdf(BAXTER), tip=tip)
-        assert chain.is_chain and not chain.has_prismatic and chain.n == int(joints)
+    # The robot was accepted: the command got as far as opening the (missing) port.
+    assert status == 2 and "/nonexistent/port" in err, err
+    return err
 
 
-def test_load_refuses_a_chain_with_a_prismatic_joint(capsys):
+def test_load_takes_the_whole_baxter_tree_with_its_prismatic_fingers(capsys):
+    tree = load_robot(_urdf(BAXTER))
+    assert not tree.is_chain and tree.has_prismatic and tree.n == 19
+    err = _goes_to_the_port(capsys, ["load", "--port", "/nonexistent/port",
+                                     "--robot", _urdf(BAXTER)])
+    assert "is a tree" not in err and "prismatic" not in err
+
+
+def test_load_takes_a_chain_that_ends_in_a_prismatic_joint(capsys):
     # Baxter's right-arm chain to a finger ends in a prismatic finger joint.
-    from linkdyn.model import load_robot
     tree = load_robot(_urdf(BAXTER))
     prismatic = [link.name for link in tree.links if link.joint_type == "prismatic"]
-    status = main(["load", "--port", "/nonexistent/port", "--robot", _urdf(BAXTER),
-                   "--tip", prismatic[0]])
-    err = capsys.readouterr().err
-    assert status == 2 and "has prismatic joints" in err and prismatic[0] in err
+    chain = load_robot(_urdf(BAXTER), tip=prismatic[0])
+    assert chain.links[-1].joint_type == "prismatic"
+    _goes_to_the_port(capsys, ["load", "--port", "/nonexistent/port", "--robot",
+                               _urdf(BAXTER), "--tip", prismatic[0]])
 
 
 def test_load_goes_on_to_the_port_with_a_revolute_chain(capsys):
-    from linkdyn.model import load_robot
     tree = load_robot(_urdf(BAXTER))
     revolute_tip = next(link.name for link, children in zip(tree.links, tree.children)
                         if not children and link.joint_type == "revolute")
-    status = main(["load", "--port", "/nonexistent/port", "--robot", _urdf(BAXTER),
-                   "--tip", revolute_tip])
+    err = _goes_to_the_port(capsys, ["load", "--port", "/nonexistent/port", "--robot",
+                                     _urdf(BAXTER), "--tip", revolute_tip])
+    assert "is a tree" not in err and "prismatic" not in err
+
+
+def test_load_refuses_a_robot_of_more_nodes_than_a_board_has(tmp_path, capsys):
+    ur5 = load_robot("ur5")
+    from dataclasses import replace
+    links = [replace(link, name=f"{link.name}_{k}") for k in range(6) for link in ur5.links]
+    long = replace(ur5, name="long", links=tuple(links))        # a 36-joint chain
+    assert long.n == 36 > MAX_NODES
+    path = tmp_path / "long.json"
+    save_robot(long, path)
+    status = main(["load", "--port", "/nonexistent/port", "--robot", str(path)])
     err = capsys.readouterr().err
-    assert status == 2 and "is a tree" not in err and "prismatic" not in err
-    assert "/nonexistent/port" in err
+    assert status == 2 and "needs 36 nodes" in err and f"at most {MAX_NODES}" in err
+    assert "--tip" in err and "/nonexistent/port" not in err
 
 
 def test_python_m_host_cli_reports_errors_without_a_traceback():

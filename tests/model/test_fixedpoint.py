@@ -394,6 +394,6 @@ def test_register_formats_are_the_documented_ones():
     bits = {name: form.fraction_bits for name, form in RMAP.formats.items()}
     assert bits == {"word": 16, "trig": 30, "phase": 32, "rate": 32,
                     "entry": SINE_TABLE.entry_fraction_bits,
-                    "fraction": SINE_TABLE.fraction_bits, "atan": 30}
+                    "fraction": SINE_TABLE.fraction_bits, "atan": 30, "count": 0}
     assert [name for name, form in RMAP.formats.items() if form.wraps] == ["phase"]
     assert WORD_WIDTH == 32

@@ -56,7 +56,7 @@ def test_spec_sizes_and_access_follow_the_register_map():
     spec = P.ProtocolSpec(6)
     rmap = microprogram().registers
     assert spec.node_map_size == rmap.size
-    assert spec.load_robot_words == 6 * 22 + 9
+    assert spec.load_robot_words == 6 * 24 + 9
     assert spec.step_words() == 18 and spec.step_words(True) == 54
     assert spec.step_reply_words == 6 + 5
     assert spec.buffer_words == spec.load_robot_words
@@ -181,7 +181,7 @@ def test_payload_builders_follow_the_register_map():
                  for i in range(2)]
     base = {reg.name: reg.address for reg in rmap.of_kind("forward_in")}
     words = P.bytes_to_words(P.load_robot_payload(spec, constants, base))
-    assert words == list(range(22)) + [100 + a for a in range(22)] + list(range(31, 40))
+    assert words == list(range(24)) + [100 + a for a in range(24)] + list(range(33, 42))
     step = P.bytes_to_words(P.step_payload(spec, [1, 2], [3, 4], [5, 6], [[7] * 6, [8] * 6]))
     assert step == [1, 3, 5] + [7] * 6 + [2, 4, 6] + [8] * 6
     with pytest.raises(P.PayloadError, match="q has 1 words"):
@@ -200,12 +200,12 @@ def test_reference_engine_executes_and_validates():
     def send(frame):
         return P.decode_reply(engine.receive(frame))
 
-    assert send(P.encode_request(C.WRITE, P.write_payload(1, 22, [1, 2, 3]), seq=1)).ok
+    assert send(P.encode_request(C.WRITE, P.write_payload(1, 24, [1, 2, 3]), seq=1)).ok
     step = send(P.encode_request(C.STEP, P.step_payload(spec, [0, 10], [0, 20], [0, 30]), seq=2))
     assert P.StepResult.from_payload(step.payload, 2).tau_words == [0, 60]
-    assert send(P.encode_request(C.WRITE, P.write_payload(1, 29, [9, 9, 9]))).status == \
+    assert send(P.encode_request(C.WRITE, P.write_payload(1, 31, [9, 9, 9]))).status == \
         E.READ_ONLY
-    assert chain.memory[1][29] == 0            # validated before anything was written
+    assert chain.memory[1][31] == 0            # validated before anything was written
     assert send(P.encode_request(C.READ, P.read_payload(0, 0, 0))).status == E.BAD_LENGTH
     assert engine.receive(P.encode_request(C.INFO)[:5]) == b""
     assert P.decode_reply(engine.idle()).status == E.TRUNCATED

@@ -33,10 +33,10 @@ def _read(engine, node, addr, count=1, seq=1):
 
 
 def test_link_window_addresses_and_decoding():
-    assert [w.address for w in P.LINK_WORDS_MAP] == [0x60 + 8 * p + f for p in (0, 1)
+    assert [w.address for w in P.LINK_WORDS_MAP] == [0xE0 + 8 * p + f for p in (0, 1)
                                                      for f in range(6)]
-    assert P.link_word_address("downstream", "crc_errors") == 0x6B
-    assert P.link_word_address(0, "status") == 0x60
+    assert P.link_word_address("downstream", "crc_errors") == 0xEB
+    assert P.link_word_address(0, "status") == 0xE0
     state = P.LinkState.from_words(2, "upstream", [1 | 2 | 4 | (1 << 8) | (1 << 16) | (2 << 24),
                                                    10, 11, 3, 4, 1])
     assert (state.up, state.hears, state.aligned, state.neighbour_index, state.board_index) == \
@@ -75,7 +75,7 @@ def test_distributed_map_adds_link_words_only_there():
                 assert not a.exists and b == P.Access(True, False, "node"), hex(addr)
             else:
                 assert a == b, hex(addr)
-    assert not dist.access(3, 0x60).exists
+    assert not dist.access(3, 0xE0).exists
     # A host tells them apart by MAP_CHECK; the INFO words are otherwise the same.
     assert single.map_check != dist.map_check
     assert {k: v for k, v in single.build_info().items() if k != "MAP_CHECK"} == \
@@ -90,19 +90,19 @@ def test_reference_engine_answers_boards_and_passes_link_words_to_the_chain():
     reply = _read(engine, P.CONTROL_NODE, 0x34, 2)
     assert reply.ok and reply.words == [(P.CONTROL_NODE << 16) | 0x34, 4]
     assert target.reads == [(P.CONTROL_NODE, 0x34)]      # BOARDS never reached the chain
-    reply = _read(engine, 2, 0x68, 6, seq=2)
-    assert reply.ok and reply.words == [(2 << 16) | a for a in range(0x68, 0x6E)]
+    reply = _read(engine, 2, 0xE8, 6, seq=2)
+    assert reply.ok and reply.words == [(2 << 16) | a for a in range(0xE8, 0xEE)]
     # the gap between the ports and words past the window do not exist; nothing is read
-    for addr, count in ((0x66, 1), (0x60, 7), (0x6D, 2)):
+    for addr, count in ((0xE6, 1), (0xE0, 7), (0xED, 2)):
         before = list(target.reads)
         assert P.ErrorCode(_read(engine, 1, addr, count, seq=3).status) is \
             P.ErrorCode.BAD_ADDRESS
         assert target.reads == before
     # the link words are read-only
     reply = P.decode_reply(engine.receive(P.encode_request(
-        P.Command.WRITE, P.write_payload(1, 0x61, [5]), seq=4)))
+        P.Command.WRITE, P.write_payload(1, 0xE1, [5]), seq=4)))
     assert P.ErrorCode(reply.status) is P.ErrorCode.READ_ONLY
     # on a single-FPGA board they do not exist
     single = P.ReferenceEngine(P.ProtocolSpec(4), _Target(P.ProtocolSpec(4)))
     assert P.ErrorCode(_read(single, P.CONTROL_NODE, 0x35).status) is P.ErrorCode.BAD_ADDRESS
-    assert P.ErrorCode(_read(single, 1, 0x60).status) is P.ErrorCode.BAD_ADDRESS
+    assert P.ErrorCode(_read(single, 1, 0xE0).status) is P.ErrorCode.BAD_ADDRESS
