@@ -40,6 +40,15 @@ def _robots():
     robots = [two_arm_tree(), two_arm_tree(head=True), random_tree(11, 3, max_nodes=16)]
     try:
         robots.append(baxter_revolute())
+        # Prismatic nodes through the host: TIAGo's torso (a chain), Baxter whole (its four
+        # prismatic fingers on mount nodes).
+        import warnings
+        from linkdyn.model.reference import example_robot_data_dir
+        root = example_robot_data_dir()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            robots.append(replace(load_robot(str(root / "baxter_description/urdf/baxter.urdf")),
+                                  name="baxter"))
     except FileNotFoundError:           # example-robot-data is an optional dependency
         pass
     return robots
