@@ -63,8 +63,10 @@ def _us(cycles):
     return cycles / CLOCK_HZ * 1e6
 
 
-def measure(n, updates=5, *, settle=3000):
+def measure(n, updates=5, *, settle=3000, link_parameters=None):
     """Run ``updates`` sequential updates on ``DistributedChain(n)``; return the figures.
+
+    ``link_parameters`` go to the links (e.g. ``{"burst": 1}``: one word per frame).
 
     Returns
     -------
@@ -77,7 +79,7 @@ def measure(n, updates=5, *, settle=3000):
         The words of a hop are listed in the order the sender produced them.
     """
     rmap = microprogram().registers
-    dut = DistributedChain(n, bits=BITS, delay=LINE_DELAY)
+    dut = DistributedChain(n, bits=BITS, delay=LINE_DELAY, link_parameters=link_parameters)
     host = BusHost(dut)
     forward = {rmap[source].address: k for k, (source, _) in
                enumerate(message_layout("forward"))}

@@ -45,6 +45,7 @@ from .line_code import COMMA_PATTERNS, K28_5, Decoder8b10b, Encoder8b10b, contro
 
 __all__ = ["WordLayout", "SlotAckLayout", "CharLayout", "ReceivedCharLayout", "LinkStatus",
            "LinkCounters", "FRAME_KINDS", "FRAME_CRC", "CRC_BYTES", "IDLE", "frame_bytes",
+           "BURST_START", "BURST_END", "MAX_BURST", "burst_frame_bytes",
            "TransmitPHY", "ReceivePHY", "LinkLayer", "NeighbourLink"]
 
 #: A mailbox word on the link: the tag and data the sender's node writes (``docs/chain.md``).
@@ -93,6 +94,13 @@ FRAME_KINDS = {
 }
 #: Idle fill and comma (precedes every training frame; ignored between frames).
 IDLE = K28_5
+#: Start and end symbols of a *burst* frame (``LinkLayer(burst > 1)``): up to ``burst``
+#: consecutive words of one message (word indices counting up, same direction and slot) under
+#: one start symbol, sequence number, header and CRC (:func:`burst_frame_bytes`).
+BURST_START = control(23, 7)
+BURST_END = control(28, 0)
+#: Most words a burst frame may carry.
+MAX_BURST = 16
 #: CRC of every frame: CRC-16/DNP (polynomial 0x3D65, reflected, xor-out 0xFFFF), minimum
 #: Hamming distance 6 over the 72 bits of the longest frame's CRC word (checked in the tests).
 FRAME_CRC = catalog.CRC16_DNP
@@ -140,6 +148,47 @@ def frame_bytes(kind, payload):
     crc = _crc16_dnp([start, *payload] + [0] * (CRC_BYTES - 1 - length))
     return [(start, True)] + [(b, False) for b in payload] + [(crc & 255, False),
                                                               (crc >> 8, False)]
+
+
+def burst_frame_bytes(sequence, header, words):
+    """Return a burst frame as characters, the Python reference of :class:`LinkLayer`'s burst
+    framing (``burst > 1``).
+
+    A burst frame carries ``len(words)`` consecutive sequenced words: the first has sequence
+    number ``sequence`` and header ``header`` (word, slot, direction as in a ``word`` frame),
+    word j has sequence number ``sequence + j`` and word index ``(header & 15) + j``. Layout:
+    :data:`BURST_START` (K), the sequence number, the header, 4 data bytes per word (LSB
+    first), :data:`BURST_END` (K), the CRC-16/DNP (LSB first) over the start symbol's byte,
+    the sequence number, the header and the data bytes (no padding).
+
+    Parameters
+    ----------
+    sequence, header : int
+        Bytes 0 .. 255.
+    words : sequence of int
+        1 .. :data:`MAX_BURST` words, 0 .. 2**32 - 1.
+
+    Returns
+    -------
+    list of (int, bool)
+        ``(byte, k)`` per character.
+
+    Raises
+    ------
+    ValueError
+        If a byte or word is out of range, or there are no or too many words.
+    """
+    words = list(words)
+    if not all(isinstance(b, int) and 0 <= b <= 255 for b in (sequence, header)):
+        raise ValueError(f"Sequence and header must be bytes, not {sequence!r}, {header!r}")
+    if not 1 <= len(words) <= MAX_BURST or not all(
+            isinstance(w, int) and 0 <= w < 1 << 32 for w in words):
+        raise ValueError(f"A burst frame carries 1 .. {MAX_BURST} words 0 .. 2**32 - 1, "
+                         f"not {words!r}")
+    body = [sequence, header] + [(w >> (8 * b)) & 255 for w in words for b in range(4)]
+    crc = _crc16_dnp([BURST_START] + body)
+    return ([(BURST_START, True)] + [(b, False) for b in body]
+            + [(BURST_END, True), (crc & 255, False), (crc >> 8, False)])
 
 
 def _crc16_dnp(message):
@@ -342,6 +391,15 @@ class LinkLayer(wiring.Component):
         link_ack frame).
     down_timeout : int
         Cycles without a valid character after which the link is down.
+    burst : int
+        Most words per frame, 1 .. :data:`MAX_BURST`. 1: every word in its own ``word`` frame
+        (9 characters). More: words go in *burst* frames (:func:`burst_frame_bytes`, 6 + 4 k
+        characters for k words) that the sender fills as the words come (cut-through): it
+        starts a frame with the oldest unsent word and appends the next one while it is in
+        the window in time for the line, is the following word of the same message (word
+        index + 1, same direction and slot) and the frame has room; every word keeps its own
+        sequence number, so go-back-N and the exactly-once rule work per word. Both sides of
+        a link need the same setting (a receiver with ``burst=1`` drops burst frames).
 
     Members
     -------
@@ -373,8 +431,11 @@ class LinkLayer(wiring.Component):
         If a parameter is not an integer in its range.
     """
 
-    def __init__(self, *, window=16, ack_timeout=1024, down_timeout=256):
+    def __init__(self, *, window=16, ack_timeout=1024, down_timeout=256, burst=1):
         _check_int("Window", window, 2, 64)
+        _check_int("Burst", burst, 1, MAX_BURST)
+        if burst > window:
+            raise ValueError(f"Burst must be at most the window ({window}), not {burst!r}")
         if window & (window - 1):
             raise ValueError(f"Window must be a power of 2, not {window!r}")
         _check_int("Acknowledge timeout", ack_timeout, 16, 1 << 20)
@@ -382,6 +443,7 @@ class LinkLayer(wiring.Component):
         self._window = window
         self._ack_timeout = ack_timeout
         self._down_timeout = down_timeout
+        self._burst = burst
         super().__init__({
             **_link_members(),
             "tx_chars": Out(stream.Signature(CharLayout)),
@@ -482,6 +544,45 @@ class LinkLayer(wiring.Component):
         timer = Signal(range(self._ack_timeout + 1))
         m.d.comb += [tx_crc.data.eq(Cat(frame_kind, frame_payload)), self.tx_chars.valid.eq(1)]
         entry = buffer_read.data
+        burst = self._burst
+        # Burst frames: a byte-serial CRC fed as the characters go out; the word on the line
+        # is latched (its window entry may be repeated from elsewhere after a go-back).
+        burst_frame = Signal()              # the frame on the line is a burst frame
+        pointer_moved = Signal()            # the acknowledge logic moves send_ptr this cycle
+        if burst > 1:
+            m.submodules.burst_tx_crc = burst_tx_crc = FRAME_CRC(data_width=8).create()
+            following = buffer.read_port(domain="comb")
+            m.d.comb += following.addr.eq(send_ptr + 1)
+            burst_sequence = Signal(8)
+            burst_header = Signal(data.StructLayout({"word": 4, "slot": 2, "direction": 1}))
+            burst_data = Signal(32)
+            burst_count = Signal(range(burst + 1))
+            burst_moved = Signal()          # send_ptr was moved since the frame started
+            frame_crc = Mux(burst_frame, burst_tx_crc.crc, tx_crc.crc)
+        else:
+            frame_crc = tx_crc.crc
+
+        def feed_burst_crc(byte, first=False):
+            m.d.comb += [burst_tx_crc.data.eq(byte), burst_tx_crc.valid.eq(1)]
+            if first:
+                m.d.comb += burst_tx_crc.start.eq(1)
+
+        def send_single():
+            start("word", [
+                Cat(entry.word, entry.slot, entry.direction, Const(0, 1)), send_ptr,
+                entry.data[0:8], entry.data[8:16], entry.data[16:24], entry.data[24:32]])
+            with m.If(entry.slot_ack):
+                # Same header and sequence bytes; its word and data are 0 in the
+                # buffer, so the CRC's zero padding holds.
+                m.d.sync += [frame_kind.eq(kinds["slot_ack"]),
+                             frame_length.eq(lengths["slot_ack"])]
+            m.d.sync += [send_ptr.eq(send_ptr + 1), since_ts.eq(since_ts + 1),
+                         counters.frames_sent.eq(counters.frames_sent + 1), burst_frame.eq(0)]
+            with m.If(send_ptr == high):
+                m.d.sync += high.eq(high + 1)
+            with m.Else():
+                m.d.sync += counters.retransmissions.eq(counters.retransmissions + 1)
+            m.next = "CRC"
 
         def start(kind, payload):
             # One byte per payload item, zero-extended.
@@ -494,6 +595,7 @@ class LinkLayer(wiring.Component):
                                        for item in payload])),
                 frame_length.eq(lengths[kind]),
                 index.eq(0),
+                burst_frame.eq(0),
             ]
 
         with m.FSM(name="tx"):
@@ -512,21 +614,23 @@ class LinkLayer(wiring.Component):
                         m.d.sync += nak_sent.eq(1)
                     m.next = "CRC"
                 with m.Elif(up & (send_ptr != next_new) & (since_ts != 63)):
-                    start("word", [
-                        Cat(entry.word, entry.slot, entry.direction, Const(0, 1)), send_ptr,
-                        entry.data[0:8], entry.data[8:16], entry.data[16:24], entry.data[24:32]])
-                    with m.If(entry.slot_ack):
-                        # Same header and sequence bytes; its word and data are 0 in the
-                        # buffer, so the CRC's zero padding holds.
-                        m.d.sync += [frame_kind.eq(kinds["slot_ack"]),
-                                     frame_length.eq(lengths["slot_ack"])]
-                    m.d.sync += [send_ptr.eq(send_ptr + 1), since_ts.eq(since_ts + 1),
-                                 counters.frames_sent.eq(counters.frames_sent + 1)]
-                    with m.If(send_ptr == high):
-                        m.d.sync += high.eq(high + 1)
-                    with m.Else():
-                        m.d.sync += counters.retransmissions.eq(counters.retransmissions + 1)
-                    m.next = "CRC"
+                    if burst > 1:
+                        with m.If(entry.slot_ack):
+                            send_single()
+                        with m.Else():
+                            # A burst frame with this word first; send_ptr moves on as each
+                            # word's last byte goes out.
+                            m.d.sync += [
+                                burst_frame.eq(1), burst_sequence.eq(send_ptr),
+                                burst_header.word.eq(entry.word),
+                                burst_header.slot.eq(entry.slot),
+                                burst_header.direction.eq(entry.direction),
+                                burst_data.eq(entry.data), burst_count.eq(1),
+                                burst_moved.eq(0), since_ts.eq(since_ts + 1), index.eq(0),
+                            ]
+                            m.next = "BURST_SOF"
+                    else:
+                        send_single()
                 with m.Elif(up & (idle_chars != _IDLE_PER_TS)):
                     # Up and nothing to send: single K28.5s (a word waits at most one symbol),
                     # a training frame every few of them.
@@ -562,13 +666,65 @@ class LinkLayer(wiring.Component):
                     with m.If(index == frame_length - 1):
                         m.next = "CHECK_LOW"
             with m.State("CHECK_LOW"):
-                m.d.comb += self.tx_chars.payload.data.eq(tx_crc.crc[:8])
+                m.d.comb += self.tx_chars.payload.data.eq(frame_crc[:8])
                 with m.If(self.tx_chars.ready):
                     m.next = "CHECK_HIGH"
             with m.State("CHECK_HIGH"):
-                m.d.comb += self.tx_chars.payload.data.eq(tx_crc.crc[8:])
+                m.d.comb += self.tx_chars.payload.data.eq(frame_crc[8:])
                 with m.If(self.tx_chars.ready):
                     m.next = "DECIDE"
+            if burst > 1:
+                with m.State("BURST_SOF"):
+                    m.d.comb += [self.tx_chars.payload.data.eq(BURST_START),
+                                 self.tx_chars.payload.k.eq(1)]
+                    with m.If(self.tx_chars.ready):
+                        feed_burst_crc(BURST_START, first=True)
+                        m.next = "BURST_SEQUENCE"
+                with m.State("BURST_SEQUENCE"):
+                    m.d.comb += self.tx_chars.payload.data.eq(burst_sequence)
+                    with m.If(self.tx_chars.ready):
+                        feed_burst_crc(burst_sequence)
+                        m.next = "BURST_HEADER"
+                with m.State("BURST_HEADER"):
+                    header_byte = Cat(burst_header.as_value(), Const(0, 1))
+                    m.d.comb += self.tx_chars.payload.data.eq(header_byte)
+                    with m.If(self.tx_chars.ready):
+                        feed_burst_crc(header_byte)
+                        m.next = "BURST_DATA"
+                with m.State("BURST_DATA"):
+                    byte = burst_data.word_select(index[:2], 8)
+                    m.d.comb += self.tx_chars.payload.data.eq(byte)
+                    with m.If(self.tx_chars.ready):
+                        feed_burst_crc(byte)
+                        m.d.sync += index.eq(index + 1)
+                        with m.If(index[:2] == 3):
+                            # The word is on the line: count it, move on, and append the
+                            # next one if it is there, the following word of the same
+                            # message, and nothing moved the send pointer meanwhile.
+                            moved = burst_moved | pointer_moved
+                            m.d.sync += counters.frames_sent.eq(counters.frames_sent + 1)
+                            with m.If(send_ptr == high):
+                                m.d.sync += high.eq(high + 1)
+                            with m.Else():
+                                m.d.sync += counters.retransmissions.eq(
+                                    counters.retransmissions + 1)
+                            with m.If(~moved):
+                                m.d.sync += send_ptr.eq(send_ptr + 1)
+                            nxt = following.data
+                            with m.If(~moved & up & (send_ptr + 1 != next_new)
+                                      & ~nxt.slot_ack & (burst_count != burst)
+                                      & (nxt.word == burst_header.word + burst_count)
+                                      & (nxt.slot == burst_header.slot)
+                                      & (nxt.direction == burst_header.direction)):
+                                m.d.sync += [burst_data.eq(nxt.data),
+                                             burst_count.eq(burst_count + 1)]
+                            with m.Else():
+                                m.next = "BURST_END"
+                with m.State("BURST_END"):
+                    m.d.comb += [self.tx_chars.payload.data.eq(BURST_END),
+                                 self.tx_chars.payload.k.eq(1)]
+                    with m.If(self.tx_chars.ready):
+                        m.next = "CHECK_LOW"
 
         # ---- Sender: acknowledges, timeout, go-back -----------------------------------------
         lack_distance = Signal(8)
@@ -582,8 +738,13 @@ class LinkLayer(wiring.Component):
                 m.d.sync += timer.eq(0)
             with m.If(lack_nak | (send_distance < lack_distance)):
                 m.d.sync += send_ptr.eq(lack_seq)
+                m.d.comb += pointer_moved.eq(1)
         with m.Elif((timer == self._ack_timeout) | link_came_up):
             m.d.sync += [send_ptr.eq(base), timer.eq(0)]
+            m.d.comb += pointer_moved.eq(1)
+        if burst > 1:
+            with m.If(pointer_moved):
+                m.d.sync += burst_moved.eq(1)
         with m.If(~up):
             m.d.sync += timer.eq(0)
         # The first frame after link-up is a training frame: the other side may still wait
@@ -618,21 +779,61 @@ class LinkLayer(wiring.Component):
         frame_error = Signal()
         m.d.comb += self.rx_chars.ready.eq(1)
         is_start = Signal()
+        burst_start = Const(0, 1)
+        if burst > 1:
+            burst_start = char.data == BURST_START
         m.d.comb += is_start.eq(char.k & ~char_bad & (
             (char.data == kinds["ts"]) | (char.data == kinds["word"])
-            | (char.data == kinds["slot_ack"]) | (char.data == kinds["link_ack"])))
+            | (char.data == kinds["slot_ack"]) | (char.data == kinds["link_ack"])
+            | burst_start))
+
+        # Burst frames: the words collected into one half of a small RAM while the other half
+        # is delivered; a byte-serial CRC fed as the characters come.
+        burst_good = Signal()           # a good burst frame ended (one-cycle pulse)
+        if burst > 1:
+            m.submodules.burst_rx_crc = burst_rx_crc = FRAME_CRC(data_width=8).create()
+            m.submodules.burst_words = burst_words = Memory(shape=32, depth=2 * MAX_BURST,
+                                                            init=[])
+            collect_port = burst_words.write_port()
+            deliver_port = burst_words.read_port(domain="comb")
+            collect_bank = Signal()
+            rx_burst_sequence = Signal(8)
+            rx_burst_header = Signal(8)
+            rx_burst_count = Signal(range(MAX_BURST + 1))
+            rx_burst_byte = Signal(2)
+            rx_burst_bytes = Signal(24)     # the word's first three bytes
+            rx_burst_crc_low = Signal(8)
+            m.d.comb += [collect_port.addr.eq(Cat(rx_burst_count[:4], collect_bank)),
+                         collect_port.data.eq(Cat(rx_burst_bytes, char.data))]
 
         def start_frame():
             m.d.sync += [rx_kind.eq(char.data), rx_count.eq(0)]
             for name in kinds:
                 with m.If(char.data == kinds[name]):
                     m.d.sync += rx_length.eq(lengths[name] + 2)
+            if burst > 1:
+                with m.If(burst_start):
+                    m.d.comb += [burst_rx_crc.start.eq(1), burst_rx_crc.valid.eq(1),
+                                 burst_rx_crc.data.eq(char.data)]
+                    m.d.sync += [rx_burst_count.eq(0), rx_burst_byte.eq(0)]
+                    m.next = "BURST"
+                with m.Else():
+                    m.next = "COLLECT"
+            else:
+                m.next = "COLLECT"
+
+        def burst_char_error():
+            # Another frame's start cuts it short; any other K or bad character ends it.
+            m.d.comb += frame_error.eq(1)
+            with m.If(is_start):
+                start_frame()
+            with m.Else():
+                m.next = "HUNT"
 
         with m.FSM(name="rx"):
             with m.State("HUNT"):
                 with m.If(take & is_start):
                     start_frame()
-                    m.next = "COLLECT"
             with m.State("COLLECT"):
                 with m.If(take):
                     with m.If(is_start):
@@ -654,6 +855,49 @@ class LinkLayer(wiring.Component):
                 with m.If(rx_crc.crc != received_crc):
                     m.d.comb += frame_error.eq(1)
                 m.next = "HUNT"
+            if burst > 1:
+                with m.State("BURST"):
+                    # Sequence number, header, then 4 bytes per word up to the end symbol.
+                    with m.If(take):
+                        with m.If(char.k & ~char_bad & (char.data == BURST_END)
+                                  & (rx_count == 2) & (rx_burst_byte == 0)
+                                  & (rx_burst_count != 0)):
+                            m.next = "BURST_CHECK_LOW"
+                        with m.Elif(char.k | char_bad | ((rx_count == 2) & (rx_burst_byte == 0)
+                                                         & (rx_burst_count == burst))):
+                            burst_char_error()
+                        with m.Else():
+                            m.d.comb += [burst_rx_crc.valid.eq(1),
+                                         burst_rx_crc.data.eq(char.data)]
+                            with m.If(rx_count == 0):
+                                m.d.sync += [rx_burst_sequence.eq(char.data),
+                                             rx_count.eq(1)]
+                            with m.Elif(rx_count == 1):
+                                m.d.sync += [rx_burst_header.eq(char.data), rx_count.eq(2)]
+                            with m.Else():
+                                m.d.sync += [rx_burst_byte.eq(rx_burst_byte + 1),
+                                             rx_burst_bytes.word_select(rx_burst_byte, 8).eq(
+                                                 char.data)]
+                                with m.If(rx_burst_byte == 3):
+                                    m.d.comb += collect_port.en.eq(1)
+                                    m.d.sync += rx_burst_count.eq(rx_burst_count + 1)
+                with m.State("BURST_CHECK_LOW"):
+                    with m.If(take):
+                        with m.If(char.k | char_bad):
+                            burst_char_error()
+                        with m.Else():
+                            m.d.sync += rx_burst_crc_low.eq(char.data)
+                            m.next = "BURST_CHECK_HIGH"
+                with m.State("BURST_CHECK_HIGH"):
+                    with m.If(take):
+                        with m.If(char.k | char_bad):
+                            burst_char_error()
+                        with m.Else():
+                            with m.If(burst_rx_crc.crc == Cat(rx_burst_crc_low, char.data)):
+                                m.d.comb += burst_good.eq(1)
+                            with m.Else():
+                                m.d.comb += frame_error.eq(1)
+                            m.next = "HUNT"
         with m.If(frame_error):
             m.d.sync += counters.crc_errors.eq(counters.crc_errors + 1)
 
@@ -681,7 +925,8 @@ class LinkLayer(wiring.Component):
         ]
         sequenced = good & up & ((rx_kind == kinds["word"]) | (rx_kind == kinds["slot_ack"]))
         is_word = rx_kind == kinds["word"]
-        output_busy = Mux(is_word, self.rx_words.valid, self.rx_slot_acks.valid)
+        delivering = Signal()           # a burst frame's words are being delivered
+        output_busy = Mux(is_word, self.rx_words.valid | delivering, self.rx_slot_acks.valid)
         gap = Signal(8)
         m.d.comb += gap.eq(sequence - rx_sequence)
         with m.If(self.rx_words.ready):
@@ -713,6 +958,11 @@ class LinkLayer(wiring.Component):
                     ]
             with m.Elif((gap != 0) & (gap < 128) & ~nak_sent):
                 m.d.sync += nak_pending.eq(1)
+        if burst > 1:
+            self._elaborate_burst_delivery(
+                m, burst_good & up, delivering, rx_sequence, rx_burst_sequence,
+                rx_burst_header, rx_burst_count, collect_bank, deliver_port, ack_pending,
+                nak_pending, nak_sent, link_ack_sent, rx_unacknowledged)
 
         # ---- Link-down ----------------------------------------------------------------------
         with m.If((silence == self._down_timeout)
@@ -721,6 +971,52 @@ class LinkLayer(wiring.Component):
             m.d.sync += [hears.eq(0), neighbour_hears.eq(0), ack_pending.eq(0),
                          nak_pending.eq(0)]
         return m
+
+
+    def _elaborate_burst_delivery(self, m, accept, delivering, rx_sequence, sequence, header,
+                                  count, collect_bank, deliver_port, ack_pending, nak_pending,
+                                  nak_sent, link_ack_sent, rx_unacknowledged):
+        """A good burst frame: take the words from ``rx_sequence`` on (a repeat may overlap
+        what was taken), NAK a gap, and deliver the words one per cycle from the RAM half
+        they were collected in, while the next frame is collected into the other half. A
+        frame that ends while the previous one is still delivered is dropped (repeated)."""
+        window = self._window
+        counters = self.counters
+        offset = Signal(8)              # words of the frame the receiver already took
+        taken = Signal(range(MAX_BURST + 1))
+        deliver_bank = Signal()
+        deliver_index = Signal(range(MAX_BURST + 1))
+        deliver_end = Signal(range(MAX_BURST + 1))
+        deliver_header = Signal(8)
+        m.d.comb += [offset.eq(rx_sequence - sequence), taken.eq(count - offset),
+                     deliver_port.addr.eq(Cat(deliver_index[:4], deliver_bank))]
+        with m.If(accept):
+            m.d.sync += ack_pending.eq(1)
+            with m.If((offset < count) & ~delivering):
+                m.d.sync += [
+                    rx_sequence.eq(sequence + count), nak_sent.eq(0),
+                    counters.frames_received.eq(counters.frames_received + taken),
+                    delivering.eq(1), deliver_bank.eq(collect_bank),
+                    collect_bank.eq(~collect_bank), deliver_index.eq(offset),
+                    deliver_end.eq(count), deliver_header.eq(header),
+                ]
+                unacknowledged = Mux(link_ack_sent, 0, rx_unacknowledged) + taken
+                m.d.sync += rx_unacknowledged.eq(Mux(unacknowledged > window, window,
+                                                     unacknowledged))
+            with m.Elif((offset >= 128) & ~nak_sent):
+                # The frame starts beyond the next expected word: a gap.
+                m.d.sync += nak_pending.eq(1)
+        with m.If(delivering & (~self.rx_words.valid | self.rx_words.ready)):
+            m.d.sync += [
+                self.rx_words.valid.eq(1),
+                self.rx_words.payload.word.eq(deliver_header[0:4] + deliver_index),
+                self.rx_words.payload.slot.eq(deliver_header[4:6]),
+                self.rx_words.payload.direction.eq(deliver_header[6]),
+                self.rx_words.payload.data.eq(deliver_port.data),
+                deliver_index.eq(deliver_index + 1),
+            ]
+            with m.If(deliver_index + 1 == deliver_end):
+                m.d.sync += delivering.eq(0)
 
 
 class NeighbourLink(wiring.Component):

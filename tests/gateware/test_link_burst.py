@@ -1,0 +1,242 @@
+"""Burst frames of the neighbour link (``LinkLayer(burst > 1)``, ``docs/link.md``): several
+consecutive words of one message under one start symbol, sequence number, header and CRC.
+
+References: :func:`~linkdyn.gateware.link.burst_frame_bytes` (its CRC equal to
+``amaranth.lib.crc``'s software model of CRC-16/DNP), the words as sent (exactly once, in
+order, bit-exact), and the counters against the line model's flipped bits.
+"""
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from linkdyn.gateware.link import (BURST_END, BURST_START, FRAME_CRC, FRAME_KINDS, MAX_BURST,
+                                   LinkLayer, burst_frame_bytes, frame_bytes)
+from linkdyn.sim.link_testbench import (Line, Pair, collect, read_counters, run_pair,
+                                        send_items)
+
+from support import LONG
+
+
+def _messages(rng, count, direction):
+    """Message-shaped traffic as a node makes it: whole messages (9 forward or 6 backward
+    words, word indices 0 ..), now and then a control word (index 12) and a slot
+    acknowledge between them."""
+    items = []
+    while len(items) < count:
+        slot = rng.getrandbits(2)
+        for word in range(9 if direction == 0 else 6):
+            items.append({"direction": direction, "slot": slot, "word": word,
+                          "data": rng.getrandbits(32)})
+        if rng.random() < 0.3:
+            items.append({"direction": direction, "slot": 0, "word": 12,
+                          "data": rng.getrandbits(32)})
+        if rng.random() < 0.3:
+            items.append({"direction": direction, "slot": rng.getrandbits(2)})
+    return items
+
+
+def test_burst_frame_reference_has_the_catalogue_crc_and_checks_its_arguments():
+    words = [0x12345678, 0xFEDCBA98, 0]
+    chars = burst_frame_bytes(7, 0x25, words)
+    body = [BURST_START, 7, 0x25] + [b for w in words for b in w.to_bytes(4, "little")]
+    assert chars[0] == (BURST_START, True) and chars[-3] == (BURST_END, True)
+    assert [b for b, _ in chars[1:-3]] == body[1:]
+    crc = FRAME_CRC(data_width=8).compute(body)
+    assert chars[-2:] == [(crc & 255, False), (crc >> 8, False)]
+    # One word: the start, sequence, header and CRC bytes cost 6 characters per frame.
+    assert len(burst_frame_bytes(0, 0, [1])) == 10
+    assert len(burst_frame_bytes(0, 0, [1] * 6)) == 30
+    with pytest.raises(ValueError, match="1 .. 16 words"):
+        burst_frame_bytes(0, 0, [])
+    with pytest.raises(ValueError, match="1 .. 16 words"):
+        burst_frame_bytes(0, 0, [0] * (MAX_BURST + 1))
+    with pytest.raises(ValueError, match="must be bytes"):
+        burst_frame_bytes(256, 0, [0])
+    with pytest.raises(ValueError, match="Burst must be 1"):
+        LinkLayer(burst=0)
+    with pytest.raises(ValueError, match="at most the window"):
+        LinkLayer(window=4, burst=8)
+
+
+def _split(chars):
+    """Frames in a character stream: burst frames (to their CRC) and the other kinds."""
+    starts = {start: length for start, length in FRAME_KINDS.values()}
+    frames, current, left = [], None, None
+    for byte, k in chars:
+        if k and byte == BURST_START:
+            current, left = [(byte, True)], None
+            frames.append(current)
+        elif k and byte in starts:
+            current, left = [(byte, True)], starts[byte] + 2
+            frames.append(current)
+        elif current is not None and (left is None or left > 0):
+            current.append((byte, bool(k)))
+            if left is not None:
+                left -= 1
+            elif k and byte == BURST_END:
+                left = 2
+    return frames
+
+
+@pytest.mark.parametrize("burst", [3, 9])
+def test_transmitter_fills_burst_frames_as_the_reference_says(burst):
+    """Two boards, message-shaped traffic A to B: every burst frame A sends equals
+    burst_frame_bytes of the words it carries, in sequence order; messages offered back to
+    back go in frames of up to ``burst`` words (never a control word or another message's
+    word appended), and B gets every word once, in order."""
+    pair = Pair(burst=burst)
+    rng = random.Random(burst)
+    items = _messages(rng, 60, 0)
+    got, sent = [], []
+
+    async def watch(ctx):
+        link = pair.a._link
+        async for _, _, ready, char in ctx.tick().sample(link.tx_chars.ready,
+                                                         link.tx_chars.payload):
+            if ready:
+                sent.append((char.data, char.k))
+
+    async def check(ctx):
+        await ctx.tick().until(pair.a.status.up)
+        while len(got) < len(items):
+            await ctx.tick().repeat(200)
+
+    run_pair(pair, (Line(delay=7), Line(delay=11)), [check, send_items(pair.a, items, "sync")],
+             40000, background=[collect(pair.b, got, "sync"), collect(pair.a, [], "sync"),
+                                watch])
+    assert got == items
+    words = [item for item in items if "word" in item]
+    sequence_of = {}
+    sequence = 0
+    for item in items:
+        if "word" in item:
+            sequence_of[len(sequence_of)] = sequence
+        sequence += 1
+    bursts = [f for f in _split(sent) if f[0][0] == BURST_START]
+    carried = 0
+    sizes = []
+    for frame in bursts:
+        count = (len(frame) - 6) // 4
+        sizes.append(count)
+        first = words[carried]
+        header = first["word"] | first["slot"] << 4 | first["direction"] << 6
+        group = words[carried:carried + count]
+        assert frame == burst_frame_bytes(sequence_of[carried], header,
+                                          [w["data"] for w in group])
+        assert all(w["word"] == first["word"] + j and w["slot"] == first["slot"]
+                   for j, w in enumerate(group))
+        carried += count
+    assert carried == len(words), "each word went once (no repeats without errors)"
+    assert max(sizes) == burst and min(sizes) >= 1
+    slot_acks = [f for f in _split(sent) if f[0][0] == FRAME_KINDS["slot_ack"][0]]
+    assert len(slot_acks) == len(items) - len(words)
+
+
+@pytest.mark.parametrize("ber, bits, count", [(1e-4, 5, 600), (2e-3, 5, 200), (5e-4, 2, 200)])
+def test_burst_words_arrive_once_in_order_bit_exact_with_bit_errors(ber, bits, count):
+    """Message-shaped traffic both ways in bursts of 6, bit errors on both lines, random
+    back-pressure at B: every word and slot acknowledge arrives exactly as sent, and the
+    counters show that frames were damaged and repeated."""
+    pair = Pair(bits=bits, burst=6)
+    rng = random.Random(int(ber * 1e5) + bits)
+    count *= 4 if LONG else 1
+    forward = _messages(rng, count, 0)
+    backward = _messages(rng, count // 2, 1)
+    got_b, got_a = [], []
+    lines = (Line(delay=9, ber=ber, seed=13), Line(delay=5, ber=ber, seed=14))
+    result = {}
+
+    async def check(ctx):
+        await ctx.tick().until(pair.a.status.up)
+        while len(got_b) < len(forward) or len(got_a) < len(backward):
+            await ctx.tick().repeat(500)
+        result["a"] = await read_counters(ctx, pair.a)
+        result["b"] = await read_counters(ctx, pair.b)
+
+    run_pair(pair, lines, [check, send_items(pair.a, forward, "sync"),
+                           send_items(pair.b, backward, "sync")],
+             60 * 10 // bits * count, background=[collect(pair.b, got_b, "sync",
+                                                          random.Random(5)),
+                                                  collect(pair.a, got_a, "sync")])
+    assert got_b == forward and got_a == backward
+    flipped = lines[0].flipped + lines[1].flipped
+    assert flipped >= 5
+    assert result["a"]["crc_errors"] + result["b"]["crc_errors"] > 0
+    assert result["a"]["retransmissions"] + result["b"]["retransmissions"] > 0
+    assert result["b"]["frames_received"] == len(forward)
+    assert result["a"]["frames_received"] == len(backward)
+
+
+def test_receiver_drops_damaged_short_and_duplicate_bursts_and_naks_a_gap():
+    """Characters straight into a burst link layer: a burst with one wrong data byte (only the
+    CRC can tell), one with a code error, one cut short by another frame, one longer than
+    ``burst`` are dropped; a repeat overlapping what was taken delivers only the new words; a
+    burst beyond a gap is not taken and a NAK goes out; the words arrive once, in order."""
+    link = LinkLayer(burst=4)
+    delivered, sent = [], []
+
+    def burst(seq, values, header=0x21):
+        return burst_frame_bytes(seq, header, values)
+
+    values = [0x1000 + k for k in range(8)]
+    damaged = list(burst(0, values[:3]))
+    damaged[6] = (damaged[6][0] ^ 0x04, False)
+    plan = [  # (characters, code error at, delivered after, crc_errors after)
+        (frame_bytes("ts", [4, 0b11, 0]), None, 0, 0),
+        (damaged, None, 0, 1),
+        (burst(0, values[:3]), 8, 0, 2),
+        (burst(0, values[:3])[:9] + burst(0, values[:3]), None, 3, 3),
+        (burst(3, values[3:8]), None, 3, 4),        # 5 words: longer than the burst
+        (burst(1, values[1:5]), None, 5, 4),        # overlaps 1, 2: delivers 3, 4
+        (burst(7, values[7:8]), None, 5, 4),        # gap: 5 and 6 are missing
+        (burst(5, values[5:8]), None, 8, 4),
+        (burst(5, values[5:8]), None, 8, 4),        # duplicate
+    ]
+    checks = []
+
+    async def testbench(ctx):
+        ctx.set(link.tx_chars.ready, 1)
+        ctx.set(link.rx_words.ready, 1)
+        for chars, error_at, want_delivered, want_errors in plan:
+            for i, (byte, k) in enumerate(chars):
+                ctx.set(link.rx_chars.payload, {"data": byte, "k": k,
+                                                "code_error": int(i == error_at),
+                                                "disparity_error": 0})
+                ctx.set(link.rx_chars.valid, 1)
+                await ctx.tick().until(link.rx_chars.ready)
+                ctx.set(link.rx_chars.valid, 0)
+                await ctx.tick()
+            await ctx.tick().repeat(8)
+            checks.append((len(delivered), ctx.get(link.counters.crc_errors),
+                           want_delivered, want_errors))
+        await ctx.tick().repeat(60)
+
+    async def watch(ctx):
+        async for _, _, valid, ready, payload, tx_valid, tx_char in ctx.tick().sample(
+                link.rx_words.valid, link.rx_words.ready, link.rx_words.payload,
+                link.tx_chars.valid, link.tx_chars.payload):
+            if valid and ready:
+                delivered.append((payload.word, payload.slot, payload.data))
+            if tx_valid:
+                sent.append((tx_char.data, tx_char.k))
+
+    sim = Simulator(link)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.add_testbench(watch, background=True)
+    sim.run()
+    for got_delivered, got_errors, want_delivered, want_errors in checks:
+        assert (got_delivered, got_errors) == (want_delivered, want_errors)
+    # Header 0x21: word 1, slot 2; word j of a frame has index 1 + j (the overlapping repeat
+    # starts at sequence 1, so its new words 3 and 4 are its words 2 and 3).
+    assert [d[2] for d in delivered] == values
+    assert [d[1] for d in delivered] == [2] * 8
+    assert [d[0] for d in delivered] == [1, 2, 3, 3, 4, 1, 2, 3]
+    acks_sent = [f for f in _split(sent)
+                 if f[0][0] == FRAME_KINDS["link_ack"][0] and len(f) == 5]
+    assert all(f == frame_bytes("link_ack", [f[1][0], f[2][0]]) for f in acks_sent)
+    acks = [(frame[1][0], frame[2][0]) for frame in acks_sent]
+    assert (5, 1) in acks                       # NAK: "send from 5 again"
+    assert acks[-1] == (8, 0)
