@@ -63,10 +63,14 @@ def _us(cycles):
     return cycles / CLOCK_HZ * 1e6
 
 
-def measure(n, updates=5, *, settle=3000, link_parameters=None):
+def measure(n, updates=5, *, settle=3000, link_parameters=None, ber=0.0, seed=1,
+            step_traffic=True):
     """Run ``updates`` sequential updates on ``DistributedChain(n)``; return the figures.
 
-    ``link_parameters`` go to the links (e.g. ``{"burst": 1}``: one word per frame).
+    ``link_parameters`` go to the links (e.g. ``{"burst": 1}``: one word per frame); ``ber``
+    and ``seed``: bit errors on every line; without ``step_traffic`` the updates follow each
+    other with only the start, the STATUS polls and the LATENCY_CYCLES read between (no input
+    writes and torque reads: a faster simulation, for the latency under bit errors).
 
     Returns
     -------
@@ -79,7 +83,8 @@ def measure(n, updates=5, *, settle=3000, link_parameters=None):
         The words of a hop are listed in the order the sender produced them.
     """
     rmap = microprogram().registers
-    dut = DistributedChain(n, bits=BITS, delay=LINE_DELAY, link_parameters=link_parameters)
+    dut = DistributedChain(n, bits=BITS, delay=LINE_DELAY, link_parameters=link_parameters,
+                           ber=ber, seed=seed)
     host = BusHost(dut)
     forward = {rmap[source].address: k for k, (source, _) in
                enumerate(message_layout("forward"))}
@@ -89,6 +94,8 @@ def measure(n, updates=5, *, settle=3000, link_parameters=None):
     latencies = []
     intervals = []       # INTERVAL_CYCLES: start to start through the bus
     marks = []           # cycle of each start
+    flipped = []
+    counters = {}
 
     inputs = [rmap[name].address for name in ("q", "qd", "qdd")]
     tau = rmap["tau"].address
@@ -98,17 +105,24 @@ def measure(n, updates=5, *, settle=3000, link_parameters=None):
         for _ in range(updates):
             # As the protocol engine's STEP: the joint words of every node, CONTROL.start,
             # STATUS until done, every tau.
-            for node in range(n):
+            for node in range(n if step_traffic else 0):
                 for address in inputs:
                     assert await host.write(ctx, node, address, 0), "input write refused"
             assert await host.start(ctx), "CONTROL.start refused"
             marks.append(host.cycle)
             while (await host.control(ctx, "STATUS")) & STATUS_BUSY:
                 pass
-            for node in range(n):
+            for node in range(n if step_traffic else 0):
                 await host.read(ctx, node, tau)
             latencies.append(await host.control(ctx, "LATENCY_CYCLES"))
             intervals.append(await host.control(ctx, "INTERVAL_CYCLES"))
+        flipped.append(sum(ctx.get(line.flipped) for pair in dut.lines for line in pair))
+        for core in dut.cores:
+            for link in (core.upstream, core.downstream):
+                if link is not None:
+                    for name in ("crc_errors", "retransmissions"):
+                        counters[name] = counters.get(name, 0) + ctx.get(
+                            getattr(link.counters, name))
 
     async def monitor(ctx):
         signals = []
@@ -177,7 +191,7 @@ def measure(n, updates=5, *, settle=3000, link_parameters=None):
     words = [(kind, b, w, c - marks[-1]) for c, kind, b, w in last
              if kind.endswith("_sent") or kind.endswith("_delivered")]
     return {"n": n, "latency": latencies, "interval": intervals[1:], "hops": hops,
-            "runs": runs, "words": words}
+            "runs": runs, "words": words, "flipped": flipped[0], **counters}
 
 
 def synthesize(family):

@@ -95,8 +95,8 @@ FRAME_KINDS = {
 #: Idle fill and comma (precedes every training frame; ignored between frames).
 IDLE = K28_5
 #: Start and end symbols of a *burst* frame (``LinkLayer(burst > 1)``): up to ``burst``
-#: consecutive words of one message (word indices counting up, same direction and slot) under
-#: one start symbol, sequence number, header and CRC (:func:`burst_frame_bytes`).
+#: sequenced words, each with its header, under one start symbol, sequence number and CRC
+#: (:func:`burst_frame_bytes`).
 BURST_START = control(23, 7)
 BURST_END = control(28, 0)
 #: Most words a burst frame may carry.
@@ -150,23 +150,23 @@ def frame_bytes(kind, payload):
                                                               (crc >> 8, False)]
 
 
-def burst_frame_bytes(sequence, header, words):
+def burst_frame_bytes(sequence, words):
     """Return a burst frame as characters, the Python reference of :class:`LinkLayer`'s burst
-    framing (``burst > 1``).
+    framing.
 
-    A burst frame carries ``len(words)`` consecutive sequenced words: the first has sequence
-    number ``sequence`` and header ``header`` (word, slot, direction as in a ``word`` frame),
-    word j has sequence number ``sequence + j`` and word index ``(header & 15) + j``. Layout:
-    :data:`BURST_START` (K), the sequence number, the header, 4 data bytes per word (LSB
-    first), :data:`BURST_END` (K), the CRC-16/DNP (LSB first) over the start symbol's byte,
-    the sequence number, the header and the data bytes (no padding).
+    A burst frame carries ``len(words)`` sequenced words: word j has sequence number
+    ``sequence + j``. Layout: :data:`BURST_START` (K), the sequence number, per word its
+    header (word, slot, direction as in a ``word`` frame) and 4 data bytes (LSB first),
+    :data:`BURST_END` (K), the CRC-16/DNP (LSB first) over the start symbol's byte, the
+    sequence number and the words' bytes (no padding): ``5 + 5 k`` characters for k words.
 
     Parameters
     ----------
-    sequence, header : int
-        Bytes 0 .. 255.
-    words : sequence of int
-        1 .. :data:`MAX_BURST` words, 0 .. 2**32 - 1.
+    sequence : int
+        Byte 0 .. 255.
+    words : sequence of (int, int)
+        1 .. :data:`MAX_BURST` pairs ``(header, data)``: a header byte 0 .. 127 and a word
+        0 .. 2**32 - 1.
 
     Returns
     -------
@@ -179,13 +179,14 @@ def burst_frame_bytes(sequence, header, words):
         If a byte or word is out of range, or there are no or too many words.
     """
     words = list(words)
-    if not all(isinstance(b, int) and 0 <= b <= 255 for b in (sequence, header)):
-        raise ValueError(f"Sequence and header must be bytes, not {sequence!r}, {header!r}")
+    if not isinstance(sequence, int) or not 0 <= sequence <= 255:
+        raise ValueError(f"Sequence number must be a byte, not {sequence!r}")
     if not 1 <= len(words) <= MAX_BURST or not all(
-            isinstance(w, int) and 0 <= w < 1 << 32 for w in words):
-        raise ValueError(f"A burst frame carries 1 .. {MAX_BURST} words 0 .. 2**32 - 1, "
-                         f"not {words!r}")
-    body = [sequence, header] + [(w >> (8 * b)) & 255 for w in words for b in range(4)]
+            isinstance(h, int) and 0 <= h < 128 and isinstance(w, int) and 0 <= w < 1 << 32
+            for h, w in words):
+        raise ValueError(f"A burst frame carries 1 .. {MAX_BURST} (header 0 .. 127, word "
+                         f"0 .. 2**32 - 1) pairs, not {words!r}")
+    body = [sequence] + [b for h, w in words for b in [h] + list(w.to_bytes(4, "little"))]
     crc = _crc16_dnp([BURST_START] + body)
     return ([(BURST_START, True)] + [(b, False) for b in body]
             + [(BURST_END, True), (crc & 255, False), (crc >> 8, False)])
@@ -392,14 +393,15 @@ class LinkLayer(wiring.Component):
     down_timeout : int
         Cycles without a valid character after which the link is down.
     burst : int
-        Most words per frame, 1 .. :data:`MAX_BURST`. 1: every word in its own ``word`` frame
-        (9 characters). More: words go in *burst* frames (:func:`burst_frame_bytes`, 6 + 4 k
-        characters for k words) that the sender fills as the words come (cut-through): it
-        starts a frame with the oldest unsent word and appends the next one while it is in
-        the window in time for the line, is the following word of the same message (word
-        index + 1, same direction and slot) and the frame has room; every word keeps its own
-        sequence number, so go-back-N and the exactly-once rule work per word. Both sides of
-        a link need the same setting (a receiver with ``burst=1`` drops burst frames).
+        Most words the sender puts in one frame, 1 .. :data:`MAX_BURST`. 1: every word in its
+        own ``word`` frame (9 characters). More: words go in *burst* frames
+        (:func:`burst_frame_bytes`, 5 + 5 k characters for k words) that the sender fills as
+        the words come (cut-through): it starts a frame with the oldest unsent word and
+        appends the next word of the window if it is there when the previous one's last byte
+        goes out and the frame has room; every word keeps its own sequence number, so
+        go-back-N and the exactly-once rule work per word. The receiver takes burst frames of
+        up to :data:`MAX_BURST` words whatever its own ``burst``, so each direction of a link
+        may use its own.
 
     Members
     -------
@@ -690,6 +692,7 @@ class LinkLayer(wiring.Component):
                     m.d.comb += self.tx_chars.payload.data.eq(header_byte)
                     with m.If(self.tx_chars.ready):
                         feed_burst_crc(header_byte)
+                        m.d.sync += index.eq(0)
                         m.next = "BURST_DATA"
                 with m.State("BURST_DATA"):
                     byte = burst_data.word_select(index[:2], 8)
@@ -699,8 +702,8 @@ class LinkLayer(wiring.Component):
                         m.d.sync += index.eq(index + 1)
                         with m.If(index[:2] == 3):
                             # The word is on the line: count it, move on, and append the
-                            # next one if it is there, the following word of the same
-                            # message, and nothing moved the send pointer meanwhile.
+                            # next word of the window if it is there, the frame has room and
+                            # nothing moved the send pointer meanwhile.
                             moved = burst_moved | pointer_moved
                             m.d.sync += counters.frames_sent.eq(counters.frames_sent + 1)
                             with m.If(send_ptr == high):
@@ -712,12 +715,13 @@ class LinkLayer(wiring.Component):
                                 m.d.sync += send_ptr.eq(send_ptr + 1)
                             nxt = following.data
                             with m.If(~moved & up & (send_ptr + 1 != next_new)
-                                      & ~nxt.slot_ack & (burst_count != burst)
-                                      & (nxt.word == burst_header.word + burst_count)
-                                      & (nxt.slot == burst_header.slot)
-                                      & (nxt.direction == burst_header.direction)):
+                                      & ~nxt.slot_ack & (burst_count != burst)):
                                 m.d.sync += [burst_data.eq(nxt.data),
+                                             burst_header.word.eq(nxt.word),
+                                             burst_header.slot.eq(nxt.slot),
+                                             burst_header.direction.eq(nxt.direction),
                                              burst_count.eq(burst_count + 1)]
+                                m.next = "BURST_HEADER"
                             with m.Else():
                                 m.next = "BURST_END"
                 with m.State("BURST_END"):
@@ -779,9 +783,7 @@ class LinkLayer(wiring.Component):
         frame_error = Signal()
         m.d.comb += self.rx_chars.ready.eq(1)
         is_start = Signal()
-        burst_start = Const(0, 1)
-        if burst > 1:
-            burst_start = char.data == BURST_START
+        burst_start = char.data == BURST_START
         m.d.comb += is_start.eq(char.k & ~char_bad & (
             (char.data == kinds["ts"]) | (char.data == kinds["word"])
             | (char.data == kinds["slot_ack"]) | (char.data == kinds["link_ack"])
@@ -790,36 +792,31 @@ class LinkLayer(wiring.Component):
         # Burst frames: the words collected into one half of a small RAM while the other half
         # is delivered; a byte-serial CRC fed as the characters come.
         burst_good = Signal()           # a good burst frame ended (one-cycle pulse)
-        if burst > 1:
-            m.submodules.burst_rx_crc = burst_rx_crc = FRAME_CRC(data_width=8).create()
-            m.submodules.burst_words = burst_words = Memory(shape=32, depth=2 * MAX_BURST,
-                                                            init=[])
-            collect_port = burst_words.write_port()
-            deliver_port = burst_words.read_port(domain="comb")
-            collect_bank = Signal()
-            rx_burst_sequence = Signal(8)
-            rx_burst_header = Signal(8)
-            rx_burst_count = Signal(range(MAX_BURST + 1))
-            rx_burst_byte = Signal(2)
-            rx_burst_bytes = Signal(24)     # the word's first three bytes
-            rx_burst_crc_low = Signal(8)
-            m.d.comb += [collect_port.addr.eq(Cat(rx_burst_count[:4], collect_bank)),
-                         collect_port.data.eq(Cat(rx_burst_bytes, char.data))]
+        m.submodules.burst_rx_crc = burst_rx_crc = FRAME_CRC(data_width=8).create()
+        # Entry: the word's header (low byte) and data.
+        m.submodules.burst_words = burst_words = Memory(shape=40, depth=2 * MAX_BURST, init=[])
+        collect_port = burst_words.write_port()
+        deliver_port = burst_words.read_port(domain="comb")
+        collect_bank = Signal()
+        rx_burst_sequence = Signal(8)
+        rx_burst_count = Signal(range(MAX_BURST + 1))
+        rx_burst_byte = Signal(range(5))   # 0: the word's header, 1 .. 4: its data bytes
+        rx_burst_bytes = Signal(32)        # the word's header and first three data bytes
+        rx_burst_crc_low = Signal(8)
+        m.d.comb += [collect_port.addr.eq(Cat(rx_burst_count[:4], collect_bank)),
+                     collect_port.data.eq(Cat(rx_burst_bytes, char.data))]
 
         def start_frame():
             m.d.sync += [rx_kind.eq(char.data), rx_count.eq(0)]
             for name in kinds:
                 with m.If(char.data == kinds[name]):
                     m.d.sync += rx_length.eq(lengths[name] + 2)
-            if burst > 1:
-                with m.If(burst_start):
-                    m.d.comb += [burst_rx_crc.start.eq(1), burst_rx_crc.valid.eq(1),
-                                 burst_rx_crc.data.eq(char.data)]
-                    m.d.sync += [rx_burst_count.eq(0), rx_burst_byte.eq(0)]
-                    m.next = "BURST"
-                with m.Else():
-                    m.next = "COLLECT"
-            else:
+            with m.If(burst_start):
+                m.d.comb += [burst_rx_crc.start.eq(1), burst_rx_crc.valid.eq(1),
+                             burst_rx_crc.data.eq(char.data)]
+                m.d.sync += [rx_burst_count.eq(0), rx_burst_byte.eq(0)]
+                m.next = "BURST"
+            with m.Else():
                 m.next = "COLLECT"
 
         def burst_char_error():
@@ -855,49 +852,46 @@ class LinkLayer(wiring.Component):
                 with m.If(rx_crc.crc != received_crc):
                     m.d.comb += frame_error.eq(1)
                 m.next = "HUNT"
-            if burst > 1:
-                with m.State("BURST"):
-                    # Sequence number, header, then 4 bytes per word up to the end symbol.
-                    with m.If(take):
-                        with m.If(char.k & ~char_bad & (char.data == BURST_END)
-                                  & (rx_count == 2) & (rx_burst_byte == 0)
-                                  & (rx_burst_count != 0)):
-                            m.next = "BURST_CHECK_LOW"
-                        with m.Elif(char.k | char_bad | ((rx_count == 2) & (rx_burst_byte == 0)
-                                                         & (rx_burst_count == burst))):
-                            burst_char_error()
+            with m.State("BURST"):
+                # Sequence number, then per word its header and 4 data bytes, up to the end
+                # symbol.
+                at_boundary = (rx_count == 1) & (rx_burst_byte == 0)
+                with m.If(take):
+                    with m.If(char.k & ~char_bad & (char.data == BURST_END) & at_boundary
+                              & (rx_burst_count != 0)):
+                        m.next = "BURST_CHECK_LOW"
+                    with m.Elif(char.k | char_bad
+                                | (at_boundary & (rx_burst_count == MAX_BURST))):
+                        burst_char_error()
+                    with m.Else():
+                        m.d.comb += [burst_rx_crc.valid.eq(1), burst_rx_crc.data.eq(char.data)]
+                        with m.If(rx_count == 0):
+                            m.d.sync += [rx_burst_sequence.eq(char.data), rx_count.eq(1)]
                         with m.Else():
-                            m.d.comb += [burst_rx_crc.valid.eq(1),
-                                         burst_rx_crc.data.eq(char.data)]
-                            with m.If(rx_count == 0):
-                                m.d.sync += [rx_burst_sequence.eq(char.data),
-                                             rx_count.eq(1)]
-                            with m.Elif(rx_count == 1):
-                                m.d.sync += [rx_burst_header.eq(char.data), rx_count.eq(2)]
-                            with m.Else():
-                                m.d.sync += [rx_burst_byte.eq(rx_burst_byte + 1),
-                                             rx_burst_bytes.word_select(rx_burst_byte, 8).eq(
-                                                 char.data)]
-                                with m.If(rx_burst_byte == 3):
-                                    m.d.comb += collect_port.en.eq(1)
-                                    m.d.sync += rx_burst_count.eq(rx_burst_count + 1)
-                with m.State("BURST_CHECK_LOW"):
-                    with m.If(take):
-                        with m.If(char.k | char_bad):
-                            burst_char_error()
+                            m.d.sync += [rx_burst_byte.eq(Mux(rx_burst_byte == 4, 0,
+                                                              rx_burst_byte + 1)),
+                                         rx_burst_bytes.word_select(rx_burst_byte[:2], 8).eq(
+                                             char.data)]
+                            with m.If(rx_burst_byte == 4):
+                                m.d.comb += collect_port.en.eq(1)
+                                m.d.sync += rx_burst_count.eq(rx_burst_count + 1)
+            with m.State("BURST_CHECK_LOW"):
+                with m.If(take):
+                    with m.If(char.k | char_bad):
+                        burst_char_error()
+                    with m.Else():
+                        m.d.sync += rx_burst_crc_low.eq(char.data)
+                        m.next = "BURST_CHECK_HIGH"
+            with m.State("BURST_CHECK_HIGH"):
+                with m.If(take):
+                    with m.If(char.k | char_bad):
+                        burst_char_error()
+                    with m.Else():
+                        with m.If(burst_rx_crc.crc == Cat(rx_burst_crc_low, char.data)):
+                            m.d.comb += burst_good.eq(1)
                         with m.Else():
-                            m.d.sync += rx_burst_crc_low.eq(char.data)
-                            m.next = "BURST_CHECK_HIGH"
-                with m.State("BURST_CHECK_HIGH"):
-                    with m.If(take):
-                        with m.If(char.k | char_bad):
-                            burst_char_error()
-                        with m.Else():
-                            with m.If(burst_rx_crc.crc == Cat(rx_burst_crc_low, char.data)):
-                                m.d.comb += burst_good.eq(1)
-                            with m.Else():
-                                m.d.comb += frame_error.eq(1)
-                            m.next = "HUNT"
+                            m.d.comb += frame_error.eq(1)
+                        m.next = "HUNT"
         with m.If(frame_error):
             m.d.sync += counters.crc_errors.eq(counters.crc_errors + 1)
 
@@ -958,11 +952,10 @@ class LinkLayer(wiring.Component):
                     ]
             with m.Elif((gap != 0) & (gap < 128) & ~nak_sent):
                 m.d.sync += nak_pending.eq(1)
-        if burst > 1:
-            self._elaborate_burst_delivery(
-                m, burst_good & up, delivering, rx_sequence, rx_burst_sequence,
-                rx_burst_header, rx_burst_count, collect_bank, deliver_port, ack_pending,
-                nak_pending, nak_sent, link_ack_sent, rx_unacknowledged)
+        self._elaborate_burst_delivery(
+            m, burst_good & up, delivering, rx_sequence, rx_burst_sequence, rx_burst_count,
+            collect_bank, deliver_port, ack_pending, nak_pending, nak_sent, link_ack_sent,
+            rx_unacknowledged)
 
         # ---- Link-down ----------------------------------------------------------------------
         with m.If((silence == self._down_timeout)
@@ -973,8 +966,8 @@ class LinkLayer(wiring.Component):
         return m
 
 
-    def _elaborate_burst_delivery(self, m, accept, delivering, rx_sequence, sequence, header,
-                                  count, collect_bank, deliver_port, ack_pending, nak_pending,
+    def _elaborate_burst_delivery(self, m, accept, delivering, rx_sequence, sequence, count,
+                                  collect_bank, deliver_port, ack_pending, nak_pending,
                                   nak_sent, link_ack_sent, rx_unacknowledged):
         """A good burst frame: take the words from ``rx_sequence`` on (a repeat may overlap
         what was taken), NAK a gap, and deliver the words one per cycle from the RAM half
@@ -987,7 +980,7 @@ class LinkLayer(wiring.Component):
         deliver_bank = Signal()
         deliver_index = Signal(range(MAX_BURST + 1))
         deliver_end = Signal(range(MAX_BURST + 1))
-        deliver_header = Signal(8)
+        header = deliver_port.data[:8]
         m.d.comb += [offset.eq(rx_sequence - sequence), taken.eq(count - offset),
                      deliver_port.addr.eq(Cat(deliver_index[:4], deliver_bank))]
         with m.If(accept):
@@ -998,7 +991,7 @@ class LinkLayer(wiring.Component):
                     counters.frames_received.eq(counters.frames_received + taken),
                     delivering.eq(1), deliver_bank.eq(collect_bank),
                     collect_bank.eq(~collect_bank), deliver_index.eq(offset),
-                    deliver_end.eq(count), deliver_header.eq(header),
+                    deliver_end.eq(count),
                 ]
                 unacknowledged = Mux(link_ack_sent, 0, rx_unacknowledged) + taken
                 m.d.sync += rx_unacknowledged.eq(Mux(unacknowledged > window, window,
@@ -1009,10 +1002,10 @@ class LinkLayer(wiring.Component):
         with m.If(delivering & (~self.rx_words.valid | self.rx_words.ready)):
             m.d.sync += [
                 self.rx_words.valid.eq(1),
-                self.rx_words.payload.word.eq(deliver_header[0:4] + deliver_index),
-                self.rx_words.payload.slot.eq(deliver_header[4:6]),
-                self.rx_words.payload.direction.eq(deliver_header[6]),
-                self.rx_words.payload.data.eq(deliver_port.data),
+                self.rx_words.payload.word.eq(header[0:4]),
+                self.rx_words.payload.slot.eq(header[4:6]),
+                self.rx_words.payload.direction.eq(header[6]),
+                self.rx_words.payload.data.eq(deliver_port.data[8:]),
                 deliver_index.eq(deliver_index + 1),
             ]
             with m.If(deliver_index + 1 == deliver_end):

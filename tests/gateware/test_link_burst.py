@@ -38,22 +38,25 @@ def _messages(rng, count, direction):
 
 
 def test_burst_frame_reference_has_the_catalogue_crc_and_checks_its_arguments():
-    words = [0x12345678, 0xFEDCBA98, 0]
-    chars = burst_frame_bytes(7, 0x25, words)
-    body = [BURST_START, 7, 0x25] + [b for w in words for b in w.to_bytes(4, "little")]
+    words = [(0x25, 0x12345678), (0x40, 0xFEDCBA98), (0x7F, 0)]
+    chars = burst_frame_bytes(7, words)
+    body = [BURST_START, 7] + [b for h, w in words for b in [h, *w.to_bytes(4, "little")]]
     assert chars[0] == (BURST_START, True) and chars[-3] == (BURST_END, True)
     assert [b for b, _ in chars[1:-3]] == body[1:]
+    assert not any(k for _, k in chars[1:-3]) and not any(k for _, k in chars[-2:])
     crc = FRAME_CRC(data_width=8).compute(body)
     assert chars[-2:] == [(crc & 255, False), (crc >> 8, False)]
-    # One word: the start, sequence, header and CRC bytes cost 6 characters per frame.
-    assert len(burst_frame_bytes(0, 0, [1])) == 10
-    assert len(burst_frame_bytes(0, 0, [1] * 6)) == 30
-    with pytest.raises(ValueError, match="1 .. 16 words"):
-        burst_frame_bytes(0, 0, [])
-    with pytest.raises(ValueError, match="1 .. 16 words"):
-        burst_frame_bytes(0, 0, [0] * (MAX_BURST + 1))
-    with pytest.raises(ValueError, match="must be bytes"):
-        burst_frame_bytes(256, 0, [0])
+    # Start, sequence number, end and CRC: 5 characters per frame, then 5 per word.
+    assert len(burst_frame_bytes(0, [(0, 1)])) == 10
+    assert len(burst_frame_bytes(0, [(0, 1)] * 6)) == 35
+    with pytest.raises(ValueError, match="1 .. 16"):
+        burst_frame_bytes(0, [])
+    with pytest.raises(ValueError, match="1 .. 16"):
+        burst_frame_bytes(0, [(0, 0)] * (MAX_BURST + 1))
+    with pytest.raises(ValueError, match="1 .. 16"):
+        burst_frame_bytes(0, [(128, 0)])
+    with pytest.raises(ValueError, match="must be a byte"):
+        burst_frame_bytes(256, [(0, 0)])
     with pytest.raises(ValueError, match="Burst must be 1"):
         LinkLayer(burst=0)
     with pytest.raises(ValueError, match="at most the window"):
@@ -83,9 +86,9 @@ def _split(chars):
 @pytest.mark.parametrize("burst", [3, 9])
 def test_transmitter_fills_burst_frames_as_the_reference_says(burst):
     """Two boards, message-shaped traffic A to B: every burst frame A sends equals
-    burst_frame_bytes of the words it carries, in sequence order; messages offered back to
-    back go in frames of up to ``burst`` words (never a control word or another message's
-    word appended), and B gets every word once, in order."""
+    burst_frame_bytes of the words it carries, in sequence order; words offered back to back
+    go in frames of up to ``burst`` words, a slot acknowledge in its own frame, and B gets
+    every word once, in order."""
     pair = Pair(burst=burst)
     rng = random.Random(burst)
     items = _messages(rng, 60, 0)
@@ -118,15 +121,11 @@ def test_transmitter_fills_burst_frames_as_the_reference_says(burst):
     carried = 0
     sizes = []
     for frame in bursts:
-        count = (len(frame) - 6) // 4
+        count = (len(frame) - 5) // 5
         sizes.append(count)
-        first = words[carried]
-        header = first["word"] | first["slot"] << 4 | first["direction"] << 6
         group = words[carried:carried + count]
-        assert frame == burst_frame_bytes(sequence_of[carried], header,
-                                          [w["data"] for w in group])
-        assert all(w["word"] == first["word"] + j and w["slot"] == first["slot"]
-                   for j, w in enumerate(group))
+        assert frame == burst_frame_bytes(sequence_of[carried], [
+            (w["word"] | w["slot"] << 4 | w["direction"] << 6, w["data"]) for w in group])
         carried += count
     assert carried == len(words), "each word went once (no repeats without errors)"
     assert max(sizes) == burst and min(sizes) >= 1
@@ -170,29 +169,29 @@ def test_burst_words_arrive_once_in_order_bit_exact_with_bit_errors(ber, bits, c
 
 
 def test_receiver_drops_damaged_short_and_duplicate_bursts_and_naks_a_gap():
-    """Characters straight into a burst link layer: a burst with one wrong data byte (only the
-    CRC can tell), one with a code error, one cut short by another frame, one longer than
-    ``burst`` are dropped; a repeat overlapping what was taken delivers only the new words; a
+    """Characters straight into a link layer: a burst with one wrong data byte (only the CRC
+    can tell), one with a code error, one cut short by another frame are dropped; a repeat overlapping what was taken delivers only the new words; a
     burst beyond a gap is not taken and a NAK goes out; the words arrive once, in order."""
-    link = LinkLayer(burst=4)
+    link = LinkLayer()     # the receiver takes bursts whatever its own burst
     delivered, sent = [], []
 
-    def burst(seq, values, header=0x21):
-        return burst_frame_bytes(seq, header, values)
+    def burst(seq, values):
+        # Word k of the stream: word index k, slot 2.
+        return burst_frame_bytes(seq, [(0x20 | k, v) for k, v in
+                                       enumerate(values, start=seq)])
 
     values = [0x1000 + k for k in range(8)]
     damaged = list(burst(0, values[:3]))
-    damaged[6] = (damaged[6][0] ^ 0x04, False)
+    damaged[7] = (damaged[7][0] ^ 0x04, False)
     plan = [  # (characters, code error at, delivered after, crc_errors after)
         (frame_bytes("ts", [4, 0b11, 0]), None, 0, 0),
         (damaged, None, 0, 1),
-        (burst(0, values[:3]), 8, 0, 2),
+        (burst(0, values[:3]), 9, 0, 2),
         (burst(0, values[:3])[:9] + burst(0, values[:3]), None, 3, 3),
-        (burst(3, values[3:8]), None, 3, 4),        # 5 words: longer than the burst
-        (burst(1, values[1:5]), None, 5, 4),        # overlaps 1, 2: delivers 3, 4
-        (burst(7, values[7:8]), None, 5, 4),        # gap: 5 and 6 are missing
-        (burst(5, values[5:8]), None, 8, 4),
-        (burst(5, values[5:8]), None, 8, 4),        # duplicate
+        (burst(1, values[1:5]), None, 5, 3),        # overlaps 1, 2: delivers 3, 4
+        (burst(7, values[7:8]), None, 5, 3),        # gap: 5 and 6 are missing
+        (burst(5, values[5:8]), None, 8, 3),
+        (burst(5, values[5:8]), None, 8, 3),        # duplicate
     ]
     checks = []
 
@@ -229,11 +228,7 @@ def test_receiver_drops_damaged_short_and_duplicate_bursts_and_naks_a_gap():
     sim.run()
     for got_delivered, got_errors, want_delivered, want_errors in checks:
         assert (got_delivered, got_errors) == (want_delivered, want_errors)
-    # Header 0x21: word 1, slot 2; word j of a frame has index 1 + j (the overlapping repeat
-    # starts at sequence 1, so its new words 3 and 4 are its words 2 and 3).
-    assert [d[2] for d in delivered] == values
-    assert [d[1] for d in delivered] == [2] * 8
-    assert [d[0] for d in delivered] == [1, 2, 3, 3, 4, 1, 2, 3]
+    assert delivered == [(k, 2, v) for k, v in enumerate(values)]
     acks_sent = [f for f in _split(sent)
                  if f[0][0] == FRAME_KINDS["link_ack"][0] and len(f) == 5]
     assert all(f == frame_bytes("link_ack", [f[1][0], f[2][0]]) for f in acks_sent)
