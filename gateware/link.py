@@ -19,7 +19,11 @@ full mailbox). The design is in ``docs/link.md``; in short:
   payload padded to :data:`CRC_BYTES` bytes; a frame with a bad CRC or any code or disparity
   error is dropped. Kinds (:data:`FRAME_KINDS`): ``ts`` (training: the sender's board index,
   whether it hears the other side), ``word``, ``slot_ack`` (both sequenced), ``link_ack``
-  (cumulative acknowledge of the sequenced frames, optionally a NAK).
+  (cumulative acknowledge of the sequenced frames, optionally a NAK); and the *burst* frame
+  (:func:`burst_frame_bytes`, ``burst > 1``): up to ``burst`` words, each with its header and
+  its own sequence number, under one start symbol, sequence byte and a CRC-16
+  (:data:`BURST_CRC`), filled by the sender as the words come (cut-through), delivered after
+  its CRC is checked.
 - **Reliability**: go-back-N with 8-bit sequence numbers and a window of ``window`` frames; the
   receiver takes only the next sequence number, so it never delivers a frame twice or out of
   order; the sender repeats from the oldest unacknowledged frame on a NAK (a gap seen by the
@@ -45,7 +49,7 @@ from .line_code import COMMA_PATTERNS, K28_5, Decoder8b10b, Encoder8b10b, contro
 
 __all__ = ["WordLayout", "SlotAckLayout", "CharLayout", "ReceivedCharLayout", "LinkStatus",
            "LinkCounters", "FRAME_KINDS", "FRAME_CRC", "CRC_BYTES", "IDLE", "frame_bytes",
-           "BURST_START", "BURST_END", "MAX_BURST", "burst_frame_bytes",
+           "BURST_START", "BURST_END", "MAX_BURST", "BURST_CRC", "burst_frame_bytes",
            "TransmitPHY", "ReceivePHY", "LinkLayer", "NeighbourLink"]
 
 #: A mailbox word on the link: the tag and data the sender's node writes (``docs/chain.md``).
@@ -78,10 +82,10 @@ LinkStatus = data.StructLayout({
 })
 #: Event counters (wrap around at 2**32).
 LinkCounters = data.StructLayout({
-    "frames_sent": 32,      # word and slot_ack frames sent, repeats included
-    "frames_received": 32,  # word and slot_ack frames delivered (each once)
+    "frames_sent": 32,      # words and slot acks sent, repeats included (per word in a burst)
+    "frames_received": 32,  # words and slot acks delivered (each once)
     "crc_errors": 32,       # frames dropped: bad CRC, code or disparity error, cut short
-    "retransmissions": 32,  # word and slot_ack frames sent again
+    "retransmissions": 32,  # words and slot acks sent again
     "link_drops": 32,       # up -> down transitions
 })
 
@@ -101,6 +105,11 @@ BURST_START = control(23, 7)
 BURST_END = control(28, 0)
 #: Most words a burst frame may carry.
 MAX_BURST = 16
+#: CRC of the burst frames: CRC-16/KERMIT (polynomial 0x1021, reflected). CRC-16/DNP's
+#: distance drops to 2 beyond about 20 bytes (a short period); 0x1021 = (x + 1) p(x) keeps
+#: distance 4 (every error of up to 3 bits, every odd number of bit errors) over the longest
+#: burst frame (checked in the tests).
+BURST_CRC = catalog.CRC16_KERMIT
 #: CRC of every frame: CRC-16/DNP (polynomial 0x3D65, reflected, xor-out 0xFFFF), minimum
 #: Hamming distance 6 over the 72 bits of the longest frame's CRC word (checked in the tests).
 FRAME_CRC = catalog.CRC16_DNP
@@ -157,8 +166,9 @@ def burst_frame_bytes(sequence, words):
     A burst frame carries ``len(words)`` sequenced words: word j has sequence number
     ``sequence + j``. Layout: :data:`BURST_START` (K), the sequence number, per word its
     header (word, slot, direction as in a ``word`` frame) and 4 data bytes (LSB first),
-    :data:`BURST_END` (K), the CRC-16/DNP (LSB first) over the start symbol's byte, the
-    sequence number and the words' bytes (no padding): ``5 + 5 k`` characters for k words.
+    :data:`BURST_END` (K), the CRC (:data:`BURST_CRC`, LSB first) over the start symbol's
+    byte, the sequence number and the words' bytes (no padding): ``5 + 5 k`` characters for k
+    words.
 
     Parameters
     ----------
@@ -187,9 +197,19 @@ def burst_frame_bytes(sequence, words):
         raise ValueError(f"A burst frame carries 1 .. {MAX_BURST} (header 0 .. 127, word "
                          f"0 .. 2**32 - 1) pairs, not {words!r}")
     body = [sequence] + [b for h, w in words for b in [h] + list(w.to_bytes(4, "little"))]
-    crc = _crc16_dnp([BURST_START] + body)
+    crc = _crc16_kermit([BURST_START] + body)
     return ([(BURST_START, True)] + [(b, False) for b in body]
             + [(BURST_END, True), (crc & 255, False), (crc >> 8, False)])
+
+
+def _crc16_kermit(message):
+    """CRC-16/KERMIT, bit by bit (reflected: polynomial 0x1021 reversed is 0x8408)."""
+    crc = 0
+    for byte in message:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x8408 if crc & 1 else 0)
+    return crc
 
 
 def _crc16_dnp(message):
@@ -552,9 +572,7 @@ class LinkLayer(wiring.Component):
         burst_frame = Signal()              # the frame on the line is a burst frame
         pointer_moved = Signal()            # the acknowledge logic moves send_ptr this cycle
         if burst > 1:
-            m.submodules.burst_tx_crc = burst_tx_crc = FRAME_CRC(data_width=8).create()
-            following = buffer.read_port(domain="comb")
-            m.d.comb += following.addr.eq(send_ptr + 1)
+            m.submodules.burst_tx_crc = burst_tx_crc = BURST_CRC(data_width=8).create()
             burst_sequence = Signal(8)
             burst_header = Signal(data.StructLayout({"word": 4, "slot": 2, "direction": 1}))
             burst_data = Signal(32)
@@ -701,9 +719,7 @@ class LinkLayer(wiring.Component):
                         feed_burst_crc(byte)
                         m.d.sync += index.eq(index + 1)
                         with m.If(index[:2] == 3):
-                            # The word is on the line: count it, move on, and append the
-                            # next word of the window if it is there, the frame has room and
-                            # nothing moved the send pointer meanwhile.
+                            # The word is on the line: count it and move on.
                             moved = burst_moved | pointer_moved
                             m.d.sync += counters.frames_sent.eq(counters.frames_sent + 1)
                             with m.If(send_ptr == high):
@@ -713,22 +729,25 @@ class LinkLayer(wiring.Component):
                                     counters.retransmissions + 1)
                             with m.If(~moved):
                                 m.d.sync += send_ptr.eq(send_ptr + 1)
-                            nxt = following.data
-                            with m.If(~moved & up & (send_ptr + 1 != next_new)
-                                      & ~nxt.slot_ack & (burst_count != burst)):
-                                m.d.sync += [burst_data.eq(nxt.data),
-                                             burst_header.word.eq(nxt.word),
-                                             burst_header.slot.eq(nxt.slot),
-                                             burst_header.direction.eq(nxt.direction),
-                                             burst_count.eq(burst_count + 1)]
-                                m.next = "BURST_HEADER"
-                            with m.Else():
-                                m.next = "BURST_END"
-                with m.State("BURST_END"):
-                    m.d.comb += [self.tx_chars.payload.data.eq(BURST_END),
-                                 self.tx_chars.payload.k.eq(1)]
-                    with m.If(self.tx_chars.ready):
-                        m.next = "CHECK_LOW"
+                            m.next = "BURST_NEXT"
+                with m.State("BURST_NEXT"):
+                    # The next word's header if the word is in the window now, the frame has
+                    # room and nothing moved the send pointer; else the end of the frame.
+                    more = (~burst_moved & ~pointer_moved & up & (send_ptr != next_new)
+                            & ~entry.slot_ack & (burst_count != burst))
+                    header_byte = Cat(entry.word, entry.slot, entry.direction, Const(0, 1))
+                    with m.If(more):
+                        m.d.comb += self.tx_chars.payload.data.eq(header_byte)
+                        with m.If(self.tx_chars.ready):
+                            feed_burst_crc(header_byte)
+                            m.d.sync += [burst_data.eq(entry.data),
+                                         burst_count.eq(burst_count + 1), index.eq(0)]
+                            m.next = "BURST_DATA"
+                    with m.Else():
+                        m.d.comb += [self.tx_chars.payload.data.eq(BURST_END),
+                                     self.tx_chars.payload.k.eq(1)]
+                        with m.If(self.tx_chars.ready):
+                            m.next = "CHECK_LOW"
 
         # ---- Sender: acknowledges, timeout, go-back -----------------------------------------
         lack_distance = Signal(8)
@@ -792,7 +811,7 @@ class LinkLayer(wiring.Component):
         # Burst frames: the words collected into one half of a small RAM while the other half
         # is delivered; a byte-serial CRC fed as the characters come.
         burst_good = Signal()           # a good burst frame ended (one-cycle pulse)
-        m.submodules.burst_rx_crc = burst_rx_crc = FRAME_CRC(data_width=8).create()
+        m.submodules.burst_rx_crc = burst_rx_crc = BURST_CRC(data_width=8).create()
         # Entry: the word's header (low byte) and data.
         m.submodules.burst_words = burst_words = Memory(shape=40, depth=2 * MAX_BURST, init=[])
         collect_port = burst_words.write_port()
