@@ -26,6 +26,7 @@ business (``tests/gateware/test_distributed.py``).
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from concurrent.futures import ProcessPoolExecutor
 import sys
@@ -436,6 +437,9 @@ def main(argv=None):
                         help="bit-error rate of the jitter run on 6 boards (default 1e-4)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="simulations run in parallel processes (default 1)")
+    parser.add_argument("--synthesis-json", metavar="PATH",
+                        help="take the utilisation from this file (family -> synthesize()'s "
+                             "dict) instead of synthesising; with --synthesize, write it there")
     args = parser.parse_args(argv)
     jobs = {n: (measure, (n, args.updates), {}) for n in range(1, args.boards + 1)}
     if args.boards >= 6:
@@ -443,8 +447,8 @@ def main(argv=None):
                           {"link_parameters": {"burst": 1}})
         jobs["noisy"] = (measure, (6, 2 * args.updates),
                          {"ber": args.ber, "seed": 5, "step_traffic": False})
-    if args.synthesize:
-        for family in ("xc6s", "ecp5"):
+    if args.synthesize or not args.synthesis_json:
+        for family in ("xc6s", "ecp5") if args.synthesize else ():
             jobs[family] = (_synthesize_or_message, (family,), {})
     print(f"running {len(jobs)} simulations / syntheses, {args.jobs} at a time ...", flush=True)
     with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
@@ -453,6 +457,10 @@ def main(argv=None):
         done = {key: future.result() for key, future in futures.items()}
     results = [done[n] for n in range(1, args.boards + 1)]
     synthesis = {family: done[family] for family in ("xc6s", "ecp5") if family in done}
+    if args.synthesis_json and args.synthesize:
+        Path(args.synthesis_json).write_text(json.dumps(synthesis, indent=1, default=str))
+    elif args.synthesis_json:
+        synthesis = json.loads(Path(args.synthesis_json).read_text())
     before, noisy = done.get("before"), done.get("noisy")
     if noisy is not None:
         noisy["ber"] = args.ber
