@@ -1048,7 +1048,7 @@ class NeighbourLink(wiring.Component):
         Clock domain of ``rx`` (the forwarded clock). ``"sync"`` leaves out the crossing (a
         loopback or a simulation with one clock).
     **link_parameters
-        ``window``, ``ack_timeout``, ``down_timeout`` of :class:`LinkLayer`.
+        ``window``, ``ack_timeout``, ``down_timeout``, ``burst`` of :class:`LinkLayer`.
 
     Members
     -------
