@@ -120,8 +120,10 @@ _TS_INDEX_VALID = 1 << 0     # the board index is known
 _TS_HEARS = 1 << 1           # the sender receives good training frames
 _TS_FRESH = 1 << 2           # the sender has not been up since its reset
 _NAK = 1 << 0
-#: Idle K28.5 characters between two training frames while the link is up and idle.
-_IDLE_PER_TS = 15
+#: Idle K28.5 characters between two training frames while the link is up and idle (a word
+#: offered while a training frame is on the line waits up to its 7 characters: rarer training
+#: frames, less jitter; the link-down detection does not depend on them, see docs/link.md).
+_IDLE_PER_TS = 63
 
 
 def _header(direction, slot, word):
