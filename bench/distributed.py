@@ -1,7 +1,7 @@
 """Distributed-mode figures: per-hop latency, update latency and rate of 1 .. 6 boards.
 
 Run as ``python -m linkdyn.bench.distributed [--write-docs docs/performance.md]
-[--link-docs docs/link.md] [--boards 6] [--updates 5]``. It simulates
+[--link-docs docs/link.md] [--boards 6] [--updates 5] [--jobs 2] [--synthesize]``. It simulates
 :class:`~linkdyn.gateware.distributed.DistributedChain` (one node per board, 2 bits per cycle:
 the DDR link at 100 Mbit/s with a 50 MHz board clock, line delay 3 cycles) in the Amaranth
 simulator and, for n = 1 .. ``boards``,
@@ -12,7 +12,9 @@ simulator and, for n = 1 .. ``boards``,
    node's ``result`` port) and the cycle the receiving board's link delivers it into its
    mailbox: the per-hop latency of the first and of the last word of the forward (9 words)
    and backward (6 words) messages;
-3. with ``--write-docs``, writes the ``## Distributed`` section of that file and a plot of the
+3. on 6 boards also with one word per frame (the links' ``burst=1``: the figures before the
+   burst frames) and with bit errors on every line (``--ber``, the jitter they cause);
+4. with ``--write-docs``, writes the ``## Distributed`` section of that file and a plot of the
    6-board update (when each board's node runs, when the words cross each hop); with
    ``--link-docs``, the ``## Distributed chain`` section of that file.
 
@@ -24,7 +26,9 @@ business (``tests/gateware/test_distributed.py``).
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+from concurrent.futures import ProcessPoolExecutor
 import sys
 import tempfile
 from pathlib import Path
@@ -34,7 +38,7 @@ from amaranth.hdl import Const
 from amaranth.sim import Simulator
 
 from linkdyn.boards.toolchain import ToolError, yosys_utilisation
-from linkdyn.gateware.actuator import ActuatorCore
+from linkdyn.gateware.actuator import LINK_BURST, ActuatorCore
 from linkdyn.gateware.cordic import STEP_CYCLES
 
 from linkdyn.gateware.distributed import DistributedChain
@@ -63,8 +67,14 @@ def _us(cycles):
     return cycles / CLOCK_HZ * 1e6
 
 
-def measure(n, updates=5, *, settle=3000):
+def measure(n, updates=5, *, settle=3000, link_parameters=None, ber=0.0, seed=1,
+            step_traffic=True):
     """Run ``updates`` sequential updates on ``DistributedChain(n)``; return the figures.
+
+    ``link_parameters`` go to the links (e.g. ``{"burst": 1}``: one word per frame); ``ber``
+    and ``seed``: bit errors on every line; without ``step_traffic`` the updates follow each
+    other with only the start, the STATUS polls and the LATENCY_CYCLES read between (no input
+    writes and torque reads: a faster simulation, for the latency under bit errors).
 
     Returns
     -------
@@ -77,7 +87,8 @@ def measure(n, updates=5, *, settle=3000):
         The words of a hop are listed in the order the sender produced them.
     """
     rmap = microprogram().registers
-    dut = DistributedChain(n, bits=BITS, delay=LINE_DELAY)
+    dut = DistributedChain(n, bits=BITS, delay=LINE_DELAY, link_parameters=link_parameters,
+                           ber=ber, seed=seed)
     host = BusHost(dut)
     forward = {rmap[source].address: k for k, (source, _) in
                enumerate(message_layout("forward"))}
@@ -87,6 +98,8 @@ def measure(n, updates=5, *, settle=3000):
     latencies = []
     intervals = []       # INTERVAL_CYCLES: start to start through the bus
     marks = []           # cycle of each start
+    flipped = []
+    counters = {}
 
     inputs = [rmap[name].address for name in ("q", "qd", "qdd")]
     tau = rmap["tau"].address
@@ -96,17 +109,24 @@ def measure(n, updates=5, *, settle=3000):
         for _ in range(updates):
             # As the protocol engine's STEP: the joint words of every node, CONTROL.start,
             # STATUS until done, every tau.
-            for node in range(n):
+            for node in range(n if step_traffic else 0):
                 for address in inputs:
                     assert await host.write(ctx, node, address, 0), "input write refused"
             assert await host.start(ctx), "CONTROL.start refused"
             marks.append(host.cycle)
             while (await host.control(ctx, "STATUS")) & STATUS_BUSY:
                 pass
-            for node in range(n):
+            for node in range(n if step_traffic else 0):
                 await host.read(ctx, node, tau)
             latencies.append(await host.control(ctx, "LATENCY_CYCLES"))
             intervals.append(await host.control(ctx, "INTERVAL_CYCLES"))
+        flipped.append(sum(ctx.get(line.flipped) for pair in dut.lines for line in pair))
+        for core in dut.cores:
+            for link in (core.upstream, core.downstream):
+                if link is not None:
+                    for name in ("crc_errors", "retransmissions"):
+                        counters[name] = counters.get(name, 0) + ctx.get(
+                            getattr(link.counters, name))
 
     async def monitor(ctx):
         signals = []
@@ -175,7 +195,7 @@ def measure(n, updates=5, *, settle=3000):
     words = [(kind, b, w, c - marks[-1]) for c, kind, b, w in last
              if kind.endswith("_sent") or kind.endswith("_delivered")]
     return {"n": n, "latency": latencies, "interval": intervals[1:], "hops": hops,
-            "runs": runs, "words": words}
+            "runs": runs, "words": words, "flipped": flipped[0], **counters}
 
 
 def synthesize(family):
@@ -200,6 +220,13 @@ def synthesize(family):
         Path(tmp, "actuator.il").write_text(text)
         return yosys_utilisation(family, "actuator.il", tmp, top="linkdyn_actuator",
                                  flatten=True)
+
+
+def _synthesize_or_message(family):
+    try:
+        return synthesize(family)
+    except ToolError as error:
+        return f"not run: {str(error).splitlines()[0]}"
 
 
 def _hop_figures(result):
@@ -251,9 +278,12 @@ def plot(result, path):
     plt.close(figure)
 
 
-def report(results, synthesis=None, *, command="python -m linkdyn.bench.distributed"):
+def report(results, synthesis=None, *, before=None, noisy=None,
+           command="python -m linkdyn.bench.distributed"):
     """Return the ``## Distributed`` Markdown section for the results of :func:`measure` (a
-    list, one per n) and of :func:`synthesize` (family -> dict or a message)."""
+    list, one per n) and of :func:`synthesize` (family -> dict or a message); ``before``: a
+    6-board :func:`measure` with one word per frame, ``noisy``: one with bit errors (its
+    ``ber`` added)."""
     rate = BITS * CLOCK_HZ / 1e6
     lines = [
         "## Distributed",
@@ -261,9 +291,12 @@ def report(results, synthesis=None, *, command="python -m linkdyn.bench.distribu
         f"`linkdyn.gateware.distributed.DistributedChain` (one node per board, sequential "
         f"policy), figures from `{command}`: Amaranth simulator, board clock "
         f"{CLOCK_HZ / 1e6:g} MHz, {BITS} bits per cycle on each link ({rate:g} Mbit/s per "
-        f"direction, 8b/10b, a word frame every 45 cycles), line delay {LINE_DELAY} cycles; "
+        f"direction, 8b/10b: a character every 5 cycles), line delay {LINE_DELAY} cycles; "
         "the updates started through the register bus as the protocol engine does "
-        "(`docs/distributed.md`).",
+        "(`docs/distributed.md`). The links send burst frames "
+        f"(`docs/link.md`, *Frames*): up to {LINK_BURST['up']} words per frame upstream (the "
+        f"backward message in one frame) and {LINK_BURST['down']} downstream "
+        "(`linkdyn.gateware.actuator.LINK_BURST`).",
         "",
         "**Update latency and rate** (LATENCY_CYCLES, min / max over the updates; rate = one "
         "update after the other, the chain alone; through the bus = INTERVAL_CYCLES, start to "
@@ -310,7 +343,9 @@ def report(results, synthesis=None, *, command="python -m linkdyn.bench.distribu
                      f"| {_us(statistics.median(f['first'])):.2f} | "
                      f"{_us(statistics.median(f['last'])):.2f} |")
     six = next((r for r in results if r["n"] == 6), None)
-    if six is not None:
+    if six is None:
+        before = None
+    else:
         worst = _us(max(six["latency"]))
         verdict = "met" if worst <= GOAL_US else "**missed**"
         lines += [
@@ -318,23 +353,52 @@ def report(results, synthesis=None, *, command="python -m linkdyn.bench.distribu
             f"Goal: a 6-board update in <= {GOAL_US:g} us at 100 Mbit/s links: "
             f"{_us(min(six['latency'])):.1f} .. {worst:.1f} us, {verdict}.",
             "",
-            "Where the time goes (the plot below): a 32-bit word travels in its own frame of "
-            "9 8b/10b symbols (start, header, sequence, 4 data bytes, CRC-16: 45 cycles at 2 "
-            "bits per cycle), so a forward message occupies its hop for 9 x 45 = 405 cycles "
-            "and a backward one for 270, while a node writes its 9 forward words within about "
-            "50 cycles. The forward pass overlaps: a node starts on the first word it reads, "
-            "its outputs follow its inputs, and each forward hop adds little more than a "
-            "first word's latency plus the node's `forward` work. The backward pass does not: "
-            "`distal` writes the outgoing wrench words at its end (`f' = R (f + f_in)`, every "
-            "word needs every incoming one), so each backward hop costs the whole backward "
-            "message on the wire (about 285 cycles to its last word) plus `distal`. A frame "
-            "carrying a whole message (one start, header and sequence, 36 or 24 data bytes, "
-            "one CRC: 41 and 29 symbols, 205 and 145 cycles) would roughly halve the "
-            "serialisation: about 478 + 5 x (205 + 145 + 2 x 22) = 2,448 cycles, 49.0 us, for "
-            "6 boards, the goal just met (an estimate, not built; 22 cycles: the line, PHY "
-            "and FIFO beyond a frame, the measured first-word latency minus 45). The jitter "
-            "comes from the link's idle fill: a word offered while a training frame is on the "
-            "line waits for its end (up to 7 symbols).",
+            "Where the time goes (the plot below): the forward pass overlaps, a node starts on "
+            "the first word it reads and its outputs follow its inputs, so each forward hop "
+            "adds little more than a frame's latency plus the node's `forward` work; small "
+            "frames downstream keep it so (one 9-word frame would hold the first word back "
+            "until the last one is on the line). The backward pass is store-and-forward by "
+            "nature: `distal` writes the outgoing wrench words at its end (`f' = R (f + "
+            "f_in)`, every word needs every incoming one), so each backward hop costs the "
+            "whole backward message on the wire plus `distal`: 6 word frames of 9 characters "
+            "(270 cycles) with one word per frame, one burst frame of 5 + 6 x 5 = 35 "
+            "characters (175 cycles) now. The jitter comes from the links' idle fill: a word "
+            "offered while a training frame or a link acknowledge is on the line waits for "
+            "its end (up to 7 characters, 35 cycles, per hop).",
+        ]
+    if before is not None:
+        b_low, b_high = min(before["latency"]), max(before["latency"])
+        a_low, a_high = min(six["latency"]), max(six["latency"])
+        f_before, f_after = _hop_figures(before), _hop_figures(six)
+        lines += [
+            "",
+            "**Before / after** (6 boards; before: every word in its own 9-character frame, "
+            "`link_parameters={\"burst\": 1}`; after: the burst frames above; hop latency to "
+            "the last word of a message, median):",
+            "",
+            "| frames | latency [cycles] | latency [us] | rate [kHz] | forward hop, last "
+            "word [cycles] | backward hop, last word [cycles] |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for title, low, high, f in (("one word per frame", b_low, b_high, f_before),
+                                    ("burst frames", a_low, a_high, f_after)):
+            lines.append(f"| {title} | {low} / {high} | {_us(low):.1f} / {_us(high):.1f} | "
+                         f"{1e3 / _us(high):.1f} | "
+                         f"{statistics.median(f['forward']['last']):g} | "
+                         f"{statistics.median(f['backward']['last']):g} |")
+    if noisy is not None:
+        low, high = min(noisy["latency"]), max(noisy["latency"])
+        lines += [
+            "",
+            f"**With bit errors** ({noisy['n']} boards, bit-error rate {noisy['ber']:g} on "
+            f"every line, {len(noisy['latency'])} updates one after the other): latency "
+            f"{low} / {statistics.median(noisy['latency']):g} / {high} cycles (min / median / "
+            f"max), {_us(low):.1f} / {_us(high):.1f} us, jitter {high - low} cycles; "
+            f"{noisy['flipped']} bits flipped, {noisy['crc_errors']} frames dropped (CRC or "
+            f"code errors), {noisy['retransmissions']} words and slot acknowledges repeated "
+            "(the links' counters). A lost frame costs its repeat after the receiver's NAK "
+            "(the next frame shows the gap) or, for the last frame of a burst of traffic, after "
+            "the acknowledge timeout (1,024 cycles).",
         ]
     if synthesis:
         lines += ["", "**Utilisation** of one middle board's core (`ActuatorCore(base=False, "
@@ -369,20 +433,38 @@ def main(argv=None):
                         help="replace the '## Distributed' section of this Markdown file")
     parser.add_argument("--link-docs", metavar="PATH",
                         help="replace the '## Distributed chain' section of this file")
+    parser.add_argument("--ber", type=float, default=1e-4,
+                        help="bit-error rate of the jitter run on 6 boards (default 1e-4)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="simulations run in parallel processes (default 1)")
+    parser.add_argument("--synthesis-json", metavar="PATH",
+                        help="take the utilisation from this file (family -> synthesize()'s "
+                             "dict) instead of synthesising; with --synthesize, write it there")
     args = parser.parse_args(argv)
-    results = []
-    for n in range(1, args.boards + 1):
-        print(f"simulating {n} board(s) ...", flush=True)
-        results.append(measure(n, args.updates))
-    synthesis = {}
-    if args.synthesize:
-        for family in ("xc6s", "ecp5"):
-            print(f"synthesising one board core for {family} ...", flush=True)
-            try:
-                synthesis[family] = synthesize(family)
-            except ToolError as error:
-                synthesis[family] = f"not run: {str(error).splitlines()[0]}"
-    section = report(results, synthesis)
+    jobs = {n: (measure, (n, args.updates), {}) for n in range(1, args.boards + 1)}
+    if args.boards >= 6:
+        jobs["before"] = (measure, (6, max(2, args.updates // 2)),
+                          {"link_parameters": {"burst": 1}})
+        jobs["noisy"] = (measure, (6, 2 * args.updates),
+                         {"ber": args.ber, "seed": 5, "step_traffic": False})
+    if args.synthesize or not args.synthesis_json:
+        for family in ("xc6s", "ecp5") if args.synthesize else ():
+            jobs[family] = (_synthesize_or_message, (family,), {})
+    print(f"running {len(jobs)} simulations / syntheses, {args.jobs} at a time ...", flush=True)
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = {key: pool.submit(function, *positional, **keywords)
+                   for key, (function, positional, keywords) in jobs.items()}
+        done = {key: future.result() for key, future in futures.items()}
+    results = [done[n] for n in range(1, args.boards + 1)]
+    synthesis = {family: done[family] for family in ("xc6s", "ecp5") if family in done}
+    if args.synthesis_json and args.synthesize:
+        Path(args.synthesis_json).write_text(json.dumps(synthesis, indent=1, default=str))
+    elif args.synthesis_json:
+        synthesis = json.loads(Path(args.synthesis_json).read_text())
+    before, noisy = done.get("before"), done.get("noisy")
+    if noisy is not None:
+        noisy["ber"] = args.ber
+    section = report(results, synthesis, before=before, noisy=noisy)
     print(section)
     if args.write_docs:
         image = Path(args.write_docs).parent / "img" / "distributed_update.png"

@@ -55,7 +55,7 @@ from .mailbox import Mailbox, message_layout
 from .node import REQUESTS, SLOT_OPS, LinkDynNode
 
 __all__ = ["ActuatorCore", "NodeTarget", "LINK_WORDS", "LINK_WINDOW", "LINK_WINDOW_FIELDS",
-           "LINK_DOWN", "TASKS", "STAGES"]
+           "LINK_DOWN", "LINK_BURST", "TASKS", "STAGES"]
 
 #: Word indices of the link's control words (``WordLayout.word``), above every message word
 #: (forward 0 .. 8, backward 0 .. 5). Downstream (direction 0): START, BUS_REQUEST (data: node
@@ -81,6 +81,12 @@ LINK_DOWN = 0x34
 TASKS = ("joint", "forward", "local", "backward")
 #: Progress of the sample on a board: free, then waiting for / running each task.
 STAGES = ("free",) + tuple(f"{prefix}{task}" for task in TASKS for prefix in ("want_", ""))
+
+#: Most words per link frame (``NeighbourLink(burst=)``, ``docs/link.md``), per link: the
+#: upstream link sends the backward message (6 words, written by ``distal`` at its end: one
+#: frame), the downstream link the forward one (9 words, written as the node's inputs arrive:
+#: small frames, so the next board starts early). ``link_parameters={"burst": k}`` sets both.
+LINK_BURST = {"up": 6, "down": 2}
 
 _FREE = 0
 _COUNTER = 32
@@ -217,7 +223,8 @@ class ActuatorCore(wiring.Component):
         Base board: cycles after which an access to a node is answered with ``error`` (a
         board behind a broken link; a node whose running request waits for a missing word).
     link_parameters : dict, optional
-        ``window``, ``ack_timeout``, ``down_timeout`` of the links.
+        ``window``, ``ack_timeout``, ``down_timeout``, ``burst`` of the links; ``burst`` an
+        integer (both links) or ``{"up": k, "down": k}``, default :data:`LINK_BURST`.
     cordic_step_cycles : int
         Of the node (1 or 2).
 
@@ -278,10 +285,20 @@ class ActuatorCore(wiring.Component):
         self.node = LinkDynNode(fmt, split_joint=True, split_local=True, interlock=True,
                                 inbox=inbox, cordic_step_cycles=cordic_step_cycles)
         parameters = dict(link_parameters or {})
+        burst = parameters.pop("burst", None)
+        if burst is None:
+            bursts = dict(LINK_BURST)
+        elif isinstance(burst, dict):
+            if not set(burst) <= set(LINK_BURST):
+                raise ValueError(f"Burst per link takes the keys 'up' and 'down', not "
+                                 f"{sorted(burst)!r}")
+            bursts = {**LINK_BURST, **burst}
+        else:
+            bursts = dict.fromkeys(LINK_BURST, burst)
         self.upstream = None if base else NeighbourLink(bits=bits, rx_domain=rx_domain,
-                                                        **parameters)
+                                                        burst=bursts["up"], **parameters)
         self.downstream = None if last else NeighbourLink(bits=bits, rx_domain=rx_domain,
-                                                          **parameters)
+                                                          burst=bursts["down"], **parameters)
         members = {"board_index": Out(8), "board_index_valid": Out(1)}
         if base:
             members.update({

@@ -157,7 +157,9 @@ class DistributedChain(wiring.Component):
         Cycles after which the base answers an access with ``error``
         (:class:`~linkdyn.gateware.actuator.ActuatorCore`).
     link_parameters : dict, optional
-        ``window``, ``ack_timeout``, ``down_timeout`` of every link.
+        ``window``, ``ack_timeout``, ``down_timeout``, ``burst`` of every link
+        (:class:`~linkdyn.gateware.actuator.ActuatorCore`; the default bursts are
+        :data:`~linkdyn.gateware.actuator.LINK_BURST`).
     cordic_step_cycles : int
         Of the nodes.
 

@@ -19,7 +19,11 @@ full mailbox). The design is in ``docs/link.md``; in short:
   payload padded to :data:`CRC_BYTES` bytes; a frame with a bad CRC or any code or disparity
   error is dropped. Kinds (:data:`FRAME_KINDS`): ``ts`` (training: the sender's board index,
   whether it hears the other side), ``word``, ``slot_ack`` (both sequenced), ``link_ack``
-  (cumulative acknowledge of the sequenced frames, optionally a NAK).
+  (cumulative acknowledge of the sequenced frames, optionally a NAK); and the *burst* frame
+  (:func:`burst_frame_bytes`, ``burst > 1``): up to ``burst`` words, each with its header and
+  its own sequence number, under one start symbol, sequence byte and a CRC-16
+  (:data:`BURST_CRC`), filled by the sender as the words come (cut-through), delivered after
+  its CRC is checked.
 - **Reliability**: go-back-N with 8-bit sequence numbers and a window of ``window`` frames; the
   receiver takes only the next sequence number, so it never delivers a frame twice or out of
   order; the sender repeats from the oldest unacknowledged frame on a NAK (a gap seen by the
@@ -45,6 +49,7 @@ from .line_code import COMMA_PATTERNS, K28_5, Decoder8b10b, Encoder8b10b, contro
 
 __all__ = ["WordLayout", "SlotAckLayout", "CharLayout", "ReceivedCharLayout", "LinkStatus",
            "LinkCounters", "FRAME_KINDS", "FRAME_CRC", "CRC_BYTES", "IDLE", "frame_bytes",
+           "BURST_START", "BURST_END", "MAX_BURST", "BURST_CRC", "burst_frame_bytes",
            "TransmitPHY", "ReceivePHY", "LinkLayer", "NeighbourLink"]
 
 #: A mailbox word on the link: the tag and data the sender's node writes (``docs/chain.md``).
@@ -77,10 +82,10 @@ LinkStatus = data.StructLayout({
 })
 #: Event counters (wrap around at 2**32).
 LinkCounters = data.StructLayout({
-    "frames_sent": 32,      # word and slot_ack frames sent, repeats included
-    "frames_received": 32,  # word and slot_ack frames delivered (each once)
+    "frames_sent": 32,      # words and slot acks sent, repeats included (per word in a burst)
+    "frames_received": 32,  # words and slot acks delivered (each once)
     "crc_errors": 32,       # frames dropped: bad CRC, code or disparity error, cut short
-    "retransmissions": 32,  # word and slot_ack frames sent again
+    "retransmissions": 32,  # words and slot acks sent again
     "link_drops": 32,       # up -> down transitions
 })
 
@@ -93,6 +98,18 @@ FRAME_KINDS = {
 }
 #: Idle fill and comma (precedes every training frame; ignored between frames).
 IDLE = K28_5
+#: Start and end symbols of a *burst* frame (``LinkLayer(burst > 1)``): up to ``burst``
+#: sequenced words, each with its header, under one start symbol, sequence number and CRC
+#: (:func:`burst_frame_bytes`).
+BURST_START = control(23, 7)
+BURST_END = control(28, 0)
+#: Most words a burst frame may carry.
+MAX_BURST = 16
+#: CRC of the burst frames: CRC-16/KERMIT (polynomial 0x1021, reflected). CRC-16/DNP's
+#: distance drops to 2 beyond about 20 bytes (a short period); 0x1021 = (x + 1) p(x) keeps
+#: distance 4 (every error of up to 3 bits, every odd number of bit errors) over the longest
+#: burst frame (checked in the tests).
+BURST_CRC = catalog.CRC16_KERMIT
 #: CRC of every frame: CRC-16/DNP (polynomial 0x3D65, reflected, xor-out 0xFFFF), minimum
 #: Hamming distance 6 over the 72 bits of the longest frame's CRC word (checked in the tests).
 FRAME_CRC = catalog.CRC16_DNP
@@ -103,8 +120,10 @@ _TS_INDEX_VALID = 1 << 0     # the board index is known
 _TS_HEARS = 1 << 1           # the sender receives good training frames
 _TS_FRESH = 1 << 2           # the sender has not been up since its reset
 _NAK = 1 << 0
-#: Idle K28.5 characters between two training frames while the link is up and idle.
-_IDLE_PER_TS = 15
+#: Idle K28.5 characters between two training frames while the link is up and idle (a word
+#: offered while a training frame is on the line waits up to its 7 characters: rarer training
+#: frames, less jitter; the link-down detection does not depend on them, see docs/link.md).
+_IDLE_PER_TS = 63
 
 
 def _header(direction, slot, word):
@@ -140,6 +159,59 @@ def frame_bytes(kind, payload):
     crc = _crc16_dnp([start, *payload] + [0] * (CRC_BYTES - 1 - length))
     return [(start, True)] + [(b, False) for b in payload] + [(crc & 255, False),
                                                               (crc >> 8, False)]
+
+
+def burst_frame_bytes(sequence, words):
+    """Return a burst frame as characters, the Python reference of :class:`LinkLayer`'s burst
+    framing.
+
+    A burst frame carries ``len(words)`` sequenced words: word j has sequence number
+    ``sequence + j``. Layout: :data:`BURST_START` (K), the sequence number, per word its
+    header (word, slot, direction as in a ``word`` frame) and 4 data bytes (LSB first),
+    :data:`BURST_END` (K), the CRC (:data:`BURST_CRC`, LSB first) over the start symbol's
+    byte, the sequence number and the words' bytes (no padding): ``5 + 5 k`` characters for k
+    words.
+
+    Parameters
+    ----------
+    sequence : int
+        Byte 0 .. 255.
+    words : sequence of (int, int)
+        1 .. :data:`MAX_BURST` pairs ``(header, data)``: a header byte 0 .. 127 and a word
+        0 .. 2**32 - 1.
+
+    Returns
+    -------
+    list of (int, bool)
+        ``(byte, k)`` per character.
+
+    Raises
+    ------
+    ValueError
+        If a byte or word is out of range, or there are no or too many words.
+    """
+    words = list(words)
+    if not isinstance(sequence, int) or not 0 <= sequence <= 255:
+        raise ValueError(f"Sequence number must be a byte, not {sequence!r}")
+    if not 1 <= len(words) <= MAX_BURST or not all(
+            isinstance(h, int) and 0 <= h < 128 and isinstance(w, int) and 0 <= w < 1 << 32
+            for h, w in words):
+        raise ValueError(f"A burst frame carries 1 .. {MAX_BURST} (header 0 .. 127, word "
+                         f"0 .. 2**32 - 1) pairs, not {words!r}")
+    body = [sequence] + [b for h, w in words for b in [h] + list(w.to_bytes(4, "little"))]
+    crc = _crc16_kermit([BURST_START] + body)
+    return ([(BURST_START, True)] + [(b, False) for b in body]
+            + [(BURST_END, True), (crc & 255, False), (crc >> 8, False)])
+
+
+def _crc16_kermit(message):
+    """CRC-16/KERMIT, bit by bit (reflected: polynomial 0x1021 reversed is 0x8408)."""
+    crc = 0
+    for byte in message:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x8408 if crc & 1 else 0)
+    return crc
 
 
 def _crc16_dnp(message):
@@ -342,6 +414,16 @@ class LinkLayer(wiring.Component):
         link_ack frame).
     down_timeout : int
         Cycles without a valid character after which the link is down.
+    burst : int
+        Most words the sender puts in one frame, 1 .. :data:`MAX_BURST`. 1: every word in its
+        own ``word`` frame (9 characters). More: words go in *burst* frames
+        (:func:`burst_frame_bytes`, 5 + 5 k characters for k words) that the sender fills as
+        the words come (cut-through): it starts a frame with the oldest unsent word and
+        appends the next word of the window if it is there when the previous one's last byte
+        goes out and the frame has room; every word keeps its own sequence number, so
+        go-back-N and the exactly-once rule work per word. The receiver takes burst frames of
+        up to :data:`MAX_BURST` words whatever its own ``burst``, so each direction of a link
+        may use its own.
 
     Members
     -------
@@ -373,8 +455,11 @@ class LinkLayer(wiring.Component):
         If a parameter is not an integer in its range.
     """
 
-    def __init__(self, *, window=16, ack_timeout=1024, down_timeout=256):
+    def __init__(self, *, window=16, ack_timeout=1024, down_timeout=256, burst=1):
         _check_int("Window", window, 2, 64)
+        _check_int("Burst", burst, 1, MAX_BURST)
+        if burst > window:
+            raise ValueError(f"Burst must be at most the window ({window}), not {burst!r}")
         if window & (window - 1):
             raise ValueError(f"Window must be a power of 2, not {window!r}")
         _check_int("Acknowledge timeout", ack_timeout, 16, 1 << 20)
@@ -382,6 +467,7 @@ class LinkLayer(wiring.Component):
         self._window = window
         self._ack_timeout = ack_timeout
         self._down_timeout = down_timeout
+        self._burst = burst
         super().__init__({
             **_link_members(),
             "tx_chars": Out(stream.Signature(CharLayout)),
@@ -482,6 +568,43 @@ class LinkLayer(wiring.Component):
         timer = Signal(range(self._ack_timeout + 1))
         m.d.comb += [tx_crc.data.eq(Cat(frame_kind, frame_payload)), self.tx_chars.valid.eq(1)]
         entry = buffer_read.data
+        burst = self._burst
+        # Burst frames: a byte-serial CRC fed as the characters go out; the word on the line
+        # is latched (its window entry may be repeated from elsewhere after a go-back).
+        burst_frame = Signal()              # the frame on the line is a burst frame
+        pointer_moved = Signal()            # the acknowledge logic moves send_ptr this cycle
+        if burst > 1:
+            m.submodules.burst_tx_crc = burst_tx_crc = BURST_CRC(data_width=8).create()
+            burst_sequence = Signal(8)
+            burst_header = Signal(data.StructLayout({"word": 4, "slot": 2, "direction": 1}))
+            burst_data = Signal(32)
+            burst_count = Signal(range(burst + 1))
+            burst_moved = Signal()          # send_ptr was moved since the frame started
+            frame_crc = Mux(burst_frame, burst_tx_crc.crc, tx_crc.crc)
+        else:
+            frame_crc = tx_crc.crc
+
+        def feed_burst_crc(byte, first=False):
+            m.d.comb += [burst_tx_crc.data.eq(byte), burst_tx_crc.valid.eq(1)]
+            if first:
+                m.d.comb += burst_tx_crc.start.eq(1)
+
+        def send_single():
+            start("word", [
+                Cat(entry.word, entry.slot, entry.direction, Const(0, 1)), send_ptr,
+                entry.data[0:8], entry.data[8:16], entry.data[16:24], entry.data[24:32]])
+            with m.If(entry.slot_ack):
+                # Same header and sequence bytes; its word and data are 0 in the
+                # buffer, so the CRC's zero padding holds.
+                m.d.sync += [frame_kind.eq(kinds["slot_ack"]),
+                             frame_length.eq(lengths["slot_ack"])]
+            m.d.sync += [send_ptr.eq(send_ptr + 1), since_ts.eq(since_ts + 1),
+                         counters.frames_sent.eq(counters.frames_sent + 1), burst_frame.eq(0)]
+            with m.If(send_ptr == high):
+                m.d.sync += high.eq(high + 1)
+            with m.Else():
+                m.d.sync += counters.retransmissions.eq(counters.retransmissions + 1)
+            m.next = "CRC"
 
         def start(kind, payload):
             # One byte per payload item, zero-extended.
@@ -494,6 +617,7 @@ class LinkLayer(wiring.Component):
                                        for item in payload])),
                 frame_length.eq(lengths[kind]),
                 index.eq(0),
+                burst_frame.eq(0),
             ]
 
         with m.FSM(name="tx"):
@@ -512,21 +636,23 @@ class LinkLayer(wiring.Component):
                         m.d.sync += nak_sent.eq(1)
                     m.next = "CRC"
                 with m.Elif(up & (send_ptr != next_new) & (since_ts != 63)):
-                    start("word", [
-                        Cat(entry.word, entry.slot, entry.direction, Const(0, 1)), send_ptr,
-                        entry.data[0:8], entry.data[8:16], entry.data[16:24], entry.data[24:32]])
-                    with m.If(entry.slot_ack):
-                        # Same header and sequence bytes; its word and data are 0 in the
-                        # buffer, so the CRC's zero padding holds.
-                        m.d.sync += [frame_kind.eq(kinds["slot_ack"]),
-                                     frame_length.eq(lengths["slot_ack"])]
-                    m.d.sync += [send_ptr.eq(send_ptr + 1), since_ts.eq(since_ts + 1),
-                                 counters.frames_sent.eq(counters.frames_sent + 1)]
-                    with m.If(send_ptr == high):
-                        m.d.sync += high.eq(high + 1)
-                    with m.Else():
-                        m.d.sync += counters.retransmissions.eq(counters.retransmissions + 1)
-                    m.next = "CRC"
+                    if burst > 1:
+                        with m.If(entry.slot_ack):
+                            send_single()
+                        with m.Else():
+                            # A burst frame with this word first; send_ptr moves on as each
+                            # word's last byte goes out.
+                            m.d.sync += [
+                                burst_frame.eq(1), burst_sequence.eq(send_ptr),
+                                burst_header.word.eq(entry.word),
+                                burst_header.slot.eq(entry.slot),
+                                burst_header.direction.eq(entry.direction),
+                                burst_data.eq(entry.data), burst_count.eq(1),
+                                burst_moved.eq(0), since_ts.eq(since_ts + 1), index.eq(0),
+                            ]
+                            m.next = "BURST_SOF"
+                    else:
+                        send_single()
                 with m.Elif(up & (idle_chars != _IDLE_PER_TS)):
                     # Up and nothing to send: single K28.5s (a word waits at most one symbol),
                     # a training frame every few of them.
@@ -562,13 +688,68 @@ class LinkLayer(wiring.Component):
                     with m.If(index == frame_length - 1):
                         m.next = "CHECK_LOW"
             with m.State("CHECK_LOW"):
-                m.d.comb += self.tx_chars.payload.data.eq(tx_crc.crc[:8])
+                m.d.comb += self.tx_chars.payload.data.eq(frame_crc[:8])
                 with m.If(self.tx_chars.ready):
                     m.next = "CHECK_HIGH"
             with m.State("CHECK_HIGH"):
-                m.d.comb += self.tx_chars.payload.data.eq(tx_crc.crc[8:])
+                m.d.comb += self.tx_chars.payload.data.eq(frame_crc[8:])
                 with m.If(self.tx_chars.ready):
                     m.next = "DECIDE"
+            if burst > 1:
+                with m.State("BURST_SOF"):
+                    m.d.comb += [self.tx_chars.payload.data.eq(BURST_START),
+                                 self.tx_chars.payload.k.eq(1)]
+                    with m.If(self.tx_chars.ready):
+                        feed_burst_crc(BURST_START, first=True)
+                        m.next = "BURST_SEQUENCE"
+                with m.State("BURST_SEQUENCE"):
+                    m.d.comb += self.tx_chars.payload.data.eq(burst_sequence)
+                    with m.If(self.tx_chars.ready):
+                        feed_burst_crc(burst_sequence)
+                        m.next = "BURST_HEADER"
+                with m.State("BURST_HEADER"):
+                    header_byte = Cat(burst_header.as_value(), Const(0, 1))
+                    m.d.comb += self.tx_chars.payload.data.eq(header_byte)
+                    with m.If(self.tx_chars.ready):
+                        feed_burst_crc(header_byte)
+                        m.d.sync += index.eq(0)
+                        m.next = "BURST_DATA"
+                with m.State("BURST_DATA"):
+                    byte = burst_data.word_select(index[:2], 8)
+                    m.d.comb += self.tx_chars.payload.data.eq(byte)
+                    with m.If(self.tx_chars.ready):
+                        feed_burst_crc(byte)
+                        m.d.sync += index.eq(index + 1)
+                        with m.If(index[:2] == 3):
+                            # The word is on the line: count it and move on.
+                            moved = burst_moved | pointer_moved
+                            m.d.sync += counters.frames_sent.eq(counters.frames_sent + 1)
+                            with m.If(send_ptr == high):
+                                m.d.sync += high.eq(high + 1)
+                            with m.Else():
+                                m.d.sync += counters.retransmissions.eq(
+                                    counters.retransmissions + 1)
+                            with m.If(~moved):
+                                m.d.sync += send_ptr.eq(send_ptr + 1)
+                            m.next = "BURST_NEXT"
+                with m.State("BURST_NEXT"):
+                    # The next word's header if the word is in the window now, the frame has
+                    # room and nothing moved the send pointer; else the end of the frame.
+                    more = (~burst_moved & ~pointer_moved & up & (send_ptr != next_new)
+                            & ~entry.slot_ack & (burst_count != burst))
+                    header_byte = Cat(entry.word, entry.slot, entry.direction, Const(0, 1))
+                    with m.If(more):
+                        m.d.comb += self.tx_chars.payload.data.eq(header_byte)
+                        with m.If(self.tx_chars.ready):
+                            feed_burst_crc(header_byte)
+                            m.d.sync += [burst_data.eq(entry.data),
+                                         burst_count.eq(burst_count + 1), index.eq(0)]
+                            m.next = "BURST_DATA"
+                    with m.Else():
+                        m.d.comb += [self.tx_chars.payload.data.eq(BURST_END),
+                                     self.tx_chars.payload.k.eq(1)]
+                        with m.If(self.tx_chars.ready):
+                            m.next = "CHECK_LOW"
 
         # ---- Sender: acknowledges, timeout, go-back -----------------------------------------
         lack_distance = Signal(8)
@@ -582,8 +763,13 @@ class LinkLayer(wiring.Component):
                 m.d.sync += timer.eq(0)
             with m.If(lack_nak | (send_distance < lack_distance)):
                 m.d.sync += send_ptr.eq(lack_seq)
+                m.d.comb += pointer_moved.eq(1)
         with m.Elif((timer == self._ack_timeout) | link_came_up):
             m.d.sync += [send_ptr.eq(base), timer.eq(0)]
+            m.d.comb += pointer_moved.eq(1)
+        if burst > 1:
+            with m.If(pointer_moved):
+                m.d.sync += burst_moved.eq(1)
         with m.If(~up):
             m.d.sync += timer.eq(0)
         # The first frame after link-up is a training frame: the other side may still wait
@@ -618,21 +804,54 @@ class LinkLayer(wiring.Component):
         frame_error = Signal()
         m.d.comb += self.rx_chars.ready.eq(1)
         is_start = Signal()
+        burst_start = char.data == BURST_START
         m.d.comb += is_start.eq(char.k & ~char_bad & (
             (char.data == kinds["ts"]) | (char.data == kinds["word"])
-            | (char.data == kinds["slot_ack"]) | (char.data == kinds["link_ack"])))
+            | (char.data == kinds["slot_ack"]) | (char.data == kinds["link_ack"])
+            | burst_start))
+
+        # Burst frames: the words collected into one half of a small RAM while the other half
+        # is delivered; a byte-serial CRC fed as the characters come.
+        burst_good = Signal()           # a good burst frame ended (one-cycle pulse)
+        m.submodules.burst_rx_crc = burst_rx_crc = BURST_CRC(data_width=8).create()
+        # Entry: the word's header (low byte) and data.
+        m.submodules.burst_words = burst_words = Memory(shape=40, depth=2 * MAX_BURST, init=[])
+        collect_port = burst_words.write_port()
+        deliver_port = burst_words.read_port(domain="comb")
+        collect_bank = Signal()
+        rx_burst_sequence = Signal(8)
+        rx_burst_count = Signal(range(MAX_BURST + 1))
+        rx_burst_byte = Signal(range(5))   # 0: the word's header, 1 .. 4: its data bytes
+        rx_burst_bytes = Signal(32)        # the word's header and first three data bytes
+        rx_burst_crc_low = Signal(8)
+        m.d.comb += [collect_port.addr.eq(Cat(rx_burst_count[:4], collect_bank)),
+                     collect_port.data.eq(Cat(rx_burst_bytes, char.data))]
 
         def start_frame():
             m.d.sync += [rx_kind.eq(char.data), rx_count.eq(0)]
             for name in kinds:
                 with m.If(char.data == kinds[name]):
                     m.d.sync += rx_length.eq(lengths[name] + 2)
+            with m.If(burst_start):
+                m.d.comb += [burst_rx_crc.start.eq(1), burst_rx_crc.valid.eq(1),
+                             burst_rx_crc.data.eq(char.data)]
+                m.d.sync += [rx_burst_count.eq(0), rx_burst_byte.eq(0)]
+                m.next = "BURST"
+            with m.Else():
+                m.next = "COLLECT"
+
+        def burst_char_error():
+            # Another frame's start cuts it short; any other K or bad character ends it.
+            m.d.comb += frame_error.eq(1)
+            with m.If(is_start):
+                start_frame()
+            with m.Else():
+                m.next = "HUNT"
 
         with m.FSM(name="rx"):
             with m.State("HUNT"):
                 with m.If(take & is_start):
                     start_frame()
-                    m.next = "COLLECT"
             with m.State("COLLECT"):
                 with m.If(take):
                     with m.If(is_start):
@@ -654,6 +873,46 @@ class LinkLayer(wiring.Component):
                 with m.If(rx_crc.crc != received_crc):
                     m.d.comb += frame_error.eq(1)
                 m.next = "HUNT"
+            with m.State("BURST"):
+                # Sequence number, then per word its header and 4 data bytes, up to the end
+                # symbol.
+                at_boundary = (rx_count == 1) & (rx_burst_byte == 0)
+                with m.If(take):
+                    with m.If(char.k & ~char_bad & (char.data == BURST_END) & at_boundary
+                              & (rx_burst_count != 0)):
+                        m.next = "BURST_CHECK_LOW"
+                    with m.Elif(char.k | char_bad
+                                | (at_boundary & (rx_burst_count == MAX_BURST))):
+                        burst_char_error()
+                    with m.Else():
+                        m.d.comb += [burst_rx_crc.valid.eq(1), burst_rx_crc.data.eq(char.data)]
+                        with m.If(rx_count == 0):
+                            m.d.sync += [rx_burst_sequence.eq(char.data), rx_count.eq(1)]
+                        with m.Else():
+                            m.d.sync += [rx_burst_byte.eq(Mux(rx_burst_byte == 4, 0,
+                                                              rx_burst_byte + 1)),
+                                         rx_burst_bytes.word_select(rx_burst_byte[:2], 8).eq(
+                                             char.data)]
+                            with m.If(rx_burst_byte == 4):
+                                m.d.comb += collect_port.en.eq(1)
+                                m.d.sync += rx_burst_count.eq(rx_burst_count + 1)
+            with m.State("BURST_CHECK_LOW"):
+                with m.If(take):
+                    with m.If(char.k | char_bad):
+                        burst_char_error()
+                    with m.Else():
+                        m.d.sync += rx_burst_crc_low.eq(char.data)
+                        m.next = "BURST_CHECK_HIGH"
+            with m.State("BURST_CHECK_HIGH"):
+                with m.If(take):
+                    with m.If(char.k | char_bad):
+                        burst_char_error()
+                    with m.Else():
+                        with m.If(burst_rx_crc.crc == Cat(rx_burst_crc_low, char.data)):
+                            m.d.comb += burst_good.eq(1)
+                        with m.Else():
+                            m.d.comb += frame_error.eq(1)
+                        m.next = "HUNT"
         with m.If(frame_error):
             m.d.sync += counters.crc_errors.eq(counters.crc_errors + 1)
 
@@ -681,7 +940,8 @@ class LinkLayer(wiring.Component):
         ]
         sequenced = good & up & ((rx_kind == kinds["word"]) | (rx_kind == kinds["slot_ack"]))
         is_word = rx_kind == kinds["word"]
-        output_busy = Mux(is_word, self.rx_words.valid, self.rx_slot_acks.valid)
+        delivering = Signal()           # a burst frame's words are being delivered
+        output_busy = Mux(is_word, self.rx_words.valid | delivering, self.rx_slot_acks.valid)
         gap = Signal(8)
         m.d.comb += gap.eq(sequence - rx_sequence)
         with m.If(self.rx_words.ready):
@@ -713,6 +973,10 @@ class LinkLayer(wiring.Component):
                     ]
             with m.Elif((gap != 0) & (gap < 128) & ~nak_sent):
                 m.d.sync += nak_pending.eq(1)
+        self._elaborate_burst_delivery(
+            m, burst_good & up, delivering, rx_sequence, rx_burst_sequence, rx_burst_count,
+            collect_bank, deliver_port, ack_pending, nak_pending, nak_sent, link_ack_sent,
+            rx_unacknowledged)
 
         # ---- Link-down ----------------------------------------------------------------------
         with m.If((silence == self._down_timeout)
@@ -721,6 +985,52 @@ class LinkLayer(wiring.Component):
             m.d.sync += [hears.eq(0), neighbour_hears.eq(0), ack_pending.eq(0),
                          nak_pending.eq(0)]
         return m
+
+
+    def _elaborate_burst_delivery(self, m, accept, delivering, rx_sequence, sequence, count,
+                                  collect_bank, deliver_port, ack_pending, nak_pending,
+                                  nak_sent, link_ack_sent, rx_unacknowledged):
+        """A good burst frame: take the words from ``rx_sequence`` on (a repeat may overlap
+        what was taken), NAK a gap, and deliver the words one per cycle from the RAM half
+        they were collected in, while the next frame is collected into the other half. A
+        frame that ends while the previous one is still delivered is dropped (repeated)."""
+        window = self._window
+        counters = self.counters
+        offset = Signal(8)              # words of the frame the receiver already took
+        taken = Signal(range(MAX_BURST + 1))
+        deliver_bank = Signal()
+        deliver_index = Signal(range(MAX_BURST + 1))
+        deliver_end = Signal(range(MAX_BURST + 1))
+        header = deliver_port.data[:8]
+        m.d.comb += [offset.eq(rx_sequence - sequence), taken.eq(count - offset),
+                     deliver_port.addr.eq(Cat(deliver_index[:4], deliver_bank))]
+        with m.If(accept):
+            m.d.sync += ack_pending.eq(1)
+            with m.If((offset < count) & ~delivering):
+                m.d.sync += [
+                    rx_sequence.eq(sequence + count), nak_sent.eq(0),
+                    counters.frames_received.eq(counters.frames_received + taken),
+                    delivering.eq(1), deliver_bank.eq(collect_bank),
+                    collect_bank.eq(~collect_bank), deliver_index.eq(offset),
+                    deliver_end.eq(count),
+                ]
+                unacknowledged = Mux(link_ack_sent, 0, rx_unacknowledged) + taken
+                m.d.sync += rx_unacknowledged.eq(Mux(unacknowledged > window, window,
+                                                     unacknowledged))
+            with m.Elif((offset >= 128) & ~nak_sent):
+                # The frame starts beyond the next expected word: a gap.
+                m.d.sync += nak_pending.eq(1)
+        with m.If(delivering & (~self.rx_words.valid | self.rx_words.ready)):
+            m.d.sync += [
+                self.rx_words.valid.eq(1),
+                self.rx_words.payload.word.eq(header[0:4]),
+                self.rx_words.payload.slot.eq(header[4:6]),
+                self.rx_words.payload.direction.eq(header[6]),
+                self.rx_words.payload.data.eq(deliver_port.data[8:]),
+                deliver_index.eq(deliver_index + 1),
+            ]
+            with m.If(deliver_index + 1 == deliver_end):
+                m.d.sync += delivering.eq(0)
 
 
 class NeighbourLink(wiring.Component):
@@ -740,7 +1050,7 @@ class NeighbourLink(wiring.Component):
         Clock domain of ``rx`` (the forwarded clock). ``"sync"`` leaves out the crossing (a
         loopback or a simulation with one clock).
     **link_parameters
-        ``window``, ``ack_timeout``, ``down_timeout`` of :class:`LinkLayer`.
+        ``window``, ``ack_timeout``, ``down_timeout``, ``burst`` of :class:`LinkLayer`.
 
     Members
     -------

@@ -2,27 +2,44 @@
 and the report's arithmetic."""
 
 from linkdyn.bench.distributed import CHIP_LATENCY_CYCLES, measure, report
+from linkdyn.gateware.actuator import LINK_BURST
+from linkdyn.gateware.link import burst_frame_bytes
 
-#: Cycles of one word frame on the line at 2 bits per cycle: 9 8b/10b symbols of 5 cycles.
-FRAME_CYCLES = 45
+#: Cycles per character on the line at 2 bits per cycle (10 bits per 8b/10b symbol).
+CHARACTER_CYCLES = 5
 
 
-def test_two_boards_deliver_every_message_word_once_in_order_after_a_frame():
+def _runs(cycles):
+    """Lengths of the runs of consecutive cycles (the words of one frame come one per cycle)."""
+    runs = [1]
+    for a, b in zip(cycles, cycles[1:]):
+        if b == a + 1:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+    return runs
+
+
+def test_two_boards_deliver_every_message_word_once_in_order_in_burst_frames():
     result = measure(2, updates=1, settle=1500)
     assert len(result["latency"]) == 1 and result["interval"] == []
     ((forward,),), ((backward,),) = result["hops"]["forward"], result["hops"]["backward"]
     assert sorted(w for w, _, _ in forward) == list(range(9))
     assert sorted(w for w, _, _ in backward) == list(range(6))
-    for words in (forward, backward):
-        # Delivered in the order the sender's MAC produced them (the link keeps it).
+    shortest = len(burst_frame_bytes(0, [(0, 0)])) * CHARACTER_CYCLES
+    for words, burst in ((forward, LINK_BURST["down"]), (backward, LINK_BURST["up"])):
+        # Delivered in the order the sender's MAC produced them (the link keeps it), once
+        # the whole frame arrived and its CRC was checked, the words of a frame one per cycle.
         delivered = [got for _, _, got in words]
         assert delivered == sorted(delivered)
-        # A word is delivered once its whole frame arrived (and its CRC checked), and the
-        # words of one message follow at least a frame apart.
-        assert all(got - sent > FRAME_CYCLES for _, sent, got in words)
-        assert all(b - a >= FRAME_CYCLES for a, b in zip(delivered, delivered[1:]))
-    # The update waits for both messages' last words on top of the nodes' own work.
-    assert result["latency"][0] > CHIP_LATENCY_CYCLES[2] + (9 + 6 - 2) * FRAME_CYCLES
+        assert all(got - sent > shortest for _, sent, got in words)
+        assert max(_runs(delivered)) <= burst
+    # distal writes the backward message at its end: all of it goes in one frame.
+    assert _runs([got for _, _, got in backward]) == [6]
+    frame = len(burst_frame_bytes(0, [(0, 0)] * 6)) * CHARACTER_CYCLES
+    assert backward[0][2] - backward[0][1] > frame
+    # The update waits for the backward frame on top of the nodes' own work.
+    assert result["latency"][0] > CHIP_LATENCY_CYCLES[2] + frame
     assert {board for board, _, _ in result["runs"]} == {0, 1}
 
 
@@ -43,3 +60,21 @@ def test_report_tables_and_the_goal():
     assert "59.6 .. 60.6 us, **missed**" in text
     assert "| Spartan-6 (`synth_xilinx -family xc6s`) | 5,000 | 3,000 | 4 | 4 | 87% |" in text
     assert "not run: no yosys" in text
+
+
+def test_report_before_after_and_bit_error_tables():
+    def fake(n, latencies, last_forward, last_backward):
+        return {"n": n, "latency": latencies, "interval": [5000],
+                "hops": {"forward": [[[(0, 10, 70), (8, 100, 100 + last_forward)]]] * (n - 1),
+                         "backward": [[[(0, 20, 90), (5, 50, 50 + last_backward)]]] * (n - 1)},
+                "runs": [], "words": []}
+    after = fake(6, [2400, 2450], 150, 180)
+    before = fake(6, [3032, 3117], 188, 279)
+    noisy = dict(fake(6, [2400, 2500, 3600], 150, 180), ber=1e-4, flipped=12, crc_errors=9,
+                 retransmissions=20)
+    text = report([after], before=before, noisy=noisy)
+    assert "| one word per frame | 3032 / 3117 | 60.6 / 62.3 | 16.0 | 188 | 279 |" in text
+    assert "| burst frames | 2400 / 2450 | 48.0 / 49.0 | 20.4 | 150 | 180 |" in text
+    assert "48.0 .. 49.0 us, met" in text
+    assert ("latency 2400 / 2500 / 3600 cycles (min / median / max), 48.0 / 72.0 us, jitter "
+            "1200 cycles; 12 bits flipped, 9 frames dropped") in text
