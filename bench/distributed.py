@@ -57,8 +57,9 @@ CLOCK_HZ = 50e6
 BITS = 2
 #: Line delay, cycles (the DDR output and input registers and a short cable).
 LINE_DELAY = 3
-#: LATENCY_CYCLES of the on-chip sequential chain per n (``docs/performance.md``, "Chain").
-CHIP_LATENCY_CYCLES = {1: 198, 2: 254, 3: 310, 4: 366, 5: 422, 6: 478, 7: 534, 8: 590}
+#: LATENCY_CYCLES of the on-chip sequential chain per n (``docs/performance.md``, "Chain";
+#: ``boards.cycles.simulate_update_cycles(LinkDynChain(n))``).
+CHIP_LATENCY_CYCLES = {1: 201, 2: 261, 3: 321, 4: 381, 5: 441, 6: 501, 7: 561, 8: 621}
 #: Goal of the distributed mode: a 6-board update in at most this many microseconds.
 GOAL_US = 50.0
 

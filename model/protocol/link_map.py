@@ -39,11 +39,13 @@ LINK_COUNTERS = LINK_FIELDS[1:]
 _FIELD_DOCS = {
     "status": "up (bit 0) | hears (bit 1) | aligned (bit 2) | neighbour's board index (bits "
               "8 .. 15) | neighbour index valid (bit 16) | this board's index (bits 24 .. 31)",
-    "frames_sent": "word and slot-acknowledge frames sent, repeats included",
-    "frames_received": "word and slot-acknowledge frames delivered (each once)",
+    "frames_sent": "words and slot acknowledges sent (a burst frame counts each of its "
+                   "words), repeats included",
+    "frames_received": "words and slot acknowledges delivered (each once; a burst frame "
+                       "counts each of its words)",
     "crc_errors": "frames dropped: wrong CRC-16, an 8b/10b code or disparity error, cut short",
-    "retransmissions": "word and slot-acknowledge frames sent again (go-back-N after a NAK, "
-                       "a timeout, a link-up)",
+    "retransmissions": "words and slot acknowledges sent again (go-back-N after a NAK, a "
+                       "timeout, a link-up)",
     "link_drops": "times the link went from up to down",
 }
 
