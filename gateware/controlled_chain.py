@@ -249,25 +249,42 @@ class ControlledChain(wiring.Component):
                          chain.bus.wdata.eq(fe.wdata)]
 
         # -- controller register ports: the front end, or the sequencer's fault-word read --
+        # Every signal into a controller comes from a register (for 100 MHz: the controllers
+        # are spread over the chip): the register port's address, write data and write enable
+        # (one per controller), the fault-word read, and the strobes below.
         req = Signal(data.StructLayout({"node": 8, "addr": 8, "we": 1, "wdata": 32}))
         port_addr = Signal(7)
         port_node = Signal(range(n))
-        port_write = Signal()
-        fault_read = Signal()
+        port_write = Signal(n)          # registered write enable, one per controller
+        fault_read = Signal()           # registered: the sequencer reads the fault words
         for i, joint in enumerate(joints):
             m.d.comb += [
                 joint.reg.addr.eq(Mux(fault_read, _FAULT_PORT, port_addr)),
                 joint.reg.w_data.eq(req.wdata),
-                joint.reg.w_en.eq(port_write & (port_node == i) & ~fault_read),
+                joint.reg.w_en.eq(port_write[i] & ~fault_read),
             ]
+        # A port read: each controller's r_data registered beside it, then the selected one.
+        port_words = [Signal(_W, name=f"port_word{i}") for i in range(n)]
+        m.d.sync += [word.eq(joint.reg.r_data) for word, joint in zip(port_words, joints)]
         port_rdata = Signal(_W)
         port_busy = Signal()
         port_ready = Signal()
         with m.Switch(port_node):
             for i, joint in enumerate(joints):
                 with m.Case(i):
-                    m.d.comb += [port_rdata.eq(joint.reg.r_data), port_busy.eq(joint.busy),
+                    m.d.comb += [port_rdata.eq(port_words[i]), port_busy.eq(joint.busy),
                                  port_ready.eq(joint.reg.w_ready)]
+        # The controllers' request strobes, registered (one cycle each).
+        start = Signal()
+        fault_clear = Signal(n)
+        reference_strobe = Signal(n)
+        message_strobe = Signal()
+        m.d.sync += [start.eq(0), fault_clear.eq(0), reference_strobe.eq(0),
+                     message_strobe.eq(0)]
+        for i, joint in enumerate(joints):
+            m.d.comb += [joint.start.eq(start), joint.fault_clear.eq(fault_clear[i]),
+                         joint.reference.strobe.eq(reference_strobe[i]),
+                         joint.message_strobe.eq(message_strobe)]
 
         self._elaborate_timer(m, control_period, period_count, stepping, step_due, overruns)
         # The state the front end and the sequencer share.
@@ -277,7 +294,9 @@ class ControlledChain(wiring.Component):
             period_count=period_count, own_words=own_words, port_addr=port_addr,
             port_node=port_node, port_write=port_write, port_rdata=port_rdata,
             port_busy=port_busy, port_ready=port_ready, fault_read=fault_read,
-            control_steps=control_steps, latency=latency, step_cycles=step_cycles)
+            control_steps=control_steps, latency=latency, step_cycles=step_cycles,
+            start=start, fault_clear=fault_clear, reference_strobe=reference_strobe,
+            message_strobe=message_strobe, window_word=Signal(_W, name="window_word"))
         self._elaborate_front_end(m, shared)
         self._elaborate_sequencer(m, shared)
         return m
@@ -313,6 +332,7 @@ class ControlledChain(wiring.Component):
         req = s.req
         decoded = Signal(_Decoded)
         m.d.comb += [port_addr.eq(req.addr[:7]), port_node.eq(req.node)]
+        self._window_word(m, s, req, decoded)
 
         # The decoding of the request, registered (DECODE -> DISPATCH).
         window = Signal(_Decoded)
@@ -412,30 +432,37 @@ class ControlledChain(wiring.Component):
                     with m.Else():
                         m.next = "CONTROL_APPLY"
             with m.State("CONTROL_APPLY"):
-                # fault_clear, then control_step (the step waits for the clears to end).
+                # fault_clear, then control_step (the step waits for the clears to end: the
+                # registered clears reach the controllers in the cycle the sequencer sees
+                # `stepping`, and it waits for them to be idle).
                 with m.If((req.wdata & CONTROL_FAULT_CLEAR).any()):
-                    for joint in joints:
-                        m.d.comb += joint.fault_clear.eq(1)
+                    m.d.sync += s.fault_clear.eq((1 << n) - 1)
                 with m.If((req.wdata & CONTROL_STEP).any()):
                     m.d.sync += stepping.eq(1)
                 answer(req.wdata)
             with m.State("PORT"):
-                # The controller's register port, while the controller is idle.
+                # The controller's register port, while the controller is idle (a write: its
+                # registered enable, set on the way here, is taken in the first idle cycle).
                 with m.If(req.we):
-                    m.d.comb += port_write.eq(1)
                     with m.If(port_ready):
+                        m.d.sync += port_write.eq(0)
                         answer(req.wdata)
                 with m.Elif(~port_busy):
                     m.next = "PORT_READ"
             with m.State("PORT_READ"):
-                # The word of the address given in the previous (idle) cycle.
+                # The word of the address given in the previous (idle) cycle, registered.
+                m.next = "PORT_WORD"
+            with m.State("PORT_WORD"):
                 answer(port_rdata)
+            with m.State("WINDOW_READ"):
+                # A reference, record or sensor word, registered in DISPATCH.
+                answer(s.window_word)
             with m.State("ANSWER"):
                 m.next = "IDLE"
 
     def _window_access(self, m, s, req, decoded, answer):
         """DISPATCH of an access to node ``req.node``'s controller window."""
-        joints = self.controllers
+        n = self._n
         reference, record = s.reference, s.record
         stepping = s.stepping
         kinds = {kind: WINDOW_KINDS.index(kind) for kind in WINDOW_KINDS}
@@ -443,41 +470,46 @@ class ControlledChain(wiring.Component):
             answer(error=1)
         with m.Elif(decoded.kind == kinds["port"]):
             with m.If(~stepping):
+                with m.If(req.we):
+                    m.d.sync += s.port_write.eq((Const(1, n) << req.node)[:n])
                 m.next = "PORT"
             # a read while a step runs waits for its end (the controller is busy)
+        with m.Elif(~req.we):
+            m.next = "WINDOW_READ"
         with m.Else():
             with m.Switch(req.node):
-                for i, joint in enumerate(joints):
+                for i in range(n):
                     with m.Case(i):
                         with m.Switch(decoded.kind):
                             with m.Case(kinds["reference"]):
                                 with m.Switch(decoded.index):
                                     for k, word in enumerate(reference[i]):
                                         with m.Case(k):
-                                            with m.If(req.we):
-                                                m.d.sync += word.eq(req.wdata)
-                                                if k == 2:   # qdd_ref: the reference strobe
-                                                    m.d.comb += joint.reference.strobe.eq(1)
-                                                answer(req.wdata)
-                                            with m.Else():
-                                                answer(word)
+                                            m.d.sync += word.eq(req.wdata)
+                                            if k == 2:   # qdd_ref: the reference strobe
+                                                m.d.sync += s.reference_strobe[i].eq(1)
                             with m.Case(kinds["fault_clear"]):
-                                with m.If(req.we):
-                                    m.d.comb += joint.fault_clear.eq(1)
-                                    answer(req.wdata)
-                                with m.Else():
-                                    answer(0)
-                            with m.Case(kinds["record"]):
+                                m.d.sync += s.fault_clear[i].eq(1)
+            answer(req.wdata)
+
+    def _window_word(self, m, s, req, decoded):
+        """Register the window word a read of ``req`` answers (reference, fault_clear: 0,
+        record, sensor), every cycle, from the registered request and its decoding."""
+        kinds = {kind: WINDOW_KINDS.index(kind) for kind in WINDOW_KINDS}
+        word = Signal(_W)
+        with m.Switch(req.node):
+            for i in range(self._n):
+                with m.Case(i):
+                    with m.Switch(decoded.kind):
+                        for kind, table in (("reference", s.reference[i]),
+                                            ("record", s.record[i]),
+                                            ("sensor", (self.sensor[i].q, self.sensor[i].qd))):
+                            with m.Case(kinds[kind]):
                                 with m.Switch(decoded.index):
-                                    for k, word in enumerate(record[i]):
+                                    for k, value in enumerate(table):
                                         with m.Case(k):
-                                            answer(word)
-                            with m.Case(kinds["sensor"]):
-                                with m.Switch(decoded.index):
-                                    with m.Case(0):
-                                        answer(self.sensor[i].q)
-                                    with m.Case(1):
-                                        answer(self.sensor[i].qd)
+                                            m.d.comb += word.eq(value)
+        m.d.sync += s.window_word.eq(word)
 
     # -- the control step --------------------------------------------------------------------------
 
@@ -518,13 +550,15 @@ class ControlledChain(wiring.Component):
             with m.State("WAIT_IDLE"):
                 # A fault clear asked with the step runs first.
                 with m.If(~Cat(*(joint.busy for joint in joints)).any()):
-                    for i, joint in enumerate(joints):
-                        m.d.comb += joint.start.eq(1)
-                        m.d.sync += [sample[i][0].eq(self.sensor[i].q),
-                                     sample[i][1].eq(self.sensor[i].qd)]
-                    m.d.sync += seen.eq(0)
+                    m.d.sync += [s.start.eq(1), seen.eq(0)]
                     m.next = "FEEDBACK"
             with m.State("FEEDBACK"):
+                # The controllers capture the sensor in the cycle the registered start is
+                # high, and so does the record's sample.
+                with m.If(s.start):
+                    for i in range(n):
+                        m.d.sync += [sample[i][0].eq(self.sensor[i].q),
+                                     sample[i][1].eq(self.sensor[i].qd)]
                 m.d.sync += seen.eq(seen | Cat(*(joint.model.valid for joint in joints)))
                 with m.If(seen.all()):
                     m.d.sync += [node.eq(0), k.eq(0)]
@@ -547,9 +581,7 @@ class ControlledChain(wiring.Component):
             with m.State("UPDATE"):
                 # chain.busy is high from the cycle the start was answered.
                 with m.If(~chain.busy):
-                    for joint in joints:
-                        m.d.comb += joint.message_strobe.eq(1)
-                    m.d.sync += [node.eq(0), seen.eq(0)]
+                    m.d.sync += [s.message_strobe.eq(1), node.eq(0), seen.eq(0)]
                     m.next = "READ"
             with m.State("READ"):
                 m.d.comb += [sq.valid.eq(1), sq.node.eq(node), sq.addr.eq(spec.tau_address)]
@@ -561,12 +593,12 @@ class ControlledChain(wiring.Component):
             with m.State("OUTPUT"):
                 m.d.sync += seen.eq(seen | Cat(*(joint.done for joint in joints)))
                 with m.If(seen.all()):
+                    m.d.sync += fault_read.eq(1)          # high in FAULT_WORD and RECORD
                     m.next = "FAULT_WORD"
             with m.State("FAULT_WORD"):
-                m.d.comb += fault_read.eq(1)
                 m.next = "RECORD"
             with m.State("RECORD"):
-                m.d.comb += fault_read.eq(1)
+                m.d.sync += fault_read.eq(0)
                 for i, joint in enumerate(joints):
                     values = (joint.tau_cmd, joint.actuator.i_ref, joint.reg.r_data,
                               sample[i][0], sample[i][1])
