@@ -286,6 +286,9 @@ class ControlledChain(wiring.Component):
                          joint.reference.strobe.eq(reference_strobe[i]),
                          joint.message_strobe.eq(message_strobe)]
 
+        # CONTROL_PERIOD - 1 (mod 2**32) and CONTROL_PERIOD == 0, set with the register.
+        self._period_last = Signal(_W, init=_MASK)
+        self._period_off = Signal(init=1)
         self._elaborate_timer(m, control_period, period_count, stepping, step_due, overruns)
         # The state the front end and the sequencer share.
         shared = SimpleNamespace(
@@ -306,16 +309,21 @@ class ControlledChain(wiring.Component):
     def _elaborate_timer(self, m, period, count, stepping, step_due, overruns):
         """Add the timer: with ``period`` p > 0, a step is due every p cycles; a step due while
         one runs or is still waiting to start is skipped and counted in ``overruns``."""
+        # p - 1 and p == 0 are registered when CONTROL_PERIOD is written (the front end), so
+        # that one comparator is all that comes before the decision.
+        period_last, period_off = self._period_last, self._period_off
+        wrap = Signal()
+        m.d.comb += wrap.eq(count >= period_last)
         m.d.sync += count.eq(count + 1)
-        with m.If((period == 0) | (count >= period - 1)):
+        with m.If(period_off | wrap):
             m.d.sync += count.eq(0)
-        with m.If((period != 0) & (count >= period - 1)):
+        with m.If(~period_off & wrap):
             with m.If(stepping | step_due):
                 with m.If(overruns != _MASK):
                     m.d.sync += overruns.eq(overruns + 1)
             with m.Else():
                 m.d.sync += step_due.eq(1)
-        with m.If(period == 0):
+        with m.If(period_off):
             m.d.sync += step_due.eq(0)
 
     # -- the host's bus --------------------------------------------------------------------------
@@ -331,6 +339,8 @@ class ControlledChain(wiring.Component):
 
         req = s.req
         decoded = Signal(_Decoded)
+        clearing = Signal()             # a controller runs (outside a step: a fault clear)
+        m.d.comb += clearing.eq(Cat(*(joint.busy for joint in joints)).any())
         m.d.comb += [port_addr.eq(req.addr[:7]), port_node.eq(req.node)]
         self._window_word(m, s, req, decoded)
 
@@ -385,6 +395,8 @@ class ControlledChain(wiring.Component):
                         with m.If(decoded.own_writable):
                             # CONTROL_PERIOD, the only writable one: the timer restarts.
                             m.d.sync += [control_period.eq(req.wdata), period_count.eq(0),
+                                         self._period_last.eq(req.wdata - 1),
+                                         self._period_off.eq(req.wdata == 0),
                                          step_due.eq(0)]
                             answer(req.wdata)
                         with m.Else():
@@ -393,7 +405,13 @@ class ControlledChain(wiring.Component):
                         with m.Switch(decoded.own_index):
                             for k, name in enumerate(_OWN_CONTROL):
                                 with m.Case(k):
-                                    answer(own_words[name])
+                                    if name == "FAULTS":
+                                        # A fault clear still running (outside a step) ends
+                                        # first: FAULTS reads as the model's, cleared.
+                                        with m.If(stepping | ~clearing):
+                                            answer(own_words[name])
+                                    else:
+                                        answer(own_words[name])
                 with m.Elif(decoded.control & req.we):
                     with m.If(stepping & (step | start | fault_clear)):
                         answer(error=1)
@@ -530,6 +548,7 @@ class ControlledChain(wiring.Component):
             m.d.comb += [joint.model.tau.eq(tau_word), joint.model.tau_valid.eq(tau_valid[i])]
         m.d.sync += step_cycles.eq(step_cycles + 1)
         model_word = Signal(_W)
+        word_out = Signal(_W)
         with m.Switch(node):
             for i, joint in enumerate(joints):
                 with m.Case(i):
@@ -562,11 +581,16 @@ class ControlledChain(wiring.Component):
                 m.d.sync += seen.eq(seen | Cat(*(joint.model.valid for joint in joints)))
                 with m.If(seen.all()):
                     m.d.sync += [node.eq(0), k.eq(0)]
-                    m.next = "WRITE"
+                    m.next = "WORD"
+            with m.State("WORD"):
+                # The controller's word (node, k) registered before it goes to the chain's bus.
+                m.d.sync += word_out.eq(model_word)
+                m.next = "WRITE"
             with m.State("WRITE"):
                 m.d.comb += [sq.valid.eq(1), sq.node.eq(node), sq.addr.eq(spec.input_address + k),
-                             sq.we.eq(1), sq.wdata.eq(model_word)]
+                             sq.we.eq(1), sq.wdata.eq(word_out)]
                 with m.If(chain.bus.ready):
+                    m.next = "WORD"
                     with m.If(k == 2):
                         m.d.sync += [k.eq(0), node.eq(node + 1)]
                         with m.If(last_node()):
