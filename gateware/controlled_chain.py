@@ -339,8 +339,10 @@ class ControlledChain(wiring.Component):
 
         req = s.req
         decoded = Signal(_Decoded)
-        clearing = Signal()             # a controller runs (outside a step: a fault clear)
-        m.d.comb += clearing.eq(Cat(*(joint.busy for joint in joints)).any())
+        # A controller runs (outside a step: a fault clear), registered: a clear's busy is
+        # seen from the third cycle after its request, before the next request's DISPATCH.
+        clearing = Signal()
+        m.d.sync += clearing.eq(Cat(*(joint.busy for joint in joints)).any())
         m.d.comb += [port_addr.eq(req.addr[:7]), port_node.eq(req.node)]
         self._window_word(m, s, req, decoded)
 
