@@ -409,8 +409,12 @@ class JointController(wiring.Component):
         b = Signal(signed(W))
         limit = Signal(signed(W))
         stage = m.d.sync if self._pipelined else m.d.comb
+        # Whether the op limits (clamp, within), decoded a cycle ahead like the input word, so
+        # that one gate follows the block RAM's sign bit into the limit register's reset.
+        limits = Signal()
+        m.d.sync += limits.eq(is_op("clamp", "within"))
         stage += [a.eq(a_read), b.eq(read_b.data),
-                  limit.eq(Mux(read_b.data[-1] & is_op("clamp", "within"), 0, read_b.data))]
+                  limit.eq(Mux(read_b.data[-1] & limits, 0, read_b.data))]
 
         def saturate(value):
             high = value[W - 1:]
