@@ -79,6 +79,14 @@ _W = WORD_WIDTH
 _MASK = (1 << _W) - 1
 
 
+def _or(values):
+    """Return the bitwise OR of a list of values (a balanced tree)."""
+    while len(values) > 1:
+        values = [values[i] | values[i + 1] if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
+
+
 def _window_entry(word):
     """Return ``(kind, index)`` of a controller window word."""
     if word.port is not None:
@@ -263,17 +271,21 @@ class ControlledChain(wiring.Component):
                 joint.reg.w_data.eq(req.wdata),
                 joint.reg.w_en.eq(port_write[i] & ~fault_read),
             ]
-        # A port read: each controller's r_data registered beside it, then the selected one.
+        # A port read: each controller's r_data registered beside it, gated by a registered
+        # one-hot select (set in DECODE), then the words ORed and registered again before the
+        # answer (no node decoding fans out over a mux across the chip).
+        port_select = Signal(n)
         port_words = [Signal(_W, name=f"port_word{i}") for i in range(n)]
-        m.d.sync += [word.eq(joint.reg.r_data) for word, joint in zip(port_words, joints)]
+        m.d.sync += [word.eq(Mux(port_select[i], joint.reg.r_data, 0))
+                     for i, (word, joint) in enumerate(zip(port_words, joints))]
         port_rdata = Signal(_W)
+        m.d.sync += port_rdata.eq(_or(port_words))
         port_busy = Signal()
         port_ready = Signal()
         with m.Switch(port_node):
             for i, joint in enumerate(joints):
                 with m.Case(i):
-                    m.d.comb += [port_rdata.eq(port_words[i]), port_busy.eq(joint.busy),
-                                 port_ready.eq(joint.reg.w_ready)]
+                    m.d.comb += [port_busy.eq(joint.busy), port_ready.eq(joint.reg.w_ready)]
         # The controllers' request strobes, registered (one cycle each).
         start = Signal()
         fault_clear = Signal(n)
@@ -297,6 +309,7 @@ class ControlledChain(wiring.Component):
             period_count=period_count, own_words=own_words, port_addr=port_addr,
             port_node=port_node, port_write=port_write, port_rdata=port_rdata,
             port_busy=port_busy, port_ready=port_ready, fault_read=fault_read,
+            port_select=port_select,
             control_steps=control_steps, latency=latency, step_cycles=step_cycles,
             start=start, fault_clear=fault_clear, reference_strobe=reference_strobe,
             message_strobe=message_strobe, window_word=Signal(_W, name="window_word"))
@@ -383,7 +396,8 @@ class ControlledChain(wiring.Component):
                                  req.we.eq(bus.we), req.wdata.eq(bus.wdata)]
                     m.next = "DECODE"
             with m.State("DECODE"):
-                m.d.sync += decoded.eq(window)
+                m.d.sync += [decoded.eq(window),
+                             s.port_select.eq((Const(1, n) << req.node)[:n])]
                 m.next = "DISPATCH"
             with m.State("DISPATCH"):
                 step = (req.wdata & CONTROL_STEP).any()
@@ -470,9 +484,12 @@ class ControlledChain(wiring.Component):
                 with m.Elif(~port_busy):
                     m.next = "PORT_READ"
             with m.State("PORT_READ"):
-                # The word of the address given in the previous (idle) cycle, registered.
+                # The word of the address given in the previous (idle) cycle, registered beside
+                # its controller, then ORed into a register (PORT_WORD), then answered.
                 m.next = "PORT_WORD"
             with m.State("PORT_WORD"):
+                m.next = "PORT_ANSWER"
+            with m.State("PORT_ANSWER"):
                 answer(port_rdata)
             with m.State("WINDOW_READ"):
                 # A reference, record or sensor word, registered in DISPATCH.
