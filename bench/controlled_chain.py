@@ -271,9 +271,9 @@ def report(results, fit=None, blocks=None):
     lines += [
         "",
         f"The controller's segments take {CYCLES['feedback']} (`feedback`) and "
-        f"{CYCLES['output']} (`output`) cycles; a node write over the chain's bus takes 5 "
-        "cycles (request registered, decoded, the write, the answer registered, the answer "
-        "cycle), a `tau` read 4 (from the result shadow). Only the last joint's `output` "
+        f"{CYCLES['output']} (`output`) cycles; a node write over the chain's bus takes 6 "
+        "cycles (the controller's word registered, the request registered, decoded, the write, "
+        "the answer registered, the answer cycle), a `tau` read 4 (from the result shadow). Only the last joint's `output` "
         "adds to the step: the others run while the later `tau` are read.",
     ]
     if fit:

@@ -79,6 +79,14 @@ _W = WORD_WIDTH
 _MASK = (1 << _W) - 1
 
 
+def _or(values):
+    """Return the bitwise OR of a list of values (a balanced tree)."""
+    while len(values) > 1:
+        values = [values[i] | values[i + 1] if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
+
+
 def _window_entry(word):
     """Return ``(kind, index)`` of a controller window word."""
     if word.port is not None:
@@ -249,26 +257,50 @@ class ControlledChain(wiring.Component):
                          chain.bus.wdata.eq(fe.wdata)]
 
         # -- controller register ports: the front end, or the sequencer's fault-word read --
+        # Every signal into a controller comes from a register (for 100 MHz: the controllers
+        # are spread over the chip): the register port's address, write data and write enable
+        # (one per controller), the fault-word read, and the strobes below.
         req = Signal(data.StructLayout({"node": 8, "addr": 8, "we": 1, "wdata": 32}))
         port_addr = Signal(7)
         port_node = Signal(range(n))
-        port_write = Signal()
-        fault_read = Signal()
+        port_write = Signal(n)          # registered write enable, one per controller
+        fault_read = Signal()           # registered: the sequencer reads the fault words
         for i, joint in enumerate(joints):
             m.d.comb += [
                 joint.reg.addr.eq(Mux(fault_read, _FAULT_PORT, port_addr)),
                 joint.reg.w_data.eq(req.wdata),
-                joint.reg.w_en.eq(port_write & (port_node == i) & ~fault_read),
+                joint.reg.w_en.eq(port_write[i] & ~fault_read),
             ]
+        # A port read: each controller's r_data registered beside it, gated by a registered
+        # one-hot select (set in DECODE), then the words ORed and registered again before the
+        # answer (no node decoding fans out over a mux across the chip).
+        port_select = Signal(n)
+        port_words = [Signal(_W, name=f"port_word{i}") for i in range(n)]
+        m.d.sync += [word.eq(Mux(port_select[i], joint.reg.r_data, 0))
+                     for i, (word, joint) in enumerate(zip(port_words, joints))]
         port_rdata = Signal(_W)
+        m.d.sync += port_rdata.eq(_or(port_words))
         port_busy = Signal()
         port_ready = Signal()
         with m.Switch(port_node):
             for i, joint in enumerate(joints):
                 with m.Case(i):
-                    m.d.comb += [port_rdata.eq(joint.reg.r_data), port_busy.eq(joint.busy),
-                                 port_ready.eq(joint.reg.w_ready)]
+                    m.d.comb += [port_busy.eq(joint.busy), port_ready.eq(joint.reg.w_ready)]
+        # The controllers' request strobes, registered (one cycle each).
+        start = Signal()
+        fault_clear = Signal(n)
+        reference_strobe = Signal(n)
+        message_strobe = Signal()
+        m.d.sync += [start.eq(0), fault_clear.eq(0), reference_strobe.eq(0),
+                     message_strobe.eq(0)]
+        for i, joint in enumerate(joints):
+            m.d.comb += [joint.start.eq(start), joint.fault_clear.eq(fault_clear[i]),
+                         joint.reference.strobe.eq(reference_strobe[i]),
+                         joint.message_strobe.eq(message_strobe)]
 
+        # CONTROL_PERIOD - 1 (mod 2**32) and CONTROL_PERIOD == 0, set with the register.
+        self._period_last = Signal(_W, init=_MASK)
+        self._period_off = Signal(init=1)
         self._elaborate_timer(m, control_period, period_count, stepping, step_due, overruns)
         # The state the front end and the sequencer share.
         shared = SimpleNamespace(
@@ -277,7 +309,10 @@ class ControlledChain(wiring.Component):
             period_count=period_count, own_words=own_words, port_addr=port_addr,
             port_node=port_node, port_write=port_write, port_rdata=port_rdata,
             port_busy=port_busy, port_ready=port_ready, fault_read=fault_read,
-            control_steps=control_steps, latency=latency, step_cycles=step_cycles)
+            port_select=port_select,
+            control_steps=control_steps, latency=latency, step_cycles=step_cycles,
+            start=start, fault_clear=fault_clear, reference_strobe=reference_strobe,
+            message_strobe=message_strobe, window_word=Signal(_W, name="window_word"))
         self._elaborate_front_end(m, shared)
         self._elaborate_sequencer(m, shared)
         return m
@@ -287,16 +322,21 @@ class ControlledChain(wiring.Component):
     def _elaborate_timer(self, m, period, count, stepping, step_due, overruns):
         """Add the timer: with ``period`` p > 0, a step is due every p cycles; a step due while
         one runs or is still waiting to start is skipped and counted in ``overruns``."""
+        # p - 1 and p == 0 are registered when CONTROL_PERIOD is written (the front end), so
+        # that one comparator is all that comes before the decision.
+        period_last, period_off = self._period_last, self._period_off
+        wrap = Signal()
+        m.d.comb += wrap.eq(count >= period_last)
         m.d.sync += count.eq(count + 1)
-        with m.If((period == 0) | (count >= period - 1)):
+        with m.If(period_off | wrap):
             m.d.sync += count.eq(0)
-        with m.If((period != 0) & (count >= period - 1)):
+        with m.If(~period_off & wrap):
             with m.If(stepping | step_due):
                 with m.If(overruns != _MASK):
                     m.d.sync += overruns.eq(overruns + 1)
             with m.Else():
                 m.d.sync += step_due.eq(1)
-        with m.If(period == 0):
+        with m.If(period_off):
             m.d.sync += step_due.eq(0)
 
     # -- the host's bus --------------------------------------------------------------------------
@@ -312,7 +352,12 @@ class ControlledChain(wiring.Component):
 
         req = s.req
         decoded = Signal(_Decoded)
+        # A controller runs (outside a step: a fault clear), registered: a clear's busy is
+        # seen from the third cycle after its request, before the next request's DISPATCH.
+        clearing = Signal()
+        m.d.sync += clearing.eq(Cat(*(joint.busy for joint in joints)).any())
         m.d.comb += [port_addr.eq(req.addr[:7]), port_node.eq(req.node)]
+        self._window_word(m, s, req, decoded)
 
         # The decoding of the request, registered (DECODE -> DISPATCH).
         window = Signal(_Decoded)
@@ -351,7 +396,8 @@ class ControlledChain(wiring.Component):
                                  req.we.eq(bus.we), req.wdata.eq(bus.wdata)]
                     m.next = "DECODE"
             with m.State("DECODE"):
-                m.d.sync += decoded.eq(window)
+                m.d.sync += [decoded.eq(window),
+                             s.port_select.eq((Const(1, n) << req.node)[:n])]
                 m.next = "DISPATCH"
             with m.State("DISPATCH"):
                 step = (req.wdata & CONTROL_STEP).any()
@@ -365,6 +411,8 @@ class ControlledChain(wiring.Component):
                         with m.If(decoded.own_writable):
                             # CONTROL_PERIOD, the only writable one: the timer restarts.
                             m.d.sync += [control_period.eq(req.wdata), period_count.eq(0),
+                                         self._period_last.eq(req.wdata - 1),
+                                         self._period_off.eq(req.wdata == 0),
                                          step_due.eq(0)]
                             answer(req.wdata)
                         with m.Else():
@@ -373,7 +421,13 @@ class ControlledChain(wiring.Component):
                         with m.Switch(decoded.own_index):
                             for k, name in enumerate(_OWN_CONTROL):
                                 with m.Case(k):
-                                    answer(own_words[name])
+                                    if name == "FAULTS":
+                                        # A fault clear still running (outside a step) ends
+                                        # first: FAULTS reads as the model's, cleared.
+                                        with m.If(stepping | ~clearing):
+                                            answer(own_words[name])
+                                    else:
+                                        answer(own_words[name])
                 with m.Elif(decoded.control & req.we):
                     with m.If(stepping & (step | start | fault_clear)):
                         answer(error=1)
@@ -412,30 +466,40 @@ class ControlledChain(wiring.Component):
                     with m.Else():
                         m.next = "CONTROL_APPLY"
             with m.State("CONTROL_APPLY"):
-                # fault_clear, then control_step (the step waits for the clears to end).
+                # fault_clear, then control_step (the step waits for the clears to end: the
+                # registered clears reach the controllers in the cycle the sequencer sees
+                # `stepping`, and it waits for them to be idle).
                 with m.If((req.wdata & CONTROL_FAULT_CLEAR).any()):
-                    for joint in joints:
-                        m.d.comb += joint.fault_clear.eq(1)
+                    m.d.sync += s.fault_clear.eq((1 << n) - 1)
                 with m.If((req.wdata & CONTROL_STEP).any()):
                     m.d.sync += stepping.eq(1)
                 answer(req.wdata)
             with m.State("PORT"):
-                # The controller's register port, while the controller is idle.
+                # The controller's register port, while the controller is idle (a write: its
+                # registered enable, set on the way here, is taken in the first idle cycle).
                 with m.If(req.we):
-                    m.d.comb += port_write.eq(1)
                     with m.If(port_ready):
+                        m.d.sync += port_write.eq(0)
                         answer(req.wdata)
                 with m.Elif(~port_busy):
                     m.next = "PORT_READ"
             with m.State("PORT_READ"):
-                # The word of the address given in the previous (idle) cycle.
+                # The word of the address given in the previous (idle) cycle, registered beside
+                # its controller, then ORed into a register (PORT_WORD), then answered.
+                m.next = "PORT_WORD"
+            with m.State("PORT_WORD"):
+                m.next = "PORT_ANSWER"
+            with m.State("PORT_ANSWER"):
                 answer(port_rdata)
+            with m.State("WINDOW_READ"):
+                # A reference, record or sensor word, registered in DISPATCH.
+                answer(s.window_word)
             with m.State("ANSWER"):
                 m.next = "IDLE"
 
     def _window_access(self, m, s, req, decoded, answer):
         """DISPATCH of an access to node ``req.node``'s controller window."""
-        joints = self.controllers
+        n = self._n
         reference, record = s.reference, s.record
         stepping = s.stepping
         kinds = {kind: WINDOW_KINDS.index(kind) for kind in WINDOW_KINDS}
@@ -443,41 +507,46 @@ class ControlledChain(wiring.Component):
             answer(error=1)
         with m.Elif(decoded.kind == kinds["port"]):
             with m.If(~stepping):
+                with m.If(req.we):
+                    m.d.sync += s.port_write.eq((Const(1, n) << req.node)[:n])
                 m.next = "PORT"
             # a read while a step runs waits for its end (the controller is busy)
+        with m.Elif(~req.we):
+            m.next = "WINDOW_READ"
         with m.Else():
             with m.Switch(req.node):
-                for i, joint in enumerate(joints):
+                for i in range(n):
                     with m.Case(i):
                         with m.Switch(decoded.kind):
                             with m.Case(kinds["reference"]):
                                 with m.Switch(decoded.index):
                                     for k, word in enumerate(reference[i]):
                                         with m.Case(k):
-                                            with m.If(req.we):
-                                                m.d.sync += word.eq(req.wdata)
-                                                if k == 2:   # qdd_ref: the reference strobe
-                                                    m.d.comb += joint.reference.strobe.eq(1)
-                                                answer(req.wdata)
-                                            with m.Else():
-                                                answer(word)
+                                            m.d.sync += word.eq(req.wdata)
+                                            if k == 2:   # qdd_ref: the reference strobe
+                                                m.d.sync += s.reference_strobe[i].eq(1)
                             with m.Case(kinds["fault_clear"]):
-                                with m.If(req.we):
-                                    m.d.comb += joint.fault_clear.eq(1)
-                                    answer(req.wdata)
-                                with m.Else():
-                                    answer(0)
-                            with m.Case(kinds["record"]):
+                                m.d.sync += s.fault_clear[i].eq(1)
+            answer(req.wdata)
+
+    def _window_word(self, m, s, req, decoded):
+        """Register the window word a read of ``req`` answers (reference, fault_clear: 0,
+        record, sensor), every cycle, from the registered request and its decoding."""
+        kinds = {kind: WINDOW_KINDS.index(kind) for kind in WINDOW_KINDS}
+        word = Signal(_W)
+        with m.Switch(req.node):
+            for i in range(self._n):
+                with m.Case(i):
+                    with m.Switch(decoded.kind):
+                        for kind, table in (("reference", s.reference[i]),
+                                            ("record", s.record[i]),
+                                            ("sensor", (self.sensor[i].q, self.sensor[i].qd))):
+                            with m.Case(kinds[kind]):
                                 with m.Switch(decoded.index):
-                                    for k, word in enumerate(record[i]):
+                                    for k, value in enumerate(table):
                                         with m.Case(k):
-                                            answer(word)
-                            with m.Case(kinds["sensor"]):
-                                with m.Switch(decoded.index):
-                                    with m.Case(0):
-                                        answer(self.sensor[i].q)
-                                    with m.Case(1):
-                                        answer(self.sensor[i].qd)
+                                            m.d.comb += word.eq(value)
+        m.d.sync += s.window_word.eq(word)
 
     # -- the control step --------------------------------------------------------------------------
 
@@ -498,6 +567,7 @@ class ControlledChain(wiring.Component):
             m.d.comb += [joint.model.tau.eq(tau_word), joint.model.tau_valid.eq(tau_valid[i])]
         m.d.sync += step_cycles.eq(step_cycles + 1)
         model_word = Signal(_W)
+        word_out = Signal(_W)
         with m.Switch(node):
             for i, joint in enumerate(joints):
                 with m.Case(i):
@@ -518,21 +588,28 @@ class ControlledChain(wiring.Component):
             with m.State("WAIT_IDLE"):
                 # A fault clear asked with the step runs first.
                 with m.If(~Cat(*(joint.busy for joint in joints)).any()):
-                    for i, joint in enumerate(joints):
-                        m.d.comb += joint.start.eq(1)
-                        m.d.sync += [sample[i][0].eq(self.sensor[i].q),
-                                     sample[i][1].eq(self.sensor[i].qd)]
-                    m.d.sync += seen.eq(0)
+                    m.d.sync += [s.start.eq(1), seen.eq(0)]
                     m.next = "FEEDBACK"
             with m.State("FEEDBACK"):
+                # The controllers capture the sensor in the cycle the registered start is
+                # high, and so does the record's sample.
+                with m.If(s.start):
+                    for i in range(n):
+                        m.d.sync += [sample[i][0].eq(self.sensor[i].q),
+                                     sample[i][1].eq(self.sensor[i].qd)]
                 m.d.sync += seen.eq(seen | Cat(*(joint.model.valid for joint in joints)))
                 with m.If(seen.all()):
                     m.d.sync += [node.eq(0), k.eq(0)]
-                    m.next = "WRITE"
+                    m.next = "WORD"
+            with m.State("WORD"):
+                # The controller's word (node, k) registered before it goes to the chain's bus.
+                m.d.sync += word_out.eq(model_word)
+                m.next = "WRITE"
             with m.State("WRITE"):
                 m.d.comb += [sq.valid.eq(1), sq.node.eq(node), sq.addr.eq(spec.input_address + k),
-                             sq.we.eq(1), sq.wdata.eq(model_word)]
+                             sq.we.eq(1), sq.wdata.eq(word_out)]
                 with m.If(chain.bus.ready):
+                    m.next = "WORD"
                     with m.If(k == 2):
                         m.d.sync += [k.eq(0), node.eq(node + 1)]
                         with m.If(last_node()):
@@ -547,9 +624,7 @@ class ControlledChain(wiring.Component):
             with m.State("UPDATE"):
                 # chain.busy is high from the cycle the start was answered.
                 with m.If(~chain.busy):
-                    for joint in joints:
-                        m.d.comb += joint.message_strobe.eq(1)
-                    m.d.sync += [node.eq(0), seen.eq(0)]
+                    m.d.sync += [s.message_strobe.eq(1), node.eq(0), seen.eq(0)]
                     m.next = "READ"
             with m.State("READ"):
                 m.d.comb += [sq.valid.eq(1), sq.node.eq(node), sq.addr.eq(spec.tau_address)]
@@ -561,12 +636,12 @@ class ControlledChain(wiring.Component):
             with m.State("OUTPUT"):
                 m.d.sync += seen.eq(seen | Cat(*(joint.done for joint in joints)))
                 with m.If(seen.all()):
+                    m.d.sync += fault_read.eq(1)          # high in FAULT_WORD and RECORD
                     m.next = "FAULT_WORD"
             with m.State("FAULT_WORD"):
-                m.d.comb += fault_read.eq(1)
                 m.next = "RECORD"
             with m.State("RECORD"):
-                m.d.comb += fault_read.eq(1)
+                m.d.sync += fault_read.eq(0)
                 for i, joint in enumerate(joints):
                     values = (joint.tau_cmd, joint.actuator.i_ref, joint.reg.r_data,
                               sample[i][0], sample[i][1])

@@ -21,11 +21,11 @@ The program's words (addresses, operation, flags) are a ROM read at the next ``p
 counters and their limits are register-file words, advanced by ``count`` operations.
 
 Operation timing (every block-RAM output, adder and multiplier output registered, for 100 MHz):
-an operation takes :data:`OP_CYCLES` = 4 cycles (block-RAM read, operand registers, the adders
-registered, choose / saturate and write), a ``mul`` :data:`MUL_CYCLES` = 7 (read, operand
+an operation takes :data:`OP_CYCLES` = 5 cycles (block-RAM read, operand registers, the adders
+registered, choose / saturate registered, write), a ``mul`` :data:`MUL_CYCLES` = 8 (read, operand
 registers, multiplier operand registers, four 18 x 18 partial products -- one DSP48A1 /
-MULT18X18D each --, their sum, rounding and saturation, write). :data:`CYCLES` gives each
-segment's cycles.
+MULT18X18D each --, the middle and the outer ones (with the rounding constant) added, their sum,
+saturation, write). :data:`CYCLES` gives each segment's cycles.
 
 Requests: ``start`` runs the ``feedback`` segment (sensor and reference ports are captured in the
 cycle it starts); ``model.valid`` pulses when ``model.q, qd, qdd`` hold its results;
@@ -33,8 +33,8 @@ cycle it starts); ``model.valid`` pulses when ``model.q, qd, qdd`` hold its resu
 pulses when ``actuator.i_ref`` and ``actuator.enable`` are updated. A request that comes while
 the controller is busy waits (``fault_clear`` first, then ``output``, then ``feedback``).
 
-The default is pipelined (timing above); ``JointController(pipelined=False)`` drops the operand
-and adder registers (2 cycles per operation, 6 per ``mul``) for slower clocks.
+The default is pipelined (timing above); ``JointController(pipelined=False)`` drops the operand,
+adder and result registers (2 cycles per operation, 6 per ``mul``) for slower clocks.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
@@ -58,10 +58,11 @@ ALU_OPS = ("copy", "add", "sub", "mul", "clamp", "max", "min", "select", "ge", "
            "and", "count", "safety", "clear_fault")
 #: Cycles of an operation, ``{pipelined: cycles}``: pipelined, register-file read, operand
 #: registers, adders, choose and write; compact, read, then compute and write.
-OP_CYCLES_OF = {True: 4, False: 2}
+OP_CYCLES_OF = {True: 5, False: 2}
 #: Cycles of a ``mul`` operation, ``{pipelined: cycles}``: the operation's reads, multiplier
-#: operand registers, partial products, product, round/saturate, write.
-MUL_CYCLES_OF = {True: 7, False: 6}
+#: operand registers, partial products, two additions (pipelined: registered between them),
+#: round/saturate, write.
+MUL_CYCLES_OF = {True: 8, False: 6}
 #: Cycles of an operation and of a ``mul`` of the default (pipelined) controller.
 OP_CYCLES = OP_CYCLES_OF[True]
 MUL_CYCLES = MUL_CYCLES_OF[True]
@@ -230,8 +231,8 @@ class JointController(wiring.Component):
     Parameters
     ----------
     pipelined : bool
-        Register the operands and the adders (4 cycles per operation, 7 per ``mul``: for
-        100 MHz), or not (2 and 6 cycles, fewer LUTs, a lower clock). Attributes
+        Register the operands, the adders and the result (5 cycles per operation, 8 per
+        ``mul``: for 100 MHz), or not (2 and 6 cycles, fewer LUTs, a lower clock). Attributes
         ``op_cycles``, ``mul_cycles`` and ``cycles`` (per segment) give the timing.
 
     Attributes
@@ -389,18 +390,31 @@ class JointController(wiring.Component):
             read_a.addr.eq(Mux(idle, self.reg.addr[:len(read_a.addr)], control.a_addr)),
             read_b.addr.eq(control.b_addr),
         ]
-        a_read = Signal(signed(W))
+        # The input operand is chosen from registers in the cycle the block RAM reads (the
+        # operation's word is there from its first cycle), so that only a 2:1 mux follows the
+        # block RAM's output.
+        input_word = Signal(signed(W))
+        from_file = Signal()
+        input_choice = Signal(signed(W))
         with m.Switch(control.a_source):
-            with m.Case(0):
-                m.d.comb += a_read.eq(read_a.data)
             for index, name in enumerate(INPUTS, start=1):
                 with m.Case(index):
-                    m.d.comb += a_read.eq(inputs[name])
-        # Operand registers (cycle 1 -> 2); they hold for the rest of the operation.
+                    m.d.comb += input_choice.eq(inputs[name])
+        m.d.sync += [input_word.eq(input_choice), from_file.eq(control.a_source == 0)]
+        a_read = Signal(signed(W))
+        m.d.comb += a_read.eq(Mux(from_file, read_a.data, input_word))
+        # Operand registers (cycle 1 -> 2); they hold for the rest of the operation. The limit
+        # L = max(b, 0) of clamp / within is registered with them.
         a = Signal(signed(W))
         b = Signal(signed(W))
+        limit = Signal(signed(W))
         stage = m.d.sync if self._pipelined else m.d.comb
-        stage += [a.eq(a_read), b.eq(read_b.data)]
+        # Whether the op limits (clamp, within), decoded a cycle ahead like the input word, so
+        # that one gate follows the block RAM's sign bit into the limit register's reset.
+        limits = Signal()
+        m.d.sync += limits.eq(is_op("clamp", "within"))
+        stage += [a.eq(a_read), b.eq(read_b.data),
+                  limit.eq(Mux(read_b.data[-1] & limits, 0, read_b.data))]
 
         def saturate(value):
             high = value[W - 1:]
@@ -411,8 +425,6 @@ class JointController(wiring.Component):
 
         # -- ALU stage 1 (cycle 2 -> 3): the adders, registered. One adder gives a + b, a - b,
         #    or a - L for clamp / within (L = max(b, 0)); 33 bits, exact. --
-        limit = Signal(signed(W))
-        m.d.comb += limit.eq(Mux(b[-1] & is_op("clamp", "within"), 0, b))
         sum_or_difference = Signal(signed(W + 1))
         m.d.comb += sum_or_difference.eq(Mux(is_op("add", "count"), a + limit, a - limit))
         total = Signal(signed(W + 1))
@@ -423,7 +435,7 @@ class JointController(wiring.Component):
             total.eq(sum_or_difference),
             negative_limit.eq(-limit),
             below.eq((a + limit)[-1]),
-            equal.eq(sum_or_difference == 0),
+            equal.eq(a == limit),
         ]
         # -- ALU stage 2 (cycle 3): choose, saturate; the result is written at the clock edge --
         a_less = total[-1]                                   # a - b < 0
@@ -454,6 +466,11 @@ class JointController(wiring.Component):
             with m.Case(ALU_OPS.index("and")):
                 m.d.comb += flag_result.eq(cond & cond_b)
 
+        # -- pipelined: the result and the flag registered (cycle 3 -> 4), written in cycle 4 --
+        alu_result = Signal(signed(W))
+        alu_flag = Signal()
+        stage += [alu_result.eq(result), alu_flag.eq(flag_result)]
+
         # -- multiplier: operand registers (cycle 2 -> 3), four 18 x 18 partial products (-> 4,
         #    one multiplier block each, a = a_hi 2**17 + a_lo with a_lo unsigned), their sum
         #    (-> 5), round half up and saturate (-> 6), write (cycle 6) --
@@ -471,14 +488,20 @@ class JointController(wiring.Component):
         pp_hh = Signal(signed(2 * (W - low)))
         m.d.sync += [pp_ll.eq((a_lo * b_lo)[:2 * low]), pp_lh.eq(a_lo * b_hi),
                      pp_hl.eq(a_hi * b_lo), pp_hh.eq(a_hi * b_hi)]
-        product = Signal(signed(2 * W))
-        m.d.sync += product.eq(Cat(pp_ll, pp_hh).as_signed() + ((pp_lh + pp_hl) << low))
         # The shift rides along (the op at pc does not change during a mul).
         product_shift_28 = control.shift_28
+        # The product plus the rounding constant: pipelined in two additions (registered
+        # between: the middle partial products' sum, the outer ones plus the constant), then
+        # the sum; compact in one cycle. |product| <= 2**62: no overflow.
+        middle = Signal(signed(low + 2 + W - low))
+        outer = Signal(signed(2 * W))
+        stage += [middle.eq(pp_lh + pp_hl),
+                  outer.eq(Cat(pp_ll, pp_hh).as_signed()
+                           + Mux(product_shift_28, 1 << 27, 1 << 15))]
+        summed = Signal(signed(2 * W))
+        m.d.sync += summed.eq(outer + (middle << low))
         mul_result = Signal(signed(W))
         rounded = Signal(signed(2 * W - 15))
-        summed = Signal(signed(2 * W))   # |product| <= 2**62: no overflow
-        m.d.comb += summed.eq(product + Mux(product_shift_28, 1 << 27, 1 << 15))
         m.d.comb += rounded.eq(Mux(product_shift_28, summed >> 28, summed >> 16))
         m.d.sync += mul_result.eq(saturate(rounded))
 
@@ -487,7 +510,7 @@ class JointController(wiring.Component):
         m.d.comb += finishing.eq(running & (phase == Mux(control.mul, self.mul_cycles - 1,
                                                          self.op_cycles - 1)))
         value = Signal(signed(W))
-        m.d.comb += value.eq(Mux(control.mul, mul_result, result))
+        m.d.comb += value.eq(Mux(control.mul, mul_result, alu_result))
 
         # -- safety: the step's causes, the fault latch, run_ok --
         causes = Signal(len(FAULTS))
@@ -520,7 +543,7 @@ class JointController(wiring.Component):
             probe.b_addr.eq(control.b_addr),
             probe.result.eq(value),
             probe.flags.eq(flags),
-            probe.flag_result.eq(flag_result),
+            probe.flag_result.eq(alu_flag),
             probe.cause.eq(cause),
         ]
 
@@ -544,7 +567,7 @@ class JointController(wiring.Component):
                     with m.If(control.port == index + 1):
                         m.d.sync += targets[name].eq(value)
             with m.If(control.writes_flag):
-                m.d.sync += written.bit_select(control.flag_dst, 1).eq(flag_result)
+                m.d.sync += written.bit_select(control.flag_dst, 1).eq(alu_flag)
             with m.If(is_op("safety")):
                 m.d.sync += [
                     cause.eq(new_cause),
