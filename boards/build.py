@@ -552,12 +552,17 @@ def main(argv=None):
                         controllers=args.controllers, parents=parents)
     except (ValueError, TypeError) as error:
         parser.error(str(error))
+    return _run(top, args.out or Path("build") / top.name, synth_only=args.synth_only,
+                seed=args.seed, router=args.router, robot=args.robot)
+
+
+def _run(top, out, **options):
+    """Build ``top`` into ``out``, print its report; return the exit status."""
     try:
-        report = build(top, out=args.out, synth_only=args.synth_only, seed=args.seed,
-                       router=args.router, robot=args.robot)
+        report = build(top, out=out, **options)
     except KeyboardInterrupt:
-        print(f"\ninterrupted: the build directory {args.out or Path('build') / top.name} is "
-              f"incomplete (no report, no bitstream); run the build again", file=sys.stderr)
+        print(f"\ninterrupted: the build directory {out} is incomplete (no report, no "
+              f"bitstream); run the build again", file=sys.stderr)
         return 130
     except BuildError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -590,21 +595,7 @@ def _main_distributed(parser, args, clock_hz):
     except (TypeError, ValueError) as error:
         parser.error(str(error))
     out = args.out or Path("build") / f"{args.board}-{args.role}"
-    try:
-        report = build(top, out=out, synth_only=args.synth_only, seed=args.seed,
-                       router=args.router)
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: the build directory {out} is incomplete", file=sys.stderr)
-        return 130
-    except BuildError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return error.exit_status
-    print()
-    print(report_text(report), end="")
-    if report["message"]:
-        print(("warning: " if report["exit_status"] else "") + report["message"],
-              file=sys.stderr)
-    return report["exit_status"]
+    return _run(top, out, synth_only=args.synth_only, seed=args.seed, router=args.router)
 
 
 if __name__ == "__main__":

@@ -898,6 +898,9 @@ class Board(ControllerCommands):
                              + ", ".join(str(a.shape) for a in arrays)) from None
         single = len(shape) == 1
         count = 1 if single else shape[0]
+        if count == 0:
+            raise ValueError(f"{', '.join(names)} hold no state (shape {shape}): give at least "
+                             "one row")
         columns = [np.broadcast_to(a, shape).reshape(count, n) for a in arrays]
         words = np.empty((count, n, 3 if f_ext is None else 9), dtype=np.int64)
         for k, (name, unit, array) in enumerate(zip(names,

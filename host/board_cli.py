@@ -142,20 +142,12 @@ def register(subparsers):
 
 # -- helpers -----------------------------------------------------------------------------------
 
-#: Tree robots of example-robot-data known by name (``--robot baxter``): URDF paths relative to
-#: its ``robots`` folder.
-TREE_ROBOTS = {"baxter": "baxter_description/urdf/baxter.urdf"}
-
-
 def _robot(name, tip):
     """Load a robot the board can compute: a chain or tree of revolute and prismatic joints
     of at most MAX_NODES nodes."""
     import warnings
     from linkdyn.model import RobotDescriptionError, load_robot
     try:
-        if isinstance(name, str) and name.lower() in TREE_ROBOTS:
-            from linkdyn.model.reference import example_robot_urdf
-            name = str(example_robot_urdf(TREE_ROBOTS[name.lower()]))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", UserWarning)
             robot = load_robot(name, tip=tip)
@@ -273,7 +265,10 @@ def command_torques(args):
         try:
             t, q, qd, qdd = read_states(args.input, n)
         except StateFileError as error:
-            raise CommandError(str(error)) from None
+            hint = ("" if robot is not None else
+                    f" (without --robot the columns are the board's {n} nodes, a tree's mount "
+                    "nodes included: pass --robot to give the robot's joints)")
+            raise CommandError(str(error) + hint) from None
         if not len(q):
             raise CommandError(f"input file {args.input!r} has no states")
         if robot is not None:
@@ -400,6 +395,10 @@ def command_sim_board(args):
         from linkdyn.model.golden import encode_robot
         from linkdyn.model.golden_tree import encode_tree
         nodes = _node_count(robot)
+        if args.boards is not None and (nodes != robot.n or not robot.is_chain):
+            raise CommandError(f"the robot {robot.name!r} is a tree of nodes; --boards builds a "
+                               "chain of boards (one node each): drop --boards, or choose a "
+                               "chain with --tip")
         if args.nodes is None:
             args.nodes = nodes
         if nodes != args.nodes:

@@ -22,11 +22,16 @@ import numpy as np
 from .robot import RobotDescriptionError
 from .robotfile import read_robot_dict, robot_from_dict, robot_source as _source_text, save_robot
 
-__all__ = ["BUILTIN_ROBOTS", "ROBOT_FORMATS", "load_robot", "save_robot", "robot_source",
+__all__ = ["BUILTIN_ROBOTS", "EXAMPLE_ROBOTS", "ROBOT_FORMATS", "load_robot", "save_robot", "robot_source",
            "truncate"]
 
 #: Names of the built-in robots, accepted by :func:`load_robot`.
 BUILTIN_ROBOTS = ("ur5", "ur10", "puma560")
+#: Trees of the optional package example-robot-data known to :func:`load_robot` by name: URDF
+#: paths relative to its ``robots`` folder (Baxter: two 7-joint arms, head, four prismatic
+#: fingers; TIAGo: prismatic torso, arm, head, gripper, wheels).
+EXAMPLE_ROBOTS = {"baxter": "baxter_description/urdf/baxter.urdf",
+                  "tiago": "tiago_description/robots/tiago.urdf"}
 
 _DATA_PACKAGE = "linkdyn.model.data"
 
@@ -108,9 +113,10 @@ def load_robot(name_or_path, *, tip=None):
     Parameters
     ----------
     name_or_path : str or os.PathLike
-        One of :data:`BUILTIN_ROBOTS` (case-insensitive), a path ending in ``.json`` (a robot file,
-        :mod:`linkdyn.model.robotfile`) or a path ending in ``.urdf`` (imported with
-        :func:`linkdyn.model.urdf.load_urdf`).
+        One of :data:`BUILTIN_ROBOTS` (case-insensitive), one of :data:`EXAMPLE_ROBOTS` (the
+        URDF of example-robot-data, when that package is installed), a path ending in
+        ``.json`` (a robot file, :mod:`linkdyn.model.robotfile`) or a path ending in ``.urdf``
+        (imported with :func:`linkdyn.model.urdf.load_urdf`).
     tip : str, optional
         Last link of the chain. For a URDF it is passed to ``load_urdf``; for a built-in robot
         or robot file the chain is cut after the link of that name and the tool transform
@@ -126,10 +132,18 @@ def load_robot(name_or_path, *, tip=None):
         If the name is neither a built-in robot nor a ``.json``/``.urdf`` path (the message
         lists the built-in robots), if the description is invalid, or if ``tip`` names no link.
     FileNotFoundError
-        If the file does not exist (the message holds the path).
+        If the file does not exist (the message holds the path), or an
+        :data:`EXAMPLE_ROBOTS` name is given without example-robot-data installed.
     """
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise TypeError(f"name_or_path must be a str or path, not {type(name_or_path).__name__}")
+    if isinstance(name_or_path, str) and name_or_path.lower() in EXAMPLE_ROBOTS:
+        from .reference import example_robot_urdf
+        try:
+            name_or_path = example_robot_urdf(EXAMPLE_ROBOTS[name_or_path.lower()])
+        except FileNotFoundError as error:
+            raise FileNotFoundError(f"robot {name_or_path!r} is example-robot-data's: {error} "
+                                    "(pip install example-robot-data)") from None
     if _is_builtin(name_or_path):
         data, origin = _builtin_dict(name_or_path.lower())
         robot = robot_from_dict(data, origin=origin)
@@ -139,7 +153,8 @@ def load_robot(name_or_path, *, tip=None):
         if loader is None:
             raise RobotDescriptionError(
                 f"unknown robot {os.fspath(name_or_path)!r}: not a built-in robot "
-                f"({', '.join(BUILTIN_ROBOTS)}) nor a "
+                f"({', '.join(BUILTIN_ROBOTS)}), nor one of example-robot-data's "
+                f"({', '.join(EXAMPLE_ROBOTS)}), nor a "
                 f"{' or '.join(ROBOT_FORMATS)} file")
         if not path.is_file():
             raise FileNotFoundError(f"robot file {os.fspath(path)!r} does not exist")

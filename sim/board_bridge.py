@@ -351,64 +351,63 @@ class UARTSink:
                 self.frame_errors += 1
 
 
-class SensorPorts:
+class _WatchedFile:
+    """Testbench inputs set from a JSON file that the host side rewrites: :meth:`update` reads
+    the file when its inode or modification time changed and hands the object to
+    :meth:`apply`; a file that is missing or half written is tried again at the next call."""
+
+    #: The DUT inputs driven, each 0 at start.
+    inputs = ()
+
+    def __init__(self, dut, path):
+        self.dut = dut
+        self.path = path
+        self._stamp = None
+        if path is not None:
+            for name in self.inputs:
+                getattr(dut, name).value = 0
+
+    def update(self):
+        """Apply the file if it changed since the last call."""
+        if self.path is None:
+            return
+        try:
+            info = os.stat(self.path)
+            stamp = (info.st_ino, info.st_mtime_ns)
+            if stamp == self._stamp:
+                return
+            data = json.loads(open(self.path).read())
+        except (OSError, ValueError):
+            return
+        self._stamp = stamp
+        self.apply(data)
+
+    def apply(self, data):
+        raise NotImplementedError
+
+
+class SensorPorts(_WatchedFile):
     """The joints' sensor ports of a board with controllers: ``tb_sensor_q``, ``tb_sensor_qd``
     (joint i in bits ``32 i .. 32 i + 31``), 0 at start, then the words of the sensor file
     (JSON ``{"q": [...], "qd": [...]}``, written by
     :meth:`linkdyn.sim.board.SimulatedBoard.set_sensor`) whenever it changes."""
 
-    def __init__(self, dut, path):
-        self.dut = dut
-        self.path = path
-        self._stamp = None
-        if path is not None:
-            dut.tb_sensor_q.value = 0
-            dut.tb_sensor_qd.value = 0
+    inputs = ("tb_sensor_q", "tb_sensor_qd")
 
-    def update(self):
-        """Apply the sensor file if it changed since the last call."""
-        if self.path is None:
-            return
-        try:
-            info = os.stat(self.path)
-            stamp = (info.st_ino, info.st_mtime_ns)
-            if stamp == self._stamp:
-                return
-            words = json.loads(open(self.path).read())
-        except (OSError, ValueError):
-            return
-        self._stamp = stamp
+    def apply(self, words):
         for name in ("q", "qd"):
             packed = sum((int(w) & 0xFFFFFFFF) << (32 * i) for i, w in enumerate(words[name]))
             getattr(self.dut, f"tb_sensor_{name}").value = packed
 
 
-class LinkControls:
+class LinkControls(_WatchedFile):
     """The line controls of a distributed chain: ``tb_link_cut``, ``tb_link_noise`` (bit h:
     hop h), 0 at start, then the masks of the link file (JSON ``{"cut": c, "noise": n}``,
     written by :meth:`linkdyn.sim.board.SimulatedBoard.cut_link`) whenever it changes."""
 
-    def __init__(self, dut, path):
-        self.dut = dut
-        self.path = path
-        self._stamp = None
-        if path is not None:
-            dut.tb_link_cut.value = 0
-            dut.tb_link_noise.value = 0
+    inputs = ("tb_link_cut", "tb_link_noise")
 
-    def update(self):
-        """Apply the link file if it changed since the last call."""
-        if self.path is None:
-            return
-        try:
-            info = os.stat(self.path)
-            stamp = (info.st_ino, info.st_mtime_ns)
-            if stamp == self._stamp:
-                return
-            masks = json.loads(open(self.path).read())
-        except (OSError, ValueError):
-            return
-        self._stamp = stamp
+    def apply(self, masks):
         self.dut.tb_link_cut.value = int(masks["cut"])
         self.dut.tb_link_noise.value = int(masks["noise"])
 

@@ -269,3 +269,11 @@ def test_board_parameters_are_checked():
         Board(ReferenceSerial(), timeout=0)
     with pytest.raises(ValueError, match="Retries must be a non-negative integer"):
         Board(ReferenceSerial(), retries=-1)
+
+
+def test_rnea_of_an_empty_batch_says_there_is_no_state():
+    with _board() as board:
+        n = board.info().nodes
+        empty = np.zeros((0, n))
+        with pytest.raises(ValueError, match="hold no state"):
+            board.rnea(empty, empty, empty)

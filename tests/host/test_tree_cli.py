@@ -45,6 +45,10 @@ def test_sim_board_refuses_a_tree_that_does_not_fit_before_building(revolute_bax
     status = main(["sim-board", "--robot", str(revolute_baxter), "--controllers"])
     err = capsys.readouterr().err
     assert status == 2 and "is a tree of nodes" in err and "--controllers" in err
+    status = main(["sim-board", "--robot", str(revolute_baxter), "--boards", "3"])
+    err = capsys.readouterr().err
+    assert status == 2 and "is a tree of nodes; --boards builds a chain of boards" in err
+    assert "building the simulated board" not in err
 
 
 def test_robot_baxter_names_example_robot_datas_baxter(capsys):

@@ -195,3 +195,20 @@ def test_ur_inertias_are_the_urdf_inertias_in_the_dh_frames(name):
         ours_world = builtin_frames[i][:3, :3] @ ours.inertia @ builtin_frames[i][:3, :3].T
         theirs_world = urdf_frames[i][:3, :3] @ theirs.inertia @ urdf_frames[i][:3, :3].T
         np.testing.assert_allclose(ours_world, theirs_world, rtol=0, atol=1e-10)
+
+
+def test_example_robot_data_trees_load_by_name():
+    import warnings
+    from linkdyn.model.reference import example_robot_data_dir
+    try:
+        root = example_robot_data_dir()
+    except FileNotFoundError:
+        pytest.skip("example-robot-data is not installed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        by_name = load_robot("Baxter")
+        by_path = load_robot(str(root / "baxter_description/urdf/baxter.urdf"))
+    assert by_name.n == by_path.n == 19 and not by_name.is_chain and by_name.has_prismatic
+    assert by_name.parents == by_path.parents and by_name.joint_names == by_path.joint_names
+    q = np.linspace(-0.5, 0.5, by_name.n)
+    assert np.array_equal(rnea(by_name, q, q, q), rnea(by_path, q, q, q))
