@@ -477,15 +477,22 @@ def test_robot_file_parent_must_be_an_index(tmp_path):
         load_robot(path)
 
 
-def test_fixed_point_model_and_jacobian_refuse_trees_and_prismatic_joints():
+def test_fixed_point_chain_refuses_trees_and_takes_prismatic_joints_jacobian_refuses_both():
     tree = Robot("tree", _links(3), parents=(-1, 0, 0))
     slider = Robot("slider", (Link("s", joint_type="prismatic", mass=1.0),))
+    zeros = np.zeros(tree.n)
+    # A tree runs on GoldenTree (tests/model/test_golden_tree.py), not on the chain of nodes.
+    with pytest.raises(NotImplementedError, match="runs serial chains without mounts"):
+        rnea_fixed(tree, zeros, zeros, zeros)
+    # A vertical slider at rest holds its weight, m g = 9.80665 N: g and the product are each
+    # rounded once to Q15.16 (half an LSB each), so within one LSB, 2**-16 N.
+    zero = np.zeros(1)
+    tau = rnea_fixed(slider, zero, zero, zero).tau
+    assert abs(tau[0] - rnea(slider, zero, zero, zero)[0]) <= 2.0 ** -16
+    assert abs(rnea(slider, zero, zero, zero)[0] - 9.80665) < 1e-12
     for robot in (tree, slider):
-        zeros = np.zeros(robot.n)
         with pytest.raises(NotImplementedError, match="serial chains of revolute joints only"):
-            rnea_fixed(robot, zeros, zeros, zeros)
-        with pytest.raises(NotImplementedError, match="serial chains of revolute joints only"):
-            jacobian(robot, zeros)
+            jacobian(robot, np.zeros(robot.n))
 
 
 def test_a_defaulted_chain_stays_a_chain_when_replace_changes_its_links():
