@@ -49,7 +49,7 @@ from linkdyn.model.protocol import MAX_NODES
 from .common import (
     ecp5_pll_setting, oscillator_input, reset_input, spartan6_pll_setting, synchronised_domain,
 )
-from .core import LED_COUNT
+from .core import LED_COUNT, heartbeat
 
 __all__ = ["ROLES", "ActuatorBoardCore", "ActuatorBoardTop", "ACTUATOR_BOARDS",
            "actuator_pll_setting",
@@ -224,12 +224,7 @@ class ActuatorBoardCore(wiring.Component):
             m.d.comb += [self.up_tx.eq(core.up_tx), core.up_rx.eq(self.up_rx)]
         if not self.last:
             m.d.comb += [self.down_tx.eq(core.down_tx), core.down_rx.eq(self.down_rx)]
-        heartbeat = Signal(range(max(2, self.clock_hz // 2)))
-        beat = Signal()
-        with m.If(heartbeat == 0):
-            m.d.sync += [heartbeat.eq(self.clock_hz // 2 - 1), beat.eq(~beat)]
-        with m.Else():
-            m.d.sync += heartbeat.eq(heartbeat - 1)
+        beat = heartbeat(m, self.clock_hz)
         m.d.comb += self.leds[0].eq(beat)
         if self.base:
             m.submodules.hostlink = hostlink = self.hostlink

@@ -12,10 +12,22 @@ from linkdyn.gateware.controller import ActuatorSignature, SensorSignature
 from linkdyn.gateware.hostlink import HostLink
 from linkdyn.model.fixedpoint import Q15_16
 
-__all__ = ["BoardCore", "LED_COUNT"]
+__all__ = ["BoardCore", "LED_COUNT", "heartbeat"]
 
 #: Status LEDs driven by the core.
 LED_COUNT = 4
+
+
+def heartbeat(m, clock_hz):
+    """Add a heartbeat to module ``m`` and return its signal: toggles every half second of a
+    ``clock_hz`` clock (an LED blinks at about 1 Hz)."""
+    count = Signal(range(max(2, clock_hz // 2)), name="heartbeat")
+    beat = Signal(name="beat")
+    with m.If(count == 0):
+        m.d.sync += [count.eq(clock_hz // 2 - 1), beat.eq(~beat)]
+    with m.Else():
+        m.d.sync += count.eq(count - 1)
+    return beat
 
 
 class BoardCore(wiring.Component):
@@ -133,12 +145,7 @@ class BoardCore(wiring.Component):
         wiring.connect(m, hostlink.bus, chain.bus)
         m.d.comb += [hostlink.rx.eq(self.rx), self.tx.eq(hostlink.tx)]
 
-        heartbeat = Signal(range(max(2, self.clock_hz // 2)))
-        beat = Signal()
-        with m.If(heartbeat == 0):
-            m.d.sync += [heartbeat.eq(self.clock_hz // 2 - 1), beat.eq(~beat)]
-        with m.Else():
-            m.d.sync += heartbeat.eq(heartbeat - 1)
+        beat = heartbeat(m, self.clock_hz)
 
         activity = Signal(range(max(2, self.clock_hz // 20)))
         with m.If(~self.rx | ~self.tx):
