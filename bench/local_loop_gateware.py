@@ -39,8 +39,8 @@ from linkdyn.sim.controlled_chain_model import ControlledChainModel
 
 from .report import replace_section
 
-__all__ = ["CLOCK_HZ", "ROBOTS", "measure_chain", "measure_controlled", "section", "plot",
-           "main"]
+__all__ = ["CLOCK_HZ", "ROBOTS", "measure_chain", "measure_controlled", "synthesize_cost",
+           "section", "plot", "main"]
 
 #: Clock of the default build (ULX3S, ``make bitstream``), Hz.
 CLOCK_HZ = 100_000_000
@@ -191,14 +191,50 @@ def measure_controlled(name, steps=4, seed=2):
     return out
 
 
+def synthesize_cost():
+    """Synthesise one node + joint controller + UART for Spartan-6 (as
+    :func:`linkdyn.bench.controlled_chain.synthesize_fit`: ``BoardCore(1, controllers=True)``,
+    one-cycle CORDIC steps, Yosys ``synth_xilinx -family xc6s``), without and with the local
+    loop.
+
+    Returns
+    -------
+    dict
+        ``"without"``, ``"with"``: ``luts``, ``ffs``, ``dsps``, ``brams``.
+
+    Raises
+    ------
+    ToolError
+        If no Yosys is found or it fails.
+    """
+    import tempfile
+
+    from amaranth.back import rtlil
+
+    from linkdyn.boards.core import BoardCore
+    from linkdyn.boards.toolchain import yosys_utilisation
+    from linkdyn.gateware.cordic import STEP_CYCLES
+
+    out = {}
+    for label, local_loop in (("without", False), ("with", True)):
+        chain = ControlledChain(1, cordic_step_cycles=STEP_CYCLES["xc6s"], local_loop=local_loop)
+        core = BoardCore(1, clock_hz=CLOCK_HZ, chain=chain, controllers=True)
+        with tempfile.TemporaryDirectory(prefix="linkdyn-local-") as tmp:
+            Path(tmp, "top.il").write_text(rtlil.convert(core, name="top"))
+            result = yosys_utilisation("xc6s", "top.il", tmp)
+        out[label] = {key: result[key] for key in ("luts", "ffs", "dsps", "brams")}
+    return out
+
+
 def _one(values):
     """The cycles of every update of a kind (they do not depend on the data: one value)."""
     values = sorted(set(values))
     return values[0] if len(values) == 1 else f"{values[0]} .. {values[-1]}"
 
 
-def section(results):
-    """Return the "## Local loop in gateware" section of docs/performance.md."""
+def section(results, cost=None):
+    """Return the "## Local loop in gateware" section of docs/performance.md (``cost``:
+    :func:`synthesize_cost`)."""
     lines = [
         "## Local loop in gateware",
         "",
@@ -224,7 +260,8 @@ def section(results):
         step_c, step_l = max(k["chain_step"]), max(k["local_step"])
         added = (step_c - max(k["chain_update"]), step_l - max(k["local_update"]))
         lines.append(
-            f"| {c['robot']} | {c['n']} | {_one(c['chain'])} | {_one(c['local'])} | "
+            f"| {c['robot'].upper() if c['robot'] == 'ur5' else c['robot'].capitalize()} | "
+            f"{c['n']} | {_one(c['chain'])} | {_one(c['local'])} | "
             f"{full / local:.2f} | {CLOCK_HZ / full / 1e3:,.1f} | "
             f"{CLOCK_HZ / local / 1e3:,.1f} | {_one(k['chain_step'])} | "
             f"{_one(k['local_step'])} | {added[0]} / {added[1]} | "
@@ -243,7 +280,31 @@ def section(results):
         "present bits and the two issue conditions, one flip-flop for the chain, and in the "
         "controlled chain LOCAL_MULTIPLE and the phase (two 32-bit registers, an adder, a "
         "comparator).",
+        "",
+        "![Local loop in gateware: cycles](img/local_loop_gateware.png)",
     ]
+    if cost:
+        a, b = cost["without"], cost["with"]
+        lines += [
+            "",
+            "One node + joint controller + host UART on the XC6SLX9 (`BoardCore(1, "
+            "controllers=True)`, one-cycle CORDIC steps, Yosys `synth_xilinx -family xc6s`; "
+            "`python -m linkdyn.bench.local_loop_gateware --synth`):",
+            "",
+            "| design | LUT6 | FFs | DSP48A1 | BRAM 18 Kb |",
+            "|---|---:|---:|---:|---:|",
+            f"| without the local loop (the default) | {a['luts']:,} | {a['ffs']:,} | "
+            f"{a['dsps']} | {a['brams']:g} |",
+            f"| with the local loop | {b['luts']:,} | {b['ffs']:,} | {b['dsps']} | "
+            f"{b['brams']:g} |",
+            f"| cost | {b['luts'] - a['luts']:+,} | {b['ffs'] - a['ffs']:+,} | "
+            f"{b['dsps'] - a['dsps']:+} | {b['brams'] - a['brams']:+g} |",
+            "",
+            "(With one node there are no mailboxes: the LUTs are the chain's flag, the issue "
+            "conditions and the controlled chain's LOCAL_MULTIPLE, phase and its decoding. The "
+            "protocol engine is the one without the option: it does not take it yet, "
+            "docs/controller.md.)",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -259,7 +320,8 @@ def plot(results, path):
         c, m = r["chain"], r["controlled"]
         values = (max(c["chain"]), max(c["local"]), max(m["chain_step"]), max(m["local_step"]))
         x = np.arange(len(labels)) + (k - (len(results) - 1) / 2) * width
-        bars = ax.bar(x, values, width, label=f"{c['robot']} ({c['n']} nodes)")
+        name = c["robot"].upper() if c["robot"] == "ur5" else c["robot"].capitalize()
+        bars = ax.bar(x, values, width, label=f"{name} ({c['n']} nodes)")
         ax.bar_label(bars, fontsize=8)
     ax.set_xticks(np.arange(len(labels)), labels)
     ax.set_ylabel(f"cycles ({CLOCK_HZ / 1e6:g} MHz: 100 cycles = 1 us)")
@@ -279,6 +341,9 @@ def main(argv=None):
     parser.add_argument("--write-docs", metavar="PATH",
                         help="replace the '## Local loop in gateware' section of this file")
     parser.add_argument("--plot", metavar="PNG", help="also plot the cycles")
+    parser.add_argument("--synth", action="store_true",
+                        help="also synthesise one node + controller + UART for the XC6SLX9, "
+                             "without and with the local loop (needs Yosys)")
     args = parser.parse_args(argv)
     results = []
     for name in args.robots:
@@ -288,7 +353,10 @@ def main(argv=None):
             print(f"{name}: the gateware differs from the model", file=sys.stderr)
             return 1
         results.append(result)
-    text = section(results)
+    cost = synthesize_cost() if args.synth else None
+    if cost:
+        print(cost, flush=True)
+    text = section(results, cost)
     print(text)
     if args.write_docs:
         replace_section(args.write_docs, text)

@@ -226,6 +226,8 @@ class ControllerState:
         CONTROL_OVERRUNS: periodic steps skipped because one was running.
     control_latency_cycles : int
         CONTROL_LATENCY_CYCLES: cycles of the last control step.
+    local_multiple : int
+        LOCAL_MULTIPLE: control steps per chain update (1 on a board without the local loop).
     """
 
     joints: tuple
@@ -234,6 +236,7 @@ class ControllerState:
     control_steps: int
     control_overruns: int
     control_latency_cycles: int
+    local_multiple: int = 1
 
     @property
     def tau_cmd(self):
@@ -692,9 +695,12 @@ class ControllerCommands:
                 float(values["record_i_ref"]), code, cause, mode))
         block = dict(zip(_CONTROL_BLOCK, self.read(CONTROL_NODE, _CONTROL_FIRST,
                                                    len(_CONTROL_BLOCK))))
+        multiple = 1
+        if info.spec.local_loop:
+            (multiple,) = self.read(CONTROL_NODE, control_register("LOCAL_MULTIPLE").address)
         return ControllerState(tuple(joints), block["FAULTS"], block["CONTROL_PERIOD"],
                                block["CONTROL_STEPS"], block["CONTROL_OVERRUNS"],
-                               block["CONTROL_LATENCY_CYCLES"])
+                               block["CONTROL_LATENCY_CYCLES"], multiple)
 
     def clear_faults(self, joint=None):
         """Clear the fault latch and shut-off counters of one joint or of every joint.

@@ -385,6 +385,10 @@ def command_status(args):
           + (rate if period else " (steps only on request)")
           + f"; overruns {state.control_overruns}; last step {state.control_latency_cycles} "
           "cycles")
+    if state.local_multiple > 1:
+        chain = f" ({clock / period / state.local_multiple:,.6g} Hz)" if period and clock else ""
+        print(f"local loop: {state.local_multiple} control steps per chain update{chain}, "
+              f"{state.local_multiple - 1} of them local updates")
     print(f"{'joint':>5} {'sensor q':>9} {'qd':>8} {'step q':>9} {'qd':>8} {'tau_cmd':>9} "
           f"{'i_ref':>8}  {'mode':<27} fault")
     for j in state.joints:

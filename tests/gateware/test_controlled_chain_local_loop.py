@@ -197,3 +197,35 @@ def test_controlled_chain_local_loop_equals_the_model_word_for_word(robot_name, 
 def test_controlled_chain_whose_local_update_writes_messages_is_caught():
     with pytest.raises(AssertionError):
         _run(load_robot("ur5"), 41, (3,), 4, suppress=False)
+
+
+def test_local_multiple_is_refused_while_a_step_runs_and_control_local_is_not_the_hosts():
+    """A write of LOCAL_MULTIPLE while a control step runs is refused (the schedule never
+    changes inside a step); the host's CONTROL.local is ignored on a board with controllers
+    (its local updates run inside control steps), as the model ignores it."""
+    dut = ControlledChain(2, local_loop=True)
+    model = ControlledChainModel(P.ProtocolSpec(2, controllers=True, local_loop=True))
+    host = BusHost(dut)
+    count = P.control_register("UPDATE_COUNT").address
+
+    async def bench(ctx):
+        error, _ = await host.access(ctx, P.CONTROL_NODE, _CONTROL, P.CONTROL_STEP)
+        assert not error
+        error, _ = await host.access(ctx, P.CONTROL_NODE, _MULTIPLE, 3)
+        assert error, "LOCAL_MULTIPLE written while the step ran"
+        error, word = await host.access(ctx, P.CONTROL_NODE, _MULTIPLE, limit=ANSWER_LIMIT)
+        assert (error, word) == (False, 1)
+        assert (await host.access(ctx, P.CONTROL_NODE, count))[1] == 1
+        assert model.write(P.CONTROL_NODE, _CONTROL, P.CONTROL_LOCAL)
+        error, _ = await host.access(ctx, P.CONTROL_NODE, _CONTROL, P.CONTROL_LOCAL)
+        assert not error
+        for _ in range(50):
+            error, status = await host.access(ctx, P.CONTROL_NODE, _STATUS)
+            assert not status & P.STATUS_BUSY
+        assert (await host.access(ctx, P.CONTROL_NODE, count))[1] == 1
+        assert model.read(P.CONTROL_NODE, count) == (True, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()

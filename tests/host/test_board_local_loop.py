@@ -25,8 +25,10 @@ def test_info_reports_the_local_loop_and_the_multiple_is_written_and_read_back()
     with _board(port) as board:
         info = board.info()
         assert info.controllers and info.spec.local_loop
+        assert board.read_controller_state().local_multiple == 1
         assert board.set_local_multiple(4) == 4
         assert port.target.local_multiple == 4 and port.target.local_phase == 0
+        assert board.read_controller_state().local_multiple == 4
         for value, error, text in ((0, ValueError, "1 .. 2\\*\\*32-1"),
                                    (1 << 32, ValueError, "1 .. 2\\*\\*32-1"),
                                    (2.0, TypeError, "integer"), (True, TypeError, "integer")):
@@ -86,6 +88,9 @@ def test_configure_local_multiple_on_the_command_line(capsys):
         out = capsys.readouterr().out
         assert "local multiple: 5 control steps per chain update (4 local updates" in out
         assert pty.serial.target.local_multiple == 5
+        assert main(argv[:5] + ["status"]) == 0
+        assert "local loop: 5 control steps per chain update (200 Hz), 4 of them local " \
+            "updates" in capsys.readouterr().out
         assert main(argv + ["--local-multiple", "0"]) != 0
         assert "--local-multiple: the local multiple must be 1 .. 2**32-1" in \
             capsys.readouterr().err
