@@ -54,6 +54,9 @@ _MASK = 0xFFFFFFFF
 def _robot(name):
     if name == "ur5":
         return load_robot("ur5")
+    if name.startswith("random:"):
+        from linkdyn.sim.chain_cases import random_robot
+        return random_robot(*(int(x) for x in name.split(":")[1:]))
     from linkdyn.model.reference import load_reference_robot
     return load_reference_robot(name)
 
@@ -78,7 +81,8 @@ async def _read(host, ctx, name):
 
 
 def measure_chain(name, updates=3, seed=1):
-    """Chain and local updates of ``LinkDynChain(n, local_loop=True)`` with robot ``name``.
+    """Chain and local updates of ``LinkDynChain(n, local_loop=True)`` with robot ``name``
+    (``"ur5"``, ``"panda"``, or ``"random:<n>:<seed>"``).
 
     Returns
     -------
@@ -300,9 +304,11 @@ def section(results, cost=None):
             f"| cost | {b['luts'] - a['luts']:+,} | {b['ffs'] - a['ffs']:+,} | "
             f"{b['dsps'] - a['dsps']:+} | {b['brams'] - a['brams']:+g} |",
             "",
-            "(With one node there are no mailboxes: the LUTs are the chain's flag, the issue "
-            "conditions and the controlled chain's LOCAL_MULTIPLE, phase and its decoding. The "
-            "protocol engine is the one without the option: it does not take it yet, "
+            "(With one node there are no mailboxes and no neighbours to wait for: the cost is "
+            "the controlled chain's LOCAL_MULTIPLE and phase registers, their adder, comparator "
+            "and decoding, and the chain's flag. Every hop of a longer chain adds its gates on "
+            "the mailbox writes, the present bits and the two issue conditions. The protocol "
+            "engine is the one without the option: it does not take it yet, "
             "docs/controller.md.)",
         ]
     return "\n".join(lines) + "\n"

@@ -181,7 +181,7 @@ def _control_registers():
         "boards with controllers and the local loop: m >= 1 (reset 1), control steps per chain "
         "update; the first step after a write (or reset) runs a chain update, the next m - 1 "
         "a local update each (the controllers on the local torques, no neighbour-message "
-        "strobe); 0 is refused", requires="local_loop"))
+        "strobe); 0, or a write while a control step runs, is refused", requires="local_loop"))
     info = [
         ("MAGIC", "", "0x4E59444C, the bytes 'LDYN'"),
         ("PROTOCOL_VERSION", "", "PROTOCOL_VERSION"),

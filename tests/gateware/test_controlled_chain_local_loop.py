@@ -133,6 +133,7 @@ def _run(robot, seed, multiples, steps, *, suppress=True, shadow=False):
                      else None)
     rng = np.random.default_rng(seed)
     latency = {"chain": [], "local": []}
+    out_age = []
 
     async def bench(ctx):
         rmap = spec.registers
@@ -159,11 +160,18 @@ def _run(robot, seed, multiples, steps, *, suppress=True, shadow=False):
                         await lock.write(ctx, i, P.REFERENCE_WORDS[k].address, words[k])
                 cycles = await lock.step(ctx)
                 latency["chain" if step % multiple == 0 else "local"].append(cycles)
+        # Every word of every controller window (its state: msg_age counts the steps without a
+        # neighbour-message strobe, the local ones).
+        for i in range(n):
+            for word in P.CONTROLLER_WORDS:
+                await lock.read(ctx, i, word.address)
+        out_age.extend(lock.model.joints[i].read("msg_age") for i in range(n))
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+    lock.message_age = out_age
     return lock, latency
 
 
@@ -192,11 +200,13 @@ def test_controlled_chain_local_loop_equals_the_model_word_for_word(robot_name, 
     np.testing.assert_array_equal(tau_cmd[first[0]], other[first[0]])
     if any(phases) and robot.n > 1:
         assert any(np.any(tau_cmd[k] != other[k]) for k, phase in enumerate(phases) if phase)
+    # The last step's phase is the steps since its chain update: no strobe in the local steps.
+    assert lock.message_age == [phases[-1]] * robot.n
 
 
 def test_controlled_chain_whose_local_update_writes_messages_is_caught():
     with pytest.raises(AssertionError):
-        _run(load_robot("ur5"), 41, (3,), 4, suppress=False)
+        _run(load_robot("ur5"), 41, (3,), 2, suppress=False)
 
 
 def test_local_multiple_is_refused_while_a_step_runs_and_control_local_is_not_the_hosts():
