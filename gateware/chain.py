@@ -1050,6 +1050,8 @@ def main(argv=None):
     parser.add_argument("--parents", default=None,
                         help="a tree of nodes: the parent of every node, comma-separated, -1 "
                              "for a root (e.g. -1,0,1,0,3; default the chain)")
+    parser.add_argument("--local-loop", action="store_true",
+                        help="build the local update (CONTROL.local; sequential chain only)")
     parser.add_argument("--out", required=True, help="output Verilog file")
     args = parser.parse_args(argv)
     try:
@@ -1061,11 +1063,13 @@ def main(argv=None):
             except ValueError:
                 raise ValueError(f"Parents must be comma-separated integers, not "
                                  f"{args.parents!r}") from None
-        chain = LinkDynChain(args.nodes, fmt, policy=args.policy, parents=parents)
+        chain = LinkDynChain(args.nodes, fmt, policy=args.policy, parents=parents,
+                             local_loop=args.local_loop)
     except (TypeError, ValueError) as error:
         parser.error(str(error))
     path = export_verilog(chain, args.name or "linkdyn_chain", args.out)
     shape = "" if chain.is_chain else f", tree {','.join(map(str, chain.parents))}"
+    shape += ", local loop" if chain.local_loop else ""
     print(f"wrote {path} ({args.nodes} nodes, {fmt.name}, {args.policy}{shape})")
     return 0
 

@@ -17,7 +17,7 @@ import pytest
 from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.chain import LinkDynChain
+from linkdyn.gateware.chain import LinkDynChain, main
 from linkdyn.model import load_robot
 from linkdyn.model import protocol as P
 from linkdyn.model.fixedpoint import Q15_16, signed_word
@@ -197,3 +197,19 @@ def test_without_the_option_control_local_does_nothing_and_the_option_is_checked
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_export_command_builds_the_local_loop_and_refuses_it_for_a_pipelined_chain(tmp_path,
+                                                                                    capsys):
+    assert main(["--nodes", "2", "--local-loop", "--out", str(tmp_path / "c.v")]) == 0
+    assert "2 nodes, Q15.16, sequential, local loop" in capsys.readouterr().out
+    assert "local_update" in (tmp_path / "c.v").read_text()
+    assert main(["--nodes", "2", "--out", str(tmp_path / "d.v")]) == 0
+    assert "local_update" not in (tmp_path / "d.v").read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(SystemExit):
+            main(["--nodes", "2", "--policy", "pipelined", "--local-loop", "--out",
+                  str(tmp_path / "e.v")])
+        gc.collect()
+    assert "sequential chain of nodes only" in capsys.readouterr().err
