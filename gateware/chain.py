@@ -57,8 +57,8 @@ from amaranth.lib.wiring import In, Out
 from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH, ceil_log2
 from linkdyn.model.microprogram import BANKS, microprogram
 from linkdyn.model.protocol import (
-    CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, MAX_NODES, RESULT_FOLLOW, RESULT_SELECT,
-    ProtocolSpec, control_register,
+    CONTROL_CLEAR, CONTROL_LOCAL, CONTROL_NODE, CONTROL_START, MAX_NODES, RESULT_FOLLOW,
+    RESULT_SELECT, ProtocolSpec, control_register,
 )
 
 from .bus import RegisterBusSignature
@@ -125,6 +125,16 @@ class LinkDynChain(wiring.Component):
         merge in front of its inbox (:func:`linkdyn.model.golden_tree.merge_backward`). For a
         robot, the node tree of
         :func:`linkdyn.model.golden_tree.node_tree`.
+    local_loop : bool
+        Build the local update (the source paper's third update policy, Sect. 3.1; sequential
+        chain only; default ``False``, which builds exactly the chain without it): CONTROL's
+        ``local`` bit starts an update in which every node runs its segments on its current
+        registers with the words the mailboxes hold, the messages of the last chain update
+        (``docs/chain.md``, *Local update*; :class:`linkdyn.sim.chain_model.ChainModel` defines
+        it word for word, :class:`linkdyn.model.local_loop.LocalLoopChain` is the golden model).
+        No node waits for a neighbour, and no message word is written into a mailbox (the
+        neighbours' next local update reads the chain update's words). A local update is an
+        update for STATUS, the counters, OVERFLOW and the result reads (``tau``).
 
     Members
     -------
@@ -151,11 +161,12 @@ class LinkDynChain(wiring.Component):
     ValueError
         If ``n`` is out of range, ``policy`` unknown, ``banks`` does not fit the policy,
         ``cordic_step_cycles`` is not 1 or 2, or ``parents`` is not ``n`` parents each before
-        its child (``-1 <= parents[j] < j``).
+        its child (``-1 <= parents[j] < j``), or ``local_loop`` is asked of a pipelined chain
+        or a tree.
     """
 
     def __init__(self, n, fmt=Q15_16, *, policy="sequential", banks=None, cordic_step_cycles=2,
-                 parents=None):
+                 parents=None, local_loop=False):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Node count must be an integer, not {n!r}")
         if not 1 <= n <= MAX_NODES:
@@ -177,6 +188,14 @@ class LinkDynChain(wiring.Component):
         self._banks = banks
         self._tickets = 2 * banks if pipelined else 1
         self._parents = _check_parents(parents, n)
+        if not isinstance(local_loop, bool):
+            raise TypeError(f"local_loop must be a bool, not {local_loop!r}")
+        if local_loop and (pipelined or self._parents != tuple(range(-1, n - 1))):
+            raise ValueError("the local loop is built into a sequential chain of nodes only, "
+                             f"not a {policy} chain or a tree")
+        self._local_loop = local_loop
+        # Tests clear it to prove that they see a local update's mailbox writes.
+        self._suppress_local_writes = True
         children = [[] for _ in range(n)]
         for node, parent in enumerate(self._parents):
             if parent >= 0:
@@ -236,6 +255,11 @@ class LinkDynChain(wiring.Component):
         return self._parents == tuple(range(-1, self._n - 1))
 
     @property
+    def local_loop(self):
+        """bool: the local update is built (CONTROL.local)."""
+        return self._local_loop
+
+    @property
     def max_in_flight(self):
         """int: updates in flight at most."""
         return self._tickets
@@ -244,8 +268,11 @@ class LinkDynChain(wiring.Component):
         m = Module()
         for i, node in enumerate(self.nodes):
             m.submodules[f"node{i}"] = node
+        # The update in flight is a local update (set with its start, sequential chain only).
+        self._local = Signal(name="local_update") if self._local_loop else None
         forward_boxes, backward_boxes, merge_overflow = self._elaborate_mailboxes(m)
         state = _ChainState(self._n, self._banks, self._tickets)
+        state.local = self._local
         m.d.sync += state.now.eq(state.now + 1)
         # The update the result reads show: the last finished one, or one the host selected
         # (RESULT_SELECT).
@@ -330,8 +357,12 @@ class LinkDynChain(wiring.Component):
                 for word, (source, _) in enumerate(layout):
                     with m.Case(rmap[source].address):
                         m.d.comb += [hit.eq(1), box.sender.payload.word.eq(word)]
+            valid = node.result.valid & hit
+            if self._local is not None and self._suppress_local_writes:
+                # A local update writes no message: the mailbox keeps the chain update's.
+                valid = valid & ~self._local
             m.d.comb += [
-                box.sender.valid.eq(node.result.valid & hit),
+                box.sender.valid.eq(valid),
                 box.sender.payload.data.eq(node.result.data),
             ]
             if banks > 1:
@@ -379,6 +410,9 @@ class LinkDynChain(wiring.Component):
                         present = present & box.receiver.words_present.as_value()
                 m.d.sync += [travel.eq(present), seen.eq(travel)]
                 slot_bits = seen[node.inbox.bank] if banks > 1 else seen[0]
+                if self._local is not None:
+                    # A local update reads the words the mailbox holds: all present.
+                    slot_bits = slot_bits | self._local.replicate(boxes[0].words)
                 first = len(forward) * backward_box  # the node numbers forward, then backward
                 m.d.comb += node.inbox.present_words[first:first + boxes[0].words].eq(slot_bits)
                 if len(boxes) == 1:
@@ -457,6 +491,8 @@ class LinkDynChain(wiring.Component):
                 arrived = Cat(*(backward_boxes[c].receiver.words_present[b][backward_trigger]
                                 for c in children)).all() if len(children) > 1 else \
                     backward_boxes[children[0]].receiver.words_present[b][backward_trigger]
+            if state.local is not None:
+                arrived, out_free = arrived | state.local, out_free | state.local
             choices.append(("backward", b, (stage[b] == _want("backward")) & is_head
                             & arrived & out_free))
         for b in range(banks):
@@ -467,6 +503,8 @@ class LinkDynChain(wiring.Component):
             arrived = Const(1, 1)
             if parent >= 0:
                 arrived = forward_boxes[i].receiver.words_present[b][forward_trigger]
+            if state.local is not None:
+                arrived, out_free = arrived | state.local, out_free | state.local
             choices.append(("forward", b, (stage[b] == _want("forward")) & arrived
                             & out_free))
         for b in range(banks):
@@ -797,6 +835,12 @@ class LinkDynChain(wiring.Component):
                     with m.If(req.we):
                         start = (req.wdata & CONTROL_START).any()
                         clear = (req.wdata & CONTROL_CLEAR).any()
+                        if state.local is not None:
+                            # CONTROL.local starts a local update (start wins over it).
+                            local = (req.wdata & CONTROL_LOCAL).any()
+                            with m.If(state.start_event):
+                                m.d.sync += state.local.eq(local & ~start)
+                            start = start | local
                         with m.If(decoded.select):
                             with m.If(req.wdata[_COUNTER - 1]):
                                 m.d.comb += answer_rdata.eq(req.wdata)
@@ -954,6 +998,7 @@ class _ChainState:
         self.start_event = Signal(name="start_event")  # an update starts (CONTROL.start taken)
         self.clear_event = Signal(name="clear_event")
         self.staging_free = Signal(name="staging_free")  # the next sample's bank is free
+        self.local = None  # with the local loop: the update in flight is a local update
 
     def ticket_bank(self, ticket):
         """Return the register bank of a ticket."""
@@ -1005,6 +1050,8 @@ def main(argv=None):
     parser.add_argument("--parents", default=None,
                         help="a tree of nodes: the parent of every node, comma-separated, -1 "
                              "for a root (e.g. -1,0,1,0,3; default the chain)")
+    parser.add_argument("--local-loop", action="store_true",
+                        help="build the local update (CONTROL.local; sequential chain only)")
     parser.add_argument("--out", required=True, help="output Verilog file")
     args = parser.parse_args(argv)
     try:
@@ -1016,11 +1063,13 @@ def main(argv=None):
             except ValueError:
                 raise ValueError(f"Parents must be comma-separated integers, not "
                                  f"{args.parents!r}") from None
-        chain = LinkDynChain(args.nodes, fmt, policy=args.policy, parents=parents)
+        chain = LinkDynChain(args.nodes, fmt, policy=args.policy, parents=parents,
+                             local_loop=args.local_loop)
     except (TypeError, ValueError) as error:
         parser.error(str(error))
     path = export_verilog(chain, args.name or "linkdyn_chain", args.out)
     shape = "" if chain.is_chain else f", tree {','.join(map(str, chain.parents))}"
+    shape += ", local loop" if chain.local_loop else ""
     print(f"wrote {path} ({args.nodes} nodes, {fmt.name}, {args.policy}{shape})")
     return 0
 

@@ -34,6 +34,12 @@ A control step (CONTROL.control_step, the CONTROL command, or the CONTROL_PERIOD
 4. when every ``output`` has finished: the records (``tau_cmd``, ``i_ref``, the fault word, the
    sensor sample), CONTROL_STEPS, CONTROL_LATENCY_CYCLES.
 
+With the local loop (``local_loop=True``; LOCAL_MULTIPLE = m): the step after a write of
+LOCAL_MULTIPLE (or reset) runs the chain update as above, the next m - 1 a local update each
+(2. writes CONTROL.local instead of CONTROL.start, 3. gives no ``message_strobe``): every node
+re-runs its segments on its controller's fresh ``q, qd, qdd`` with the last chain update's
+messages, and the controllers' ``output`` segments run on those torques.
+
 STATUS.busy is high for the whole step (``done`` low), and while it runs the host's accesses
 that a busy chain would refuse are refused: node register writes, CONTROL.start /
 control_step / fault_clear, and every write into a controller window. Reads of a
@@ -53,7 +59,7 @@ from amaranth.lib.wiring import In, Out
 from linkdyn.model.controller import SPECIAL_REGISTERS
 from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH
 from linkdyn.model.protocol import (
-    CONTROL_CLEAR, CONTROL_FAULT_CLEAR, CONTROL_NODE, CONTROL_START, CONTROL_STEP,
+    CONTROL_CLEAR, CONTROL_FAULT_CLEAR, CONTROL_LOCAL, CONTROL_NODE, CONTROL_START, CONTROL_STEP,
     CONTROLLER_BASE, CONTROLLER_WORDS, MAX_NODES, RECORD_WORDS, REFERENCE_WORDS, STATUS_BUSY,
     STATUS_OVERFLOW, ProtocolSpec, control_register,
 )
@@ -101,11 +107,13 @@ def _window_entry(word):
     raise AssertionError(f"controller word {word.name!r} has no kind")
 
 
-_Decoded = data.StructLayout({
-    "window": 1, "exists": 1, "writable": 1, "kind": range(len(WINDOW_KINDS)), "index": 3,
-    "own": 1, "own_index": range(len(_OWN_CONTROL)), "own_writable": 1,
-    "control": 1, "status": 1, "node": 1,
-})
+def _decoded_layout(own):
+    """The registered decoding of a request, with ``own`` control registers answered here."""
+    return data.StructLayout({
+        "window": 1, "exists": 1, "writable": 1, "kind": range(len(WINDOW_KINDS)), "index": 3,
+        "own": 1, "own_index": range(len(own)), "own_writable": 1,
+        "control": 1, "status": 1, "node": 1,
+    })
 
 
 class ControlledChain(wiring.Component):
@@ -125,6 +133,9 @@ class ControlledChain(wiring.Component):
         LinkDynChain`).
     pipelined : bool
         The controllers' timing (:class:`~linkdyn.gateware.controller.JointController`).
+    local_loop : bool
+        Build the local loop (module docstring; the chain's local update and LOCAL_MULTIPLE);
+        default ``False``, which builds exactly the controlled chain without it.
 
     Members
     -------
@@ -155,12 +166,14 @@ class ControlledChain(wiring.Component):
     Raises
     ------
     TypeError
-        If ``n`` is not an integer, ``fmt`` not a QFormat or ``pipelined`` not a bool.
+        If ``n`` is not an integer, ``fmt`` not a QFormat or ``pipelined`` or ``local_loop``
+        not a bool.
     ValueError
         If ``n`` is out of range or ``cordic_step_cycles`` is not 1 or 2.
     """
 
-    def __init__(self, n, fmt=Q15_16, *, cordic_step_cycles=2, pipelined=True):
+    def __init__(self, n, fmt=Q15_16, *, cordic_step_cycles=2, pipelined=True,
+                 local_loop=False):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Node count must be an integer, not {n!r}")
         if not 1 <= n <= MAX_NODES:
@@ -169,12 +182,16 @@ class ControlledChain(wiring.Component):
             raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
         if not isinstance(pipelined, bool):
             raise TypeError(f"pipelined must be a bool, not {pipelined!r}")
+        if not isinstance(local_loop, bool):
+            raise TypeError(f"local_loop must be a bool, not {local_loop!r}")
         CordicArctangent.check_step_cycles(cordic_step_cycles, name="cordic_step_cycles")
         self._n = n
         self._fmt = fmt
-        self.spec = ProtocolSpec(n, fmt, controllers=True)
+        self._local_loop = local_loop
+        self._own = _OWN_CONTROL + (("LOCAL_MULTIPLE",) if local_loop else ())
+        self.spec = ProtocolSpec(n, fmt, controllers=True, local_loop=local_loop)
         self.chain = LinkDynChain(n, fmt, policy="sequential",
-                                  cordic_step_cycles=cordic_step_cycles)
+                                  cordic_step_cycles=cordic_step_cycles, local_loop=local_loop)
         self.controllers = [JointController(pipelined=pipelined) for _ in range(n)]
         super().__init__({
             "bus": In(RegisterBusSignature()),
@@ -204,6 +221,11 @@ class ControlledChain(wiring.Component):
     def policy(self):
         """str: the chain's update policy."""
         return "sequential"
+
+    @property
+    def local_loop(self):
+        """bool: the local loop is built (LOCAL_MULTIPLE)."""
+        return self._local_loop
 
     def elaborate(self, platform):
         m = Module()
@@ -241,6 +263,12 @@ class ControlledChain(wiring.Component):
         own_words = {"CONTROL_PERIOD": control_period, "CONTROL_STEPS": control_steps,
                      "FAULTS": self.faults, "CONTROL_OVERRUNS": overruns,
                      "CONTROL_LATENCY_CYCLES": latency}
+        # The local loop's schedule (LOCAL_MULTIPLE, the phase within it).
+        local_multiple = local_phase = None
+        if self._local_loop:
+            local_multiple = Signal(_W, init=1)
+            local_phase = Signal(_W)
+            own_words["LOCAL_MULTIPLE"] = local_multiple
         m.d.comb += [self.busy.eq(chain.busy | stepping),
                      self.overflow_sticky.eq(chain.overflow_sticky)]
 
@@ -312,7 +340,8 @@ class ControlledChain(wiring.Component):
             port_select=port_select,
             control_steps=control_steps, latency=latency, step_cycles=step_cycles,
             start=start, fault_clear=fault_clear, reference_strobe=reference_strobe,
-            message_strobe=message_strobe, window_word=Signal(_W, name="window_word"))
+            message_strobe=message_strobe, window_word=Signal(_W, name="window_word"),
+            local_multiple=local_multiple, local_phase=local_phase)
         self._elaborate_front_end(m, shared)
         self._elaborate_sequencer(m, shared)
         return m
@@ -351,7 +380,8 @@ class ControlledChain(wiring.Component):
         port_rdata, port_busy, port_ready = s.port_rdata, s.port_busy, s.port_ready
 
         req = s.req
-        decoded = Signal(_Decoded)
+        own = self._own
+        decoded = Signal(_decoded_layout(own))
         # A controller runs (outside a step: a fault clear), registered: a clear's busy is
         # seen from the third cycle after its request, before the next request's DISPATCH.
         clearing = Signal()
@@ -360,7 +390,7 @@ class ControlledChain(wiring.Component):
         self._window_word(m, s, req, decoded)
 
         # The decoding of the request, registered (DECODE -> DISPATCH).
-        window = Signal(_Decoded)
+        window = Signal(_decoded_layout(own))
         m.d.comb += [window.window.eq((req.node < n) & (req.addr >= CONTROLLER_BASE)),
                      window.node.eq(req.node < n),
                      window.control.eq((req.node == CONTROL_NODE) & (req.addr == _CONTROL_ADDR)),
@@ -374,7 +404,7 @@ class ControlledChain(wiring.Component):
                                  window.index.eq(index if kind != "port" else 0)]
         with m.If(req.node == CONTROL_NODE):
             with m.Switch(req.addr):
-                for k, name in enumerate(_OWN_CONTROL):
+                for k, name in enumerate(own):
                     reg = control_register(name)
                     with m.Case(reg.address):
                         m.d.comb += [window.own.eq(1), window.own_index.eq(k),
@@ -408,18 +438,25 @@ class ControlledChain(wiring.Component):
                     self._window_access(m, s, req, decoded, answer)
                 with m.Elif(decoded.own):
                     with m.If(req.we):
-                        with m.If(decoded.own_writable):
-                            # CONTROL_PERIOD, the only writable one: the timer restarts.
+                        period_write = decoded.own_writable   # CONTROL_PERIOD ...
+                        if self._local_loop:                  # ... or LOCAL_MULTIPLE
+                            period_write = period_write & (
+                                decoded.own_index == own.index("CONTROL_PERIOD"))
+                        with m.If(period_write):
+                            # CONTROL_PERIOD: the timer restarts.
                             m.d.sync += [control_period.eq(req.wdata), period_count.eq(0),
                                          self._period_last.eq(req.wdata - 1),
                                          self._period_off.eq(req.wdata == 0),
                                          step_due.eq(0)]
                             answer(req.wdata)
+                        if self._local_loop:
+                            with m.Elif(decoded.own_writable):
+                                self._local_multiple_write(m, s, req, answer)
                         with m.Else():
                             answer(error=1)
                     with m.Else():
                         with m.Switch(decoded.own_index):
-                            for k, name in enumerate(_OWN_CONTROL):
+                            for k, name in enumerate(own):
                                 with m.Case(k):
                                     if name == "FAULTS":
                                         # A fault clear still running (outside a step) ends
@@ -580,6 +617,9 @@ class ControlledChain(wiring.Component):
         def last_node():
             return node == n - 1
 
+        # With the local loop: this step runs a local update (not the first of its period).
+        local = None if s.local_phase is None else (s.local_phase != 0)
+
         with m.FSM(name="sequencer"):
             with m.State("IDLE"):
                 m.d.sync += step_cycles.eq(1)
@@ -619,12 +659,15 @@ class ControlledChain(wiring.Component):
             with m.State("START"):
                 m.d.comb += [sq.valid.eq(1), sq.node.eq(CONTROL_NODE), sq.addr.eq(_CONTROL_ADDR),
                              sq.we.eq(1), sq.wdata.eq(CONTROL_START)]
+                if local is not None:
+                    m.d.comb += sq.wdata.eq(Mux(local, CONTROL_LOCAL, CONTROL_START))
                 with m.If(chain.bus.ready):
                     m.next = "UPDATE"
             with m.State("UPDATE"):
                 # chain.busy is high from the cycle the start was answered.
                 with m.If(~chain.busy):
-                    m.d.sync += [s.message_strobe.eq(1), node.eq(0), seen.eq(0)]
+                    m.d.sync += [s.message_strobe.eq(1 if local is None else ~local),
+                                 node.eq(0), seen.eq(0)]
                     m.next = "READ"
             with m.State("READ"):
                 m.d.comb += [sq.valid.eq(1), sq.node.eq(node), sq.addr.eq(spec.tau_address)]
@@ -648,4 +691,22 @@ class ControlledChain(wiring.Component):
                     m.d.sync += [word.eq(value) for word, value in zip(record[i], values)]
                 m.d.sync += [control_steps.eq(control_steps + 1), latency.eq(step_cycles),
                              stepping.eq(0)]
+                if local is not None:
+                    self._local_phase_advance(m, s)
                 m.next = "IDLE"
+
+    # -- the local loop's schedule (LOCAL_MULTIPLE) ----------------------------------------------
+
+    def _local_multiple_write(self, m, s, req, answer):
+        """DISPATCH of a LOCAL_MULTIPLE write: m >= 1 restarts the schedule at a chain update;
+        0, or any write while a step runs, is refused."""
+        with m.If((req.wdata == 0) | s.stepping):
+            answer(error=1)
+        with m.Else():
+            m.d.sync += [s.local_multiple.eq(req.wdata), s.local_phase.eq(0)]
+            answer(req.wdata)
+
+    def _local_phase_advance(self, m, s):
+        """At a step's end: the next step's phase, 0 (a chain update) after m - 1 local ones."""
+        following = s.local_phase + 1
+        m.d.sync += s.local_phase.eq(Mux(following >= s.local_multiple, 0, following))

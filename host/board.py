@@ -528,9 +528,10 @@ class Board(ControllerCommands):
                                          f"{WORD_WIDTH}-bit format")
         fmt = QFormat(integer, fraction)
         nodes = words["NODES"]
-        if words["CONTROLLERS"] not in (0, 1):
+        if words["CONTROLLERS"] not in (0, 1, 3):
             raise IncompatibleBoardError(f"the board's CONTROLLERS word is "
-                                         f"{words['CONTROLLERS']:#x}, not 0 or 1")
+                                         f"{words['CONTROLLERS']:#x}, not 0, 1 or 3 (with the "
+                                         "local loop)")
         try:
             parents = unpack_parents([words[f"PARENTS_{k}"] for k in range(PARENTS_WORDS)],
                                      nodes)
@@ -541,7 +542,7 @@ class Board(ControllerCommands):
             spec = ProtocolSpec(nodes, fmt, clock_hz=words["CLOCK_HZ"],
                                 baudrate=words["BAUDRATE"], board_id=words["BOARD_ID"],
                                 banks=words["BANKS"], controllers=bool(words["CONTROLLERS"]),
-                                parents=parents)
+                                parents=parents, local_loop=bool(words["CONTROLLERS"] & 2))
         except (TypeError, ValueError) as error:
             raise IncompatibleBoardError(f"the board reports {nodes} nodes, "
                                          f"{words['BANKS']} register banks and CONTROLLERS "

@@ -226,6 +226,8 @@ class ControllerState:
         CONTROL_OVERRUNS: periodic steps skipped because one was running.
     control_latency_cycles : int
         CONTROL_LATENCY_CYCLES: cycles of the last control step.
+    local_multiple : int
+        LOCAL_MULTIPLE: control steps per chain update (1 on a board without the local loop).
     """
 
     joints: tuple
@@ -234,6 +236,7 @@ class ControllerState:
     control_steps: int
     control_overruns: int
     control_latency_cycles: int
+    local_multiple: int = 1
 
     @property
     def tau_cmd(self):
@@ -450,6 +453,89 @@ class ControllerCommands:
             raise BoardProtocolError(f"CONTROL_PERIOD: wrote {cycles}, read back {back}")
         return back
 
+    def set_local_multiple(self, multiple):
+        """Set the local loop's multiple: control steps per chain update (LOCAL_MULTIPLE).
+
+        The control step after the write runs a chain update, the next ``multiple - 1`` a
+        local update each (source paper Sect. 3.1, the third update policy; docs/controller.md,
+        *Local loop*). 1: every step runs a chain update (the reset value).
+
+        Returns
+        -------
+        int
+            The multiple written (read back).
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``multiple`` is not an integer 1 .. 2**32-1.
+        NoControllersError
+            If the board has no controllers.
+        IncompatibleBoardError
+            If the board was built without the local loop (INFO CONTROLLERS bit 1).
+        """
+        info = self.require_controllers()
+        if isinstance(multiple, bool) or not isinstance(multiple, (int, np.integer)):
+            raise TypeError(f"the local multiple must be an integer, not {multiple!r}")
+        if not 1 <= multiple < (1 << 32):
+            raise ValueError(f"the local multiple must be 1 .. 2**32-1 control steps per chain "
+                             f"update, not {multiple!r}")
+        if not info.spec.local_loop:
+            from .board import IncompatibleBoardError
+            raise IncompatibleBoardError(
+                f"the board on {self.name} was built without the local loop (INFO CONTROLLERS "
+                "bit 1 = 0): build it with ControlledChain(..., local_loop=True)")
+        address = control_register("LOCAL_MULTIPLE").address
+        self.write(CONTROL_NODE, address, [int(multiple)])
+        (back,) = self.read(CONTROL_NODE, address)
+        if back != multiple:
+            from .board import BoardProtocolError
+            raise BoardProtocolError(f"LOCAL_MULTIPLE: wrote {multiple}, read back {back}")
+        return back
+
+    def set_control_rates(self, chain_hz, local_hz=None):
+        """Run the board's own control steps at ``local_hz``, a chain update every
+        ``local_hz / chain_hz`` of them and local updates between (CONTROL_PERIOD,
+        LOCAL_MULTIPLE).
+
+        Parameters
+        ----------
+        chain_hz : float
+            Rate of the chain updates, Hz.
+        local_hz : float, optional
+            Rate of the control steps (local and chain updates together), Hz: an integer
+            multiple of ``chain_hz``. Default ``chain_hz`` (no local updates).
+
+        Returns
+        -------
+        (int, int)
+            CONTROL_PERIOD (cycles) and LOCAL_MULTIPLE, as read back.
+
+        Raises
+        ------
+        ValueError
+            If a rate is not positive and finite, ``local_hz`` is not an integer multiple of
+            ``chain_hz`` (within one part in 10**6), or the period is shorter than a cycle.
+        NoControllersError, IncompatibleBoardError
+            As :meth:`set_control_period`, :meth:`set_local_multiple` (the latter only for a
+            multiple above 1).
+        """
+        local_hz = chain_hz if local_hz is None else local_hz
+        for name, value in (("chain rate", chain_hz), ("local rate", local_hz)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+                    not np.isfinite(value) or value <= 0:
+                raise ValueError(f"the {name} must be a positive number of Hz, not {value!r}")
+        ratio = local_hz / chain_hz
+        multiple = round(ratio)
+        if multiple < 1 or abs(ratio - multiple) > 1e-6 * ratio:
+            raise ValueError(f"the local rate ({local_hz:g} Hz) must be an integer multiple (1, "
+                             f"2, ...) of the chain rate ({chain_hz:g} Hz), not {ratio:.6g} "
+                             f"times it")
+        if multiple > 1 or self.info().spec.local_loop:
+            multiple = self.set_local_multiple(multiple)
+        period = self.set_control_period(seconds=1.0 / local_hz)
+        return period, multiple
+
     # -- control steps ---------------------------------------------------------------------------
 
     def control_window(self):
@@ -609,9 +695,12 @@ class ControllerCommands:
                 float(values["record_i_ref"]), code, cause, mode))
         block = dict(zip(_CONTROL_BLOCK, self.read(CONTROL_NODE, _CONTROL_FIRST,
                                                    len(_CONTROL_BLOCK))))
+        multiple = 1
+        if info.spec.local_loop:
+            (multiple,) = self.read(CONTROL_NODE, control_register("LOCAL_MULTIPLE").address)
         return ControllerState(tuple(joints), block["FAULTS"], block["CONTROL_PERIOD"],
                                block["CONTROL_STEPS"], block["CONTROL_OVERRUNS"],
-                               block["CONTROL_LATENCY_CYCLES"])
+                               block["CONTROL_LATENCY_CYCLES"], multiple)
 
     def clear_faults(self, joint=None):
         """Clear the fault latch and shut-off counters of one joint or of every joint.

@@ -77,6 +77,10 @@ def register(subparsers):
                              "(CONTROL_PERIOD; 0: only on request)")
     period.add_argument("--period-cycles", type=int, metavar="CYCLES",
                         help="the same in clock cycles")
+    configure.add_argument("--local-multiple", type=int, metavar="M",
+                           help="boards built with the local loop: M control steps per chain "
+                                "update, the M - 1 between them local updates (LOCAL_MULTIPLE; "
+                                "1: every step a chain update)")
     configure.set_defaults(func=command_configure)
 
     hold = commands.add_parser(
@@ -241,6 +245,12 @@ def command_configure(args):
             period = board.set_control_period(seconds=args.period)
         elif args.period_cycles is not None:
             period = board.set_control_period(args.period_cycles)
+        multiple = None
+        if args.local_multiple is not None:
+            try:
+                multiple = board.set_local_multiple(args.local_multiple)
+            except (TypeError, ValueError) as error:
+                raise CommandError(f"--local-multiple: {error}") from None
     print(f"configured {robot.n} joint controllers of {robot.name!r} on {args.port}, read "
           "back and checked")
     print(f"{'joint':>5} {'kp 1/s^2':>9} {'kd 1/s':>7} {'tau_max N·m':>11} "
@@ -254,6 +264,10 @@ def command_configure(args):
     if period is not None:
         print(f"control period: {period} cycles" + (" (steps only on request)" if not period
                                                     else ""))
+    if multiple is not None:
+        print(f"local multiple: {multiple} control steps per chain update"
+              + (f" ({multiple - 1} local updates between chain updates)" if multiple > 1
+                 else " (no local updates)"))
     return 0
 
 
@@ -371,6 +385,10 @@ def command_status(args):
           + (rate if period else " (steps only on request)")
           + f"; overruns {state.control_overruns}; last step {state.control_latency_cycles} "
           "cycles")
+    if state.local_multiple > 1:
+        chain = f" ({clock / period / state.local_multiple:,.6g} Hz)" if period and clock else ""
+        print(f"local loop: {state.local_multiple} control steps per chain update{chain}, "
+              f"{state.local_multiple - 1} of them local updates")
     print(f"{'joint':>5} {'sensor q':>9} {'qd':>8} {'step q':>9} {'qd':>8} {'tau_cmd':>9} "
           f"{'i_ref':>8}  {'mode':<27} fault")
     for j in state.joints:

@@ -43,6 +43,9 @@ class ChainModel(P.RegisterTarget):
     word raises the node's overflow flag); a read of a branch point's ``backward_in`` (a sum
     stored nowhere) is refused.
 
+    A spec with the local loop (``spec.local_loop``, ``LinkDynChain(..., local_loop=True)``)
+    also takes CONTROL.local (without CONTROL.start): the *local update* (:meth:`local_update`).
+
     Parameters
     ----------
     spec : ProtocolSpec
@@ -126,7 +129,34 @@ class ChainModel(P.RegisterTarget):
             self.control["OVERFLOW_STICKY"] = 0
         if word & P.CONTROL_START:
             self._update()
+        elif word & P.CONTROL_LOCAL and self.spec.local_loop:
+            self.local_update()
         return True
+
+    def local_update(self):
+        """Run a local update (CONTROL.local; source paper Sect. 3.1, the third policy).
+
+        Every node runs joint, forward, local and distal on its own register words as they
+        stand (constants and inputs as last written), with the ``forward_in`` and
+        ``backward_in`` words of the last chain update (the words the mailboxes hold; 0 before
+        the first), and no node's message reaches a neighbour: node i's result does not depend
+        on any other node's current registers. On a node's registers as the last chain update
+        left them with new ``q, qd, qdd`` this is
+        :meth:`linkdyn.model.local_loop.LocalLoopChain.local_step`, word for word. Counters,
+        OVERFLOW and the results are those of an update.
+        """
+        spec = self.spec
+        overflow = 0
+        for i in range(spec.n_nodes):
+            regs = self._registers(i)
+            for segment in ("joint", "forward", "local", "distal"):
+                if run_segment(regs, segment, spec.fmt):
+                    overflow |= 1 << i
+            # The received words (forward_in, backward_in) are read, never written: they stay
+            # the last chain update's.
+            for name, addr in self._names:
+                self.memory[i][addr] = int(regs[name]) & _MASK
+        self._count(overflow)
 
     def _registers(self, node):
         return {name: np.array(signed_word(self.memory[node][addr]), dtype=np.int64)
@@ -164,6 +194,9 @@ class ChainModel(P.RegisterTarget):
         for i, regs in enumerate(nodes):
             for name, addr in self._names:
                 self.memory[i][addr] = int(regs[name]) & _MASK
+        self._count(overflow)
+
+    def _count(self, overflow):
         c = self.control
         c["OVERFLOW"] = overflow
         c["OVERFLOW_STICKY"] |= overflow

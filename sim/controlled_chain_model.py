@@ -14,6 +14,17 @@ A control step (CONTROL.control_step, the CONTROL command) is, for n joints::
 
 The reference strobe is the write of ``qdd_ref`` (the CONTROL command writes the three words);
 controllers, references and records are 0 after reset (``mode`` 0: the drive is disabled).
+
+The local loop (a spec with ``local_loop``; source paper Sect. 3.1, the third update policy):
+LOCAL_MULTIPLE = m (reset 1) control steps per chain update. The step after a write of
+LOCAL_MULTIPLE (or after reset) runs the chain update, the next m - 1 a *local update* each
+instead (:meth:`linkdyn.sim.chain_model.ChainModel.local_update`: every node on its joint's
+fresh ``q, qd, qdd`` from its controller, with the messages of the last chain update), and
+their controllers see no neighbour-message strobe (no message arrived); then again::
+
+    phase 0:         feedback, chain update, message strobe, output
+    phase 1 .. m-1:  feedback, local update,                 output
+    phase := phase + 1, 0 once it reaches m
 """
 
 from __future__ import annotations
@@ -66,6 +77,9 @@ class ControlledChainModel(P.RegisterTarget):
         The record of the last control step (:data:`~linkdyn.model.protocol.RECORD_WORDS`).
     control_steps : int
         Control steps run.
+    local_multiple, local_phase : int
+        With the local loop: LOCAL_MULTIPLE (control steps per chain update, reset 1) and the
+        phase of the next step (0: a chain update; module docstring).
 
     Raises
     ------
@@ -86,6 +100,8 @@ class ControlledChainModel(P.RegisterTarget):
         self.record = np.zeros((n, len(P.RECORD_WORDS)), dtype=np.int64)
         self.control_period = 0
         self.control_steps = 0
+        self.local_multiple = 1
+        self.local_phase = 0
 
     def set_sensor(self, node, q, qd):
         """Drive joint ``node``'s sensor port with the words ``q, qd`` (Q15.16)."""
@@ -113,6 +129,8 @@ class ControlledChainModel(P.RegisterTarget):
                 return True, self.faults
             if name == "CONTROL_OVERRUNS":
                 return True, 0
+            if name == "LOCAL_MULTIPLE":
+                return True, self.local_multiple
             if name in _MARK_OF:
                 return True, _MARK_OF[name]
             return self.chain.read(node, addr)
@@ -140,6 +158,11 @@ class ControlledChainModel(P.RegisterTarget):
         if node == P.CONTROL_NODE:
             if addr == P.control_register("CONTROL_PERIOD").address:
                 self.control_period = word
+                return True
+            if self.spec.local_loop and addr == P.control_register("LOCAL_MULTIPLE").address:
+                if word == 0:
+                    return False
+                self.local_multiple, self.local_phase = word, 0
                 return True
             if addr == _CONTROL:
                 if word & P.CONTROL_CLEAR:
@@ -170,8 +193,10 @@ class ControlledChainModel(P.RegisterTarget):
     # -- the control step ----------------------------------------------------------------------
 
     def control_step(self):
-        """Run one control step (module docstring)."""
+        """Run one control step (module docstring): a chain update's, or with the local loop
+        between chain updates a local update's."""
         spec = self.spec
+        local = self.local_phase != 0
         memory = self.chain.memory
         base = spec.input_address
         for i, joint in enumerate(self.joints):
@@ -180,11 +205,17 @@ class ControlledChainModel(P.RegisterTarget):
             model = joint.feedback(q, qd, q_ref, qd_ref, qdd_ref)
             for k, value in enumerate(model):
                 memory[i][base + k] = int(value) & _MASK
-        self.chain.write(P.CONTROL_NODE, _CONTROL, P.CONTROL_START)
+        if local:
+            self.chain.local_update()
+        else:
+            self.chain.write(P.CONTROL_NODE, _CONTROL, P.CONTROL_START)
         for i, joint in enumerate(self.joints):
-            joint.strobe(message=True)
+            if not local:
+                joint.strobe(message=True)
             tau = signed_word(memory[i][spec.tau_address])
             i_ref, _ = joint.output(tau)
             self.record[i] = (signed_word(joint.read("tau_cmd")), signed_word(i_ref & _MASK),
                               joint.read("fault"), *self.sensor[i])
         self.control_steps += 1
+        if self.spec.local_loop:
+            self.local_phase = (self.local_phase + 1) % self.local_multiple

@@ -23,7 +23,8 @@ from .link_map import LINK_WINDOW, LINK_WORDS_MAP
 __all__ = [
     "CONTROL_NODE", "MAX_NODES", "ControlField", "ControlRegister", "CONTROL_FIELDS",
     "STATUS_FIELDS", "RESULT_SELECT_FIELDS", "CONTROL_REGISTERS", "control_register",
-    "CONTROL_START", "CONTROL_CLEAR", "CONTROL_STEP", "CONTROL_FAULT_CLEAR", "STATUS_BUSY",
+    "CONTROL_START", "CONTROL_CLEAR", "CONTROL_STEP", "CONTROL_FAULT_CLEAR", "CONTROL_LOCAL",
+    "STATUS_BUSY",
     "STATUS_DONE", "STATUS_OVERFLOW",
     "RESULT_SELECT", "RESULT_FOLLOW", "STATUS_FIRST", "STATUS_COUNT", "INFO_FIRST",
     "INFO_COUNT", "PARENTS_FIRST", "PARENTS_WORDS", "PARENTS_PER_WORD", "pack_parents",
@@ -58,6 +59,11 @@ CONTROL_FIELDS = (
                                        "STATUS.busy until it ends)"),
     ControlField("fault_clear", 3, 1, "boards with controllers: clear every joint's fault "
                                       "latch and shut-off counters"),
+    ControlField("local", 4, 1, "chains built with the local loop: start one local update "
+                                "(every node runs its segments on its own registers with the "
+                                "messages of the last chain update, no mailbox written; "
+                                "ignored with start or without the local loop; a board with "
+                                "controllers runs it in its control steps, LOCAL_MULTIPLE)"),
 )
 
 #: Bits of the STATUS register.
@@ -99,7 +105,8 @@ class ControlRegister:
     requires : str
         ``"controller"``: present only on a board with joint controllers
         (:mod:`~linkdyn.model.protocol.controller_map`); ``"distributed"``: only on a
-        distributed chain (:mod:`~linkdyn.model.protocol.link_map`); ``""``: always.
+        distributed chain (:mod:`~linkdyn.model.protocol.link_map`); ``"local_loop"``: only
+        with controllers and the local loop; ``""``: always.
     unit : str
         Unit of the value.
     doc : str
@@ -169,6 +176,12 @@ def _control_registers():
     ):
         regs.append(ControlRegister(name, address, access, "chain", unit, doc,
                                     requires="controller"))
+    regs.append(ControlRegister(
+        "LOCAL_MULTIPLE", 0x1B, "rw", "chain", "",
+        "boards with controllers and the local loop: m >= 1 (reset 1), control steps per chain "
+        "update; the first step after a write (or reset) runs a chain update, the next m - 1 "
+        "a local update each (the controllers on the local torques, no neighbour-message "
+        "strobe); 0, or a write while a control step runs, is refused", requires="local_loop"))
     info = [
         ("MAGIC", "", "0x4E59444C, the bytes 'LDYN'"),
         ("PROTOCOL_VERSION", "", "PROTOCOL_VERSION"),
@@ -180,8 +193,9 @@ def _control_registers():
         ("NODE_MAP_SIZE", "words", "host-addressable words per node"),
         ("BUFFER_WORDS", "words", "frame buffer size, the longest payload"),
         ("BANKS", "", "register banks of the chain: 1 (sequential policy), 2 or 4 (pipelined)"),
-        ("CONTROLLERS", "", "1: a joint controller beside every node (the controller window, "
-                            "the CONTROL command); 0: none"),
+        ("CONTROLLERS", "", "bit 0: a joint controller beside every node (the controller "
+                            "window, the CONTROL command); bit 1: and the local loop "
+                            "(LOCAL_MULTIPLE); 0: none"),
         ("MAP_CHECK", "", "CRC-32 of the register maps (ProtocolSpec.map_check)"),
     ]
     for k, (name, unit, doc) in enumerate(info):
@@ -246,6 +260,7 @@ CONTROL_START = _field_mask(CONTROL_FIELDS, "start")
 CONTROL_CLEAR = _field_mask(CONTROL_FIELDS, "clear")
 CONTROL_STEP = _field_mask(CONTROL_FIELDS, "control_step")
 CONTROL_FAULT_CLEAR = _field_mask(CONTROL_FIELDS, "fault_clear")
+CONTROL_LOCAL = _field_mask(CONTROL_FIELDS, "local")
 STATUS_BUSY = _field_mask(STATUS_FIELDS, "busy")
 STATUS_DONE = _field_mask(STATUS_FIELDS, "done")
 STATUS_OVERFLOW = _field_mask(STATUS_FIELDS, "overflow")
@@ -364,6 +379,10 @@ class ProtocolSpec:
         ``docs/distributed.md``): the control block's LINK_DOWN and BOARDS and every node's
         link window (:mod:`~linkdyn.model.protocol.link_map`). ``None`` (default): all nodes
         on one FPGA.
+    local_loop : bool
+        The chain is built with the local update (CONTROL.local; ``LinkDynChain(...,
+        local_loop=True)``), and with controllers the control block's LOCAL_MULTIPLE (reported
+        by INFO: CONTROLLERS bit 1). Sequential chain only.
 
     Raises
     ------
@@ -382,7 +401,7 @@ class ProtocolSpec:
     """
 
     def __init__(self, n_nodes, fmt=Q15_16, *, clock_hz=0, baudrate=0, board_id=0, banks=1,
-                 controllers=False, parents=None, boards=None):
+                 controllers=False, parents=None, boards=None, local_loop=False):
         if not isinstance(n_nodes, int) or isinstance(n_nodes, bool):
             raise TypeError(f"Node count must be an integer, not {n_nodes!r}")
         if not 1 <= n_nodes <= MAX_NODES:
@@ -413,7 +432,13 @@ class ProtocolSpec:
                                  f"nodes need boards={n_nodes}, not {boards!r}")
             if parents != _chain_parents(n_nodes):
                 raise ValueError("a distributed chain is a chain of boards, not a tree of nodes")
+        if not isinstance(local_loop, bool):
+            raise TypeError(f"local_loop must be a bool, not {local_loop!r}")
+        if local_loop and (banks != 1 or parents != _chain_parents(n_nodes)
+                           or boards is not None):
+            raise ValueError("the local loop is built into a sequential chain on one FPGA only")
         from ..golden import microprogram
+        self.local_loop = local_loop
         self.n_nodes = n_nodes
         self.parents = parents
         self.boards = boards
@@ -451,7 +476,8 @@ class ProtocolSpec:
             raise ValueError("the node register map reaches into the controller window")
         if self.node_map_size > LINK_WINDOW:
             raise ValueError("the node register map reaches into the link window")
-        present = {"": True, "controller": controllers, "distributed": boards is not None}
+        present = {"": True, "controller": controllers, "distributed": boards is not None,
+                   "local_loop": local_loop and controllers}
         self.control_registers = tuple(reg for reg in CONTROL_REGISTERS
                                        if present[reg.requires])
         self._link_addresses = frozenset(w.address for w in LINK_WORDS_MAP) \
@@ -590,7 +616,8 @@ class ProtocolSpec:
             "BAUDRATE": self.baudrate,
             "BOARD_ID": self.board_id,
             "BANKS": self.banks,
-            "CONTROLLERS": int(self.controllers),
+            "CONTROLLERS": int(self.controllers)
+            | (2 if self.local_loop and self.controllers else 0),
             "NODE_MAP_SIZE": self.node_map_size,
             "BUFFER_WORDS": self.buffer_words,
             "MAP_CHECK": self.map_check,
@@ -612,8 +639,9 @@ class ProtocolSpec:
 
     def __repr__(self):
         boards = f", boards={self.boards}" if self.boards is not None else ""
+        local = ", local_loop=True" if self.local_loop else ""
         return (f"ProtocolSpec(n_nodes={self.n_nodes}, fmt={self.fmt.name}, "
                 f"clock_hz={self.clock_hz}, baudrate={self.baudrate}, "
                 f"board_id={self.board_id:#x}, banks={self.banks}, "
                 f"controllers={self.controllers}"
-                + ("" if self.is_chain else f", parents={self.parents}") + f"{boards})")
+                + ("" if self.is_chain else f", parents={self.parents}") + f"{boards}{local})")

@@ -79,12 +79,15 @@ class ControlledReferenceSerial(ReferenceSerial):
     sensor : callable, optional
         ``sensor(model)`` at the start of every control step (:func:`sensor_at_reference`,
         :class:`FirstOrderJoints`); default: the sensor ports keep what was set.
+    local_loop : bool
+        A board built with the local loop (LOCAL_MULTIPLE; ``ProtocolSpec(local_loop=True)``).
     """
 
-    def __init__(self, n_nodes=6, sensor=None, *, clock_hz=12_000_000, baudrate=3_000_000):
+    def __init__(self, n_nodes=6, sensor=None, *, clock_hz=12_000_000, baudrate=3_000_000,
+                 local_loop=False):
         super().__init__(n_nodes, clock_hz=clock_hz, baudrate=baudrate)
         self.spec = P.ProtocolSpec(n_nodes, clock_hz=clock_hz, baudrate=baudrate,
-                                   controllers=True)
+                                   controllers=True, local_loop=local_loop)
         self.target = SensedChainModel(self.spec, sensor)
         self.engine = P.ReferenceEngine(self.spec, self.target)
         self.controls = 0
