@@ -301,7 +301,8 @@ class ProtocolEngine(wiring.Component):
     board_id : int
         Board identifier (INFO only).
     banks : int
-        Register banks of the chain behind the bus (INFO only): 1, 2 or 4.
+        Register banks of the chain behind the bus (INFO): 1, 2 or 4; with 2 or 4 (a
+        pipelined chain) the engine implements BATCH of up to ``banks`` states.
     controllers : bool
         The chain has a joint controller beside every node
         (:class:`~linkdyn.gateware.controlled_chain.ControlledChain`): the controller window
@@ -368,7 +369,11 @@ class ProtocolEngine(wiring.Component):
         write CONTROL.start, poll, read ``tau`` of every node, read OVERFLOW .. UPDATE_COUNT.
         CONTROL (with ``controllers``): write the reference words of every node's controller
         window, write CONTROL.control_step, poll, read the record words of every node, read
-        OVERFLOW .. UPDATE_COUNT.
+        OVERFLOW .. UPDATE_COUNT. BATCH (with ``banks`` > 1; ``_batch_phases``): per state
+        its inputs and CONTROL.start, without waiting for the state before; poll;
+        ``BATCH_COUNT`` reads UPDATE_COUNT; per state RESULT_SELECT = its number, ``tau`` of
+        every node, OVERFLOW, RESULT_SELECT read back; RESULT_SELECT = follow; OVERFLOW ..
+        UPDATE_COUNT.
     ``REPLY``, ``SEND_*``
         Count the frame, send header, buffer words and CRC.
 
