@@ -176,3 +176,26 @@ def test_batch_false_sends_steps_and_batch_true_needs_a_pipelined_board():
         board.load_robot(UR5, verify=False)
         with pytest.raises(ValueError, match="batch=True needs a pipelined board"):
             board.rnea(q, qd, qdd, batch=True)
+
+
+def test_linkdyn_torques_on_the_pipelined_gateware_board_batches(pipelined_board, tmp_path,
+                                                                 capsys):
+    import csv
+    from linkdyn.host.cli import main
+    q, qd, qdd = _states(UR5, 10, 31, saturate=(7,))
+    with open(tmp_path / "states.csv", "w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["t"] + [f"{name}{i}" for name in ("q", "qd", "qdd")
+                                 for i in range(1, NODES + 1)])
+        for k in range(len(q)):
+            writer.writerow([repr(k * 1e-3)] + [repr(float(v)) for v in
+                                                np.concatenate([q[k], qd[k], qdd[k]])])
+    status = main(["torques", "--port", pipelined_board.port, "--robot", "ur5", "--input",
+                   str(tmp_path / "states.csv"), "--output", str(tmp_path / "tau.csv")])
+    assert status == 1                                    # the saturated row is flagged
+    capsys.readouterr()
+    with open(tmp_path / "tau.csv", newline="") as file:
+        values = np.array(list(csv.reader(file))[1:], dtype=float)
+    tau, overflow = _golden(UR5, q, qd, qdd)
+    np.testing.assert_array_equal(values[:, 1:7], tau / 65536.0)
+    np.testing.assert_array_equal(values[:, 7] != 0, overflow.any(axis=1))
