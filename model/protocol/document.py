@@ -115,8 +115,8 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
     w("- After any error the engine hunts for the next sync byte. A host recovering from an "
       "error or a missing reply waits for the inter-byte timeout (an idle line) before sending "
       "again; that always resynchronises the engine.")
-    w("- Stream mode: the host may send STEP frames back to back; the board answers each in "
-      "order. The host keeps at most as many requests outstanding as fit the board's receive "
+    w("- Stream mode: the host may send STEP (or BATCH) frames back to back; the board answers "
+      "each in order. The host keeps at most as many requests outstanding as fit the board's receive "
       "FIFO.")
     w("")
     w("## Commands")

@@ -199,3 +199,29 @@ def test_linkdyn_torques_on_the_pipelined_gateware_board_batches(pipelined_board
     tau, overflow = _golden(UR5, q, qd, qdd)
     np.testing.assert_array_equal(values[:, 1:7], tau / 65536.0)
     np.testing.assert_array_equal(values[:, 7] != 0, overflow.any(axis=1))
+
+
+@pytest.mark.parametrize("extra", [["--chain", "fake"], ["--controllers"], ["--boards", "6"]])
+def test_sim_board_policy_pipelined_refuses_other_chains_before_building(extra, capsys):
+    from linkdyn.host.cli import main
+    assert main(["sim-board", "--nodes", str(NODES), "--policy", "pipelined", *extra]) == 2
+    assert "--policy pipelined builds the single-FPGA LinkDyn chain" in capsys.readouterr().err
+
+
+def test_sim_board_policy_pipelined_builds_the_pipelined_chain(monkeypatch, capsys):
+    # The board the command would build, caught before the build (the build and the BATCH
+    # path on it are the gateware tests above).
+    import linkdyn.sim.board as sim_board
+    from linkdyn.host.cli import main
+    built = {}
+
+    class Caught(sim_board.SimulatedBoard):
+        def start(self):
+            built["chain"] = self.chain
+            raise sim_board.SimulatedBoardError("caught before the build")
+
+    monkeypatch.setattr(sim_board, "SimulatedBoard", Caught)
+    assert main(["sim-board", "--nodes", "3", "--policy", "pipelined"]) == 2
+    assert "caught before the build" in capsys.readouterr().err
+    chain = built["chain"]
+    assert (chain.n, chain.policy, chain.banks) == (3, "pipelined", 4)
