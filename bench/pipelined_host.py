@@ -9,12 +9,18 @@
    updates overlapped).
 2. **Updates per second** at a board clock (default 100 MHz) and a line rate, from the frame
    sizes (8N1, 10 bits a byte) and the measured turnarounds: *one at a time* (the host waits for
-   each reply: request line + turnaround + reply line per frame) and *streamed* (frames in
-   flight: per frame the slower of the request's line time and the turnaround plus the reply's
-   line time -- the engine takes no byte while it executes and sends its reply, the receive FIFO
-   holds them), divided by the states a frame carries. At the default 3 Mbaud, at 25 Mbaud
+   each reply: request line + turnaround + reply line per frame, a byte taking at least a
+   cycle) and *streamed* (frames in
+   flight: per frame the slowest of the request's line time, the reply's line time and the
+   engine's time, the turnaround plus a cycle per request and reply byte -- the receive FIFO
+   holds a backlog of requests and the transmit FIFO a whole reply, ``linkdyn.gateware.hostlink``,
+   so the engine takes and hands over bytes at one a cycle), divided by the states a frame
+   carries. At the default 3 Mbaud, at 25 Mbaud
    (100 MHz / the UART's smallest divisor, 4) and with an unlimited line (the engine's bound).
 3. **Simulated board speed**: wall-clock states per second, streamed, BATCH and STEP.
+4. **Engine resources** (``--synthesize``): the protocol engine alone, 6 nodes, Spartan-6
+   (``synth_xilinx -family xc6s``, the board builds' counter), sequential (no BATCH) and
+   with 4 banks (BATCH).
 
 With ``--write-docs PATH`` the figures replace the ``## Pipelined host path`` section of a
 Markdown file; ``--plot PNG`` draws the updates per second.
@@ -35,8 +41,8 @@ from linkdyn.model import protocol as P
 
 from .report import replace_section
 
-__all__ = ["frame_bytes", "rates", "measure", "report", "plot", "main", "SECTION",
-           "BAUDRATES"]
+__all__ = ["frame_bytes", "rates", "measure", "synthesize_engine", "report", "plot", "main",
+           "SECTION", "BAUDRATES"]
 
 SECTION = "## Pipelined host path"
 #: Line rates of the figures, baud: the protocol's default and 100 MHz / 4 (None: unlimited).
@@ -79,8 +85,11 @@ def rates(request_bytes, reply_bytes, turnaround_cycles, states, clock_hz, baudr
     else:
         line = 10.0 / (clock_hz / round(clock_hz / baudrate))     # s per byte, 8N1
     board = turnaround_cycles / clock_hz
-    one = (request_bytes + reply_bytes) * line + board
-    streamed = max(request_bytes * line, board + reply_bytes * line)
+    # The engine takes and hands over a byte a cycle at most (the line is slower at any UART
+    # rate; an unlimited line leaves only this).
+    one = (request_bytes + reply_bytes) * max(line, 1 / clock_hz) + board
+    engine = board + (request_bytes + reply_bytes) / clock_hz
+    streamed = max(request_bytes * line, reply_bytes * line, engine)
     return states / one, states / streamed
 
 
@@ -144,6 +153,36 @@ def measure(repeat=5, stream_states=200, seed=0):
     return out
 
 
+def synthesize_engine(banks, family="xc6s", n=NODES, clock_hz=100_000_000):
+    """Synthesise the protocol engine of an ``n``-node board with ``banks`` register banks and
+    count its resources (:func:`linkdyn.boards.toolchain.yosys_utilisation`).
+
+    Returns
+    -------
+    dict
+        ``luts``, ``ffs``, ``dsps``, ``brams``, ``buffer_words``.
+
+    Raises
+    ------
+    ToolError
+        If no Yosys is found or it fails.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from amaranth.back import rtlil
+
+    from linkdyn.boards.toolchain import yosys_utilisation
+    from linkdyn.gateware.protocol import ProtocolEngine
+    engine = ProtocolEngine(n, clock_hz=clock_hz, baudrate=P.DEFAULT_BAUDRATE, banks=banks)
+    text = rtlil.convert(engine, name="protocol_engine")
+    with tempfile.TemporaryDirectory(prefix="linkdyn-synth-") as tmp:
+        Path(tmp, "engine.il").write_text(text)
+        result = yosys_utilisation(family, "engine.il", tmp, top="protocol_engine")
+    return {**{key: result[key] for key in ("luts", "ffs", "dsps", "brams")},
+            "buffer_words": engine.spec.buffer_words}
+
+
 def _table(m, clock_hz):
     """Rows ``(label, states, request, reply, turnaround, {baud: (one, streamed)})``."""
     spec = P.ProtocolSpec(NODES, banks=m["banks"])
@@ -205,8 +244,10 @@ def report(m, clock_hz=100e6, *, command="python -m linkdyn.bench.pipelined_host
               "### Updates per second", "",
               f"Board clock {clock_hz / 1e6:g} MHz; the line rate is the one the clock makes. "
               "One at a time: the host waits for every reply (request line + turnaround + reply "
-              "line per frame). Streamed: frames in flight, per frame the slower of the "
-              "request's line time and turnaround + reply line time.", "",
+              "line per frame). Streamed: frames in flight, per frame the slowest of the "
+              "request's line time, the reply's line time and the engine's time (turnaround + a "
+              "cycle per request and reply byte: the FIFOs of the host link hold a backlog of "
+              "requests and a whole reply).", "",
               "| frame | " + " | ".join(f"{_baud_name(b, clock_hz)}: one at a time / streamed "
                                         "[updates/s]" for b in BAUDRATES) + " |",
               "|---|" + "---:|" * len(BAUDRATES)]
@@ -220,8 +261,9 @@ def report(m, clock_hz=100e6, *, command="python -m linkdyn.bench.pipelined_host
     s3, b3 = step[5][None], full[5][None]
     lines += ["", f"At {_baud_name(default, clock_hz)} the serial line sets the rate: BATCH "
               f"gains {b1[0] / s1[0] - 1:.0%} one at a time and {b1[1] / s1[1] - 1:.0%} "
-              "streamed, from fewer bytes per state (one header and CRC per frame, 2 status "
-              "words per state instead of 5), not from the overlap. At "
+              "streamed, from fewer bytes per state (one header and CRC per frame; besides the "
+              "torques 2 words per state and the 5 status words once per frame, instead of 5 "
+              "per state), not from the overlap. At "
               f"{_baud_name(fast, clock_hz)}: {b2[0] / s2[0] - 1:.0%} and "
               f"{b2[1] / s2[1] - 1:.0%}. With an unlimited line the engine and the chain set it: "
               f"{s3[1]:,.0f} updates/s with STEP, {b3[1]:,.0f} with BATCH "
@@ -234,6 +276,18 @@ def report(m, clock_hz=100e6, *, command="python -m linkdyn.bench.pipelined_host
               f"Wall-clock states per second on the simulated board, streamed: STEP "
               f"{wall['step']:.0f}, BATCH {wall['batch']:.0f} (Verilator through cocotb, the "
               "machine shared with other jobs; repeated runs vary by tens of percent).", ""]
+    synthesis = m.get("synthesis")
+    if synthesis:
+        lines += ["### Engine resources", "",
+                  f"The protocol engine alone ({NODES} nodes, 100 MHz timeouts), Spartan-6 "
+                  "(`synth_xilinx -family xc6s`, flattened; block RAM in 18 Kb blocks):", "",
+                  "| build | LUTs | flip-flops | block RAM | frame buffer [words] |",
+                  "|---|---:|---:|---:|---:|"]
+        for banks, r in sorted(synthesis.items()):
+            label = "sequential (no BATCH)" if banks == 1 else f"{banks} banks (BATCH)"
+            lines.append(f"| {label} | {r['luts']:g} | {r['ffs']:g} | {r['brams']:g} | "
+                         f"{r['buffer_words']} |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -275,12 +329,16 @@ def main(argv=None):
     parser.add_argument("--write-docs", metavar="PATH",
                         help=f"replace the '{SECTION}' section of this Markdown file")
     parser.add_argument("--plot", metavar="PNG", help="draw the updates per second")
+    parser.add_argument("--synthesize", action="store_true",
+                        help="also synthesise the engine with and without BATCH (Yosys)")
     parser.add_argument("--image-link", metavar="PATH",
                         help="the plot's path as the docs section links it")
     args = parser.parse_args(argv)
     print("simulated pipelined board, 6 nodes (the first build takes minutes) ...",
           file=sys.stderr, flush=True)
     m = measure(args.repeat, args.stream_states)
+    if args.synthesize:
+        m["synthesis"] = {banks: synthesize_engine(banks) for banks in (1, BANKS)}
     clock_hz = args.clock_mhz * 1e6
     if args.plot:
         plot(m, args.plot, clock_hz)

@@ -50,7 +50,9 @@ retried but raised), and every one of them is a STEP's pure function of its own 
 confirmed state -- each state writes all its inputs into the bank it uses, and every bank's
 wrench was zeroed as above. Running a BATCH again gives the same torques and advances
 UPDATE_COUNT by K once more; the host checks that the K update numbers of a reply follow each
-other and the last reply's, and that the last one is the board's UPDATE_COUNT.
+other and the last reply's, and that the last one is the board's UPDATE_COUNT. After a BATCH
+the board refused midway (BUS_ERROR: its RESULT_SELECT may still pick one of the batch's
+updates) the host writes RESULT_SELECT back to ``follow`` before it raises.
 
 Saturation
 ----------
@@ -872,6 +874,10 @@ class Board(ControllerCommands):
             replies = self._exchange(requests, window=window,
                                      progress=None if bar is None else
                                      _StatesDone(bar, batch or 1, count), check=check)
+        except BoardDeviceError:
+            if batch:
+                self._follow_results()
+            raise
         finally:
             if bar is not None:
                 bar.close()
@@ -904,7 +910,7 @@ class Board(ControllerCommands):
                            interval, updates, self.statistics.retries - retries_before,
                            node_words, node_overflow)
 
-    def inverse_dynamics(self, q, qd, qdd, f_ext=None, *, progress=None):
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, *, progress=None, batch=None):
         """Return the joint torques the board computes, N·m; raise if any saturated.
 
         Same parameters as :meth:`rnea`.
@@ -922,7 +928,7 @@ class Board(ControllerCommands):
         ValueError, FixedPointRangeError, BoardError
             As :meth:`rnea`.
         """
-        result = self.rnea(q, qd, qdd, f_ext, progress=progress)
+        result = self.rnea(q, qd, qdd, f_ext, progress=progress, batch=batch)
         if result.saturated:
             raise SaturationError(result)
         return result.tau
@@ -997,6 +1003,17 @@ class Board(ControllerCommands):
                     f"{result.update_count}: the board was reset, or a reply was matched to the "
                     "wrong request")
         self._last_update = result.update_count
+
+    def _follow_results(self):
+        # A BATCH that failed on the board (BUS_ERROR) may have left RESULT_SELECT on one of
+        # its updates, and STEP and READ would then show that update's results: select the
+        # last update again, as the engine does at the end of every BATCH. Best effort: the
+        # error that led here is what the caller gets.
+        from ..model.protocol import RESULT_FOLLOW, RESULT_SELECT
+        try:
+            self.write(CONTROL_NODE, RESULT_SELECT, [RESULT_FOLLOW])
+        except BoardError:
+            pass
 
     def _check_batch(self, payload):
         result = BatchResult.from_payload(payload, self.nodes)

@@ -23,10 +23,14 @@ def test_rates_of_one_at_a_time_and_streamed_frames():
     one, streamed = rates(80, 53, 696, 1, 100e6, 3_000_000)
     assert one == pytest.approx(1 / (133 * 3.3e-6 + 6.96e-6))
     assert streamed == pytest.approx(1 / (80 * 3.3e-6))          # the request line
-    # The engine's bound: an unlimited line leaves the turnaround, here for 4 states a frame.
-    assert rates(300, 157, 1000, 4, 100e6, None) == (pytest.approx(4e5), pytest.approx(4e5))
-    # A slow board behind a fast line: turnaround + reply line time.
-    assert rates(10, 10, 1000, 1, 100e6, 25_000_000)[1] == pytest.approx(1 / (10e-6 + 4e-6))
+    # The engine's bound: an unlimited line leaves the turnaround plus a cycle per byte taken
+    # and handed over; 4 states a frame.
+    assert rates(300, 157, 1000, 4, 100e6, None) == (pytest.approx(4 / 14.57e-6),
+                                                     pytest.approx(4 / 14.57e-6))
+    # A slow board behind a fast line: the engine's time, not the line's.
+    assert rates(10, 10, 1000, 1, 100e6, 25_000_000)[1] == pytest.approx(1 / 10.2e-6)
+    # A long reply on a fast board: the reply's line time.
+    assert rates(10, 100, 10, 1, 100e6, 25_000_000)[1] == pytest.approx(1 / 40e-6)
 
 
 def test_report_has_both_tables_and_the_overlap():
@@ -44,3 +48,11 @@ def test_report_has_both_tables_and_the_overlap():
     assert len(BAUDRATES) == 3 and "unlimited line" in text and "25 Mbaud" in text
     assert "![Updates per second, STEP and BATCH, per line rate](img/x.png)" in text
     assert "STEP 100, BATCH 120" in text
+    assert "Engine resources" not in text
+    m["synthesis"] = {1: {"luts": 1000, "ffs": 600, "dsps": 0, "brams": 0.5,
+                          "buffer_words": 153},
+                      4: {"luts": 1200, "ffs": 700, "dsps": 0, "brams": 0.5,
+                          "buffer_words": 217}}
+    text = report(m, 100e6)
+    assert "| sequential (no BATCH) | 1000 | 600 | 0.5 | 153 |" in text
+    assert "| 4 banks (BATCH) | 1200 | 700 | 0.5 | 217 |" in text

@@ -11,6 +11,9 @@ requests get an error reply and change nothing; a BATCH that times out leaves it
 to finish, and one sent meanwhile is BUSY and starts nothing.
 """
 
+import os
+import random
+
 import pytest
 from amaranth import Module
 from amaranth.lib import wiring
@@ -36,7 +39,6 @@ _INTERVAL = P.control_register("INTERVAL_CYCLES").address - P.STEP_CONTROL_FIRST
 
 def _state_words(spec, seed, wrench):
     """One state's STEP payload: joint words within a few rad (-ish), wrench words if asked."""
-    import random
     rng = random.Random(seed)
     q = [rng.randrange(-(1 << 17), 1 << 17) for _ in range(N)]
     qd = [rng.randrange(-(1 << 17), 1 << 17) for _ in range(N)]
@@ -145,7 +147,21 @@ def _requests(spec):
             spec, [_state_words(spec, s, False) for s in (21, 22, 23)]), seq=14),
         P.encode_request(C.BATCH, P.batch_payload(
             spec, [_state_words(spec, s, True) for s in (24, 25, 26, 27)]), seq=15),
-    ])
+    ]) + _long_requests(spec)
+
+
+def _long_requests(spec, count=12):
+    """With LINKDYN_LONG=1: random batches (K, wrench or not, states) after the others."""
+    if not os.environ.get("LINKDYN_LONG"):
+        return []
+    rng = random.Random(spec.banks)
+    out = []
+    for k in range(count):
+        wrench = rng.random() < 0.5
+        states = [_state_words(spec, rng.randrange(1 << 30), wrench)
+                  for _ in range(rng.randint(1, spec.max_batch))]
+        out.append(P.encode_request(C.BATCH, P.batch_payload(spec, states), seq=100 + k))
+    return out
 
 
 @pytest.mark.parametrize("banks", [2, 4])

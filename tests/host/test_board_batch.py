@@ -225,3 +225,30 @@ def test_sim_board_policy_pipelined_builds_the_pipelined_chain(monkeypatch, caps
     assert "caught before the build" in capsys.readouterr().err
     chain = built["chain"]
     assert (chain.n, chain.policy, chain.banks) == (3, "pipelined", 4)
+
+
+def test_a_batch_refused_by_the_chain_raises_and_leaves_result_select_on_follow():
+    from linkdyn.host import BoardDeviceError
+    port = ReferenceSerial(banks=4)
+    q, qd, qdd = _states(UR5, 4, 12)
+    with Board(port, timeout=0.2, settle=0.0) as board:
+        board.load_robot(UR5, verify=False)
+        board.rnea(q, qd, qdd)
+        # The chain refuses the read-back of RESULT_SELECT once: after the engine selected
+        # the batch's first update, it answers BUS_ERROR.
+        target, read = port.target, port.target.read
+        refused = []
+
+        def refuse_once(node, addr):
+            if node == P.CONTROL_NODE and addr == P.RESULT_SELECT and not refused:
+                refused.append(target.control["RESULT_SELECT"])
+                return False, 0
+            return read(node, addr)
+
+        target.read = refuse_once
+        with pytest.raises(BoardDeviceError, match="BUS_ERROR to BATCH"):
+            board.rnea(q, qd, qdd)
+        assert refused and refused[0] != P.RESULT_FOLLOW          # an update was selected
+        assert target.control["RESULT_SELECT"] == P.RESULT_FOLLOW  # and the host undid it
+        after = board.rnea(q[0], qd[0], qdd[0], batch=False)
+    np.testing.assert_array_equal(after.tau_words, _golden(UR5, q[:1], qd[:1], qdd[:1])[0][0])
