@@ -179,7 +179,10 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
       "and start at once (a sample reusing a bank of the same batch would have to wait for "
       "that bank's earlier sample to pass its `local` segment), and all K results are still "
       "kept (the chain keeps 2·BANKS) when they are read; the frame buffer grows by K "
-      "samples only. A host keeps several BATCH frames in flight, as STEP frames.")
+      "samples only. A host keeps several BATCH frames in flight, as STEP frames. Limit: "
+      "RESULT_SELECT numbers are 31 bits; a chain that compares them with its 32-bit "
+      "UPDATE_COUNT refuses them once 2^31 updates have run since reset (BUS_ERROR, never a "
+      "wrong result; reset the board).")
     w("- CLEAR: writes CONTROL.clear (the chain clears its sticky overflow flags, the engine "
       "its error counters; FRAME_COUNT stays).")
     w("- WRITE, LOAD_ROBOT, STEP, BATCH and CLEAR first read STATUS and answer BUSY if an update "
