@@ -2,7 +2,8 @@
 
 Each also runs alone, with options of its own (``--help``): ``python -m linkdyn.bench.<name>``
 for dynamics, node, chain, hostlink (these four run here), controller, controlled_chain,
-local_loop, local_loop_gateware, plant, trees, tree_gateware, link, golden, prismatic.
+local_loop, local_loop_gateware, plant, trees, tree_gateware, link, golden, prismatic,
+pipelined_host.
 """
 
 import argparse

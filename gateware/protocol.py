@@ -12,12 +12,14 @@ from amaranth import *
 from amaranth.lib import crc, data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
 
 from ..model.fixedpoint import Q15_16
 from ..model.protocol import (
     BLOCK_FIELDS, CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, CONTROL_STEP,
     CONTROLLER_BASE, CONTROLLER_WORDS, CRC16, LINK_WORDS_MAP, RECORD_WORDS, REFERENCE_WORDS,
     INFO_COUNT, INFO_FIRST, INTER_BYTE_TIMEOUT, PROTOCOL_VERSION, REPLY_HEADER, STEP_TIMEOUT,
+    RESULT_FOLLOW, RESULT_SELECT,
     REPLY_SYNC, REQUEST_HEADER, REQUEST_HEADER_BYTES, REPLY_HEADER_BYTES, REQUEST_SYNC,
     STATE_CHANGING, STATUS_BUSY, STATUS_COUNT, STATUS_DONE, STATUS_FIRST, STEP_CONTROL_COUNT,
     STEP_CONTROL_FIRST, WORD_BYTES, Command, ErrorCode, ProtocolSpec, control_register,
@@ -37,6 +39,7 @@ BlockWord = data.StructLayout(dict(BLOCK_FIELDS))
 
 _CONTROL_ADDR = control_register("CONTROL").address
 _STATUS_ADDR = control_register("STATUS").address
+_UPDATE_COUNT_ADDR = control_register("UPDATE_COUNT").address
 
 
 def crc_parameters():
@@ -169,6 +172,13 @@ class CommandDecoder(wiring.Component):
                     elif cmd is Command.WRITE:
                         ok = ((length[:2] == 0) & (length >= 2 * WORD_BYTES)
                               & (block.count == (length >> 2) - 1))
+                    elif cmd is Command.BATCH:
+                        # Word 0 is the sample count K, 1 .. max_batch; the length is K
+                        # samples' STEP payloads (with or without the wrench) after it.
+                        samples = block.as_value()
+                        ok = Cat(*[(samples == k) & Cat(*[length == value for value in
+                                                          spec.batch_lengths(k)]).any()
+                                   for k in range(1, spec.max_batch + 1)]).any()
                     else:
                         ok = Cat(*[length == value for value in spec.request_lengths(cmd)]).any()
                     m.d.comb += self.length_ok.eq(ok)
@@ -291,7 +301,8 @@ class ProtocolEngine(wiring.Component):
     board_id : int
         Board identifier (INFO only).
     banks : int
-        Register banks of the chain behind the bus (INFO only): 1, 2 or 4.
+        Register banks of the chain behind the bus (INFO): 1, 2 or 4; with 2 or 4 (a
+        pipelined chain) the engine implements BATCH of up to ``banks`` states.
     controllers : bool
         The chain has a joint controller beside every node
         (:class:`~linkdyn.gateware.controlled_chain.ControlledChain`): the controller window
@@ -358,7 +369,11 @@ class ProtocolEngine(wiring.Component):
         write CONTROL.start, poll, read ``tau`` of every node, read OVERFLOW .. UPDATE_COUNT.
         CONTROL (with ``controllers``): write the reference words of every node's controller
         window, write CONTROL.control_step, poll, read the record words of every node, read
-        OVERFLOW .. UPDATE_COUNT.
+        OVERFLOW .. UPDATE_COUNT. BATCH (with ``banks`` > 1; ``_batch_phases``): per state
+        its inputs and CONTROL.start, without waiting for the state before; poll;
+        ``BATCH_COUNT`` reads UPDATE_COUNT; per state RESULT_SELECT = its number, ``tau`` of
+        every node, OVERFLOW, RESULT_SELECT read back; RESULT_SELECT = follow; OVERFLOW ..
+        UPDATE_COUNT.
     ``REPLY``, ``SEND_*``
         Count the frame, send header, buffer words and CRC.
 
@@ -435,7 +450,7 @@ class ProtocolEngine(wiring.Component):
         s.status = Signal(8)
 
         # Validation and execution.
-        s.phase = Signal(range(8))
+        s.phase = Signal(range(16))
         s.check_index = Signal(16)                     # VALIDATE: word of the block
         s.read_only = Signal()                         # VALIDATE: a read-only word seen
         s.x_node = Signal(8)
@@ -453,6 +468,11 @@ class ProtocolEngine(wiring.Component):
         # Cycles the STEP poll may still take: counts down (to 0, where it stays), so that the
         # timeout is an equality with 0, not a comparison's carry chain before the FSM.
         s.poll_left = Signal(range(self.step_timeout_cycles))
+        # BATCH: the sample in hand, the buffer word its inputs start at (then: its reply
+        # words start at), the update number it selects.
+        s.sample = Signal(range(max(spec.max_batch, 1)))
+        s.batch_base = Signal(range(depth + 1))
+        s.number = Signal(31)
 
         # Transmission.
         s.reply_words = Signal(range(depth + 1))
@@ -690,6 +710,8 @@ class ProtocolEngine(wiring.Component):
                 lambda: transfer(control, control, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT, 0),
             ],
         }
+        if spec.max_batch:
+            phases[Command.BATCH] = self._batch_phases(m, s, transfer, poll)
         if spec.controllers:
             # CONTROL: the references into every node's controller window, one control step,
             # the records back, then OVERFLOW .. UPDATE_COUNT (as STEP).
@@ -703,6 +725,69 @@ class ProtocolEngine(wiring.Component):
                 lambda: transfer(control, control, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT, 0),
             ]
         return phases
+
+    def _batch_phases(self, m, s, transfer, poll):
+        """Return BATCH's phases: per sample (K <= banks: each in a bank of its own, so that
+        the chain takes sample j+1's inputs and start while sample j runs) its inputs and
+        CONTROL.start; the poll until every update has finished; UPDATE_COUNT; per sample
+        RESULT_SELECT = its number, every node's ``tau``, OVERFLOW, RESULT_SELECT read back;
+        RESULT_SELECT = follow; OVERFLOW .. UPDATE_COUNT."""
+        spec = self.spec
+        n = spec.n_nodes
+        control = CONTROL_NODE
+        samples = s.block.as_value()[:bits_for(spec.max_batch)]
+        wrench = Cat(*[(samples == k) & (s.length == spec.batch_lengths(k)[1])
+                       for k in range(1, spec.max_batch + 1)]).any()
+        inputs = Mux(wrench, spec.input_count, 3)
+        last = s.sample == samples - 1
+
+        def next_phase(phase):
+            m.d.sync += s.phase.eq(phase)
+            m.next = "EXECUTE"
+
+        def begin():
+            m.d.sync += [s.sample.eq(0), s.batch_base.eq(1)]
+            next_phase(1)
+
+        def next_sample():
+            with m.If(last):
+                m.d.sync += s.sample.eq(0)
+                next_phase(4)
+            with m.Else():
+                m.d.sync += [s.sample.eq(s.sample + 1), s.batch_base.eq(s.batch_base + n * inputs)]
+                next_phase(1)
+
+        def update_count():
+            m.next = "BATCH_COUNT"
+
+        def next_result():
+            with m.If(last):
+                next_phase(11)
+            with m.Else():
+                m.d.sync += [s.sample.eq(s.sample + 1), s.number.eq(s.number + 1),
+                             s.batch_base.eq(s.batch_base + n + 2)]
+                next_phase(6)
+
+        return [
+            begin,                                                                  # 0
+            lambda: transfer(0, n - 1, spec.input_address, inputs, 1,
+                             pointer_start=s.batch_base),                           # 1
+            lambda: transfer(control, control, _CONTROL_ADDR, 1, 1,
+                             constant=CONTROL_START),                               # 2
+            next_sample,                                                            # 3
+            poll,                                                                   # 4
+            update_count,                                                           # 5
+            lambda: transfer(control, control, RESULT_SELECT, 1, 1, constant=s.number),  # 6
+            lambda: transfer(0, n - 1, spec.tau_address, 1, 0,
+                             pointer_start=s.batch_base),                           # 7
+            lambda: transfer(control, control, STEP_CONTROL_FIRST, 1, 0),           # 8
+            lambda: transfer(control, control, RESULT_SELECT, 1, 0),                # 9
+            next_result,                                                            # 10
+            lambda: transfer(control, control, RESULT_SELECT, 1, 1,
+                             constant=RESULT_FOLLOW),                               # 11
+            lambda: transfer(control, control, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT, 0,
+                             pointer_start=s.batch_base + n + 2),                   # 12
+        ]
 
     def _advance(self, m, s):
         """Step the transfer to the next word, node, or phase."""
@@ -777,6 +862,21 @@ class ProtocolEngine(wiring.Component):
                 with m.Else():
                     m.next = "POLL_GAP"
 
+        if self.spec.max_batch:
+            with m.State("BATCH_COUNT"):
+                # BATCH: UPDATE_COUNT once every update has finished; the chain was idle when
+                # the batch began, so its last K updates are the batch's samples.
+                samples = s.block.as_value()[:bits_for(self.spec.max_batch)]
+                m.d.comb += [bus.valid.eq(1), bus.node.eq(CONTROL_NODE),
+                             bus.addr.eq(_UPDATE_COUNT_ADDR)]
+                with m.If(bus.ready):
+                    with m.If(bus.error):
+                        self._fail(m, s, ErrorCode.BUS_ERROR)
+                    with m.Else():
+                        m.d.sync += [s.number.eq(bus.rdata - samples + 1), s.batch_base.eq(0),
+                                     s.phase.eq(6)]
+                        m.next = "EXECUTE"
+
         with m.State("POLL_GAP"):
             # One cycle without a transaction; the timeout never abandons one.
             with m.If(s.poll_left != 0):
@@ -797,6 +897,8 @@ class ProtocolEngine(wiring.Component):
             Command.INFO: INFO_COUNT, Command.STATUS: STATUS_COUNT, Command.READ: s.block.count,
             Command.STEP: spec.step_reply_words,
         }
+        if spec.max_batch:
+            reply_sizes[Command.BATCH] = s.batch_base + spec.n_nodes + 2 + STEP_CONTROL_COUNT
         if spec.controllers:
             reply_sizes[Command.CONTROL] = spec.control_reply_words
         with m.State("REPLY"):

@@ -40,6 +40,20 @@ per execution. The host checks that UPDATE_COUNT increases from reply to reply (
 to the wrong request, or a board reset in between, would break it) and reports the updates the
 board ran in :attr:`BoardResult.updates`.
 
+On a pipelined board (INFO's BANKS > 1) the states go in BATCH requests of up to BANKS states
+each (``docs/protocol.md``): the board starts state j+1 while state j still runs and replies
+with every state's torques, overflow flags and update number. A BATCH is retried under the
+same rules as a STEP and is as safe to retry: it is validated whole before anything runs, so a
+damaged request (BAD_CRC, TRUNCATED, BAD_LENGTH) or a BUSY reply ran nothing; a BATCH that
+ran has run *all* its states (the board's only other answers, TIMEOUT and BUS_ERROR, are not
+retried but raised), and every one of them is a STEP's pure function of its own words and the
+confirmed state -- each state writes all its inputs into the bank it uses, and every bank's
+wrench was zeroed as above. Running a BATCH again gives the same torques and advances
+UPDATE_COUNT by K once more; the host checks that the K update numbers of a reply follow each
+other and the last reply's, and that the last one is the board's UPDATE_COUNT. After a BATCH
+the board refused midway (BUS_ERROR: its RESULT_SELECT may still pick one of the batch's
+updates) the host writes RESULT_SELECT back to ``follow`` before it raises.
+
 Saturation
 ----------
 A torque whose computation saturated somewhere in the chain (the board's OVERFLOW flags) is
@@ -71,7 +85,7 @@ from ..model.protocol import (
     CONTROL_NODE, CRC_BYTES, DEFAULT_BAUDRATE, INFO_COUNT, INTER_BYTE_TIMEOUT, MAGIC,
     PROTOCOL_VERSION, REPLY_HEADER_BYTES, REQUEST_HEADER_BYTES, STATUS_COUNT, STEP_TIMEOUT,
     PARENTS_WORDS, WORD_BYTES, BuildInfo, ChainStatus, Command, ErrorCode, ProtocolSpec,
-    ReplyDecoder, StepResult, VersionError,
+    BatchResult, ReplyDecoder, StepResult, VersionError, batch_payload,
     bytes_to_words, encode_request, load_robot_payload, read_payload, unpack_parents,
     write_payload,
 )
@@ -276,10 +290,12 @@ class BoardResult:
     update_count : numpy.ndarray of int64, shape () or (K,)
         The board's UPDATE_COUNT after each update.
     latency_cycles : numpy.ndarray of int64, shape () or (K,)
-        Cycles of each update (LATENCY_CYCLES).
+        Cycles of each update (LATENCY_CYCLES); on a pipelined board (BATCH) those of the
+        last update of the state's batch.
     interval_cycles : numpy.ndarray of int64, shape () or (K,)
         Cycles between the start of the previous update and the start of this one
-        (INTERVAL_CYCLES): the line rate when streaming.
+        (INTERVAL_CYCLES): the line rate when streaming; on a pipelined board those of the
+        last update of the state's batch (below LATENCY_CYCLES when the updates overlapped).
     updates : int
         Updates the board ran for these states (more than K when STEP requests were retried).
     retries : int
@@ -617,6 +633,21 @@ class Board(ControllerCommands):
         step = REQUEST_HEADER_BYTES + 4 * spec.step_words(wrench) + CRC_BYTES
         return max(1, min(64, (2 * longest) // step))
 
+    def batch_window(self, wrench=False):
+        """Return how many BATCH requests (of the board's most states, ``spec.max_batch``) are
+        kept in flight when streaming on a pipelined board: as :meth:`window`, at least 1.
+
+        Parameters
+        ----------
+        wrench : bool
+            For BATCH frames that carry the external wrench (longer).
+        """
+        spec = self.spec
+        longest = REQUEST_HEADER_BYTES + spec.max_payload_bytes + CRC_BYTES
+        frame = REQUEST_HEADER_BYTES + 4 * spec.batch_words(max(spec.max_batch, 1), wrench) \
+            + CRC_BYTES
+        return max(1, min(64, (2 * longest) // frame))
+
     def status(self):
         """Return the chain's status and the engine's counters (STATUS).
 
@@ -765,8 +796,9 @@ class Board(ControllerCommands):
         spec = self.spec
         return any(any(self.read(i, 0, spec.constant_count)) for i in range(spec.n_nodes))
 
-    def rnea(self, q, qd, qdd, f_ext=None, *, progress=None):
-        """Compute the inverse dynamics on the board for one state or a batch (STEP).
+    def rnea(self, q, qd, qdd, f_ext=None, *, progress=None, batch=None):
+        """Compute the inverse dynamics on the board for one state or a batch (STEP, or BATCH
+        on a pipelined board).
 
         On a tree robot loaded with :meth:`load_robot`, ``n`` is the robot's joint count: the
         states go to the joints' nodes, zeros to the mount nodes (a joint that never moves), and
@@ -785,6 +817,9 @@ class Board(ControllerCommands):
         progress : bool, optional
             Show a progress bar (default: for at least :data:`PROGRESS_THRESHOLD` states, on a
             terminal).
+        batch : bool, optional
+            Send BATCH requests of up to BANKS states (default: on a pipelined board, INFO's
+            BANKS > 1), or one STEP per state (``False``; the only way on a sequential board).
 
         Returns
         -------
@@ -794,7 +829,7 @@ class Board(ControllerCommands):
         Raises
         ------
         ValueError
-            If an array has the wrong shape.
+            If an array has the wrong shape, or ``batch=True`` on a sequential board.
         FixedPointRangeError
             If a value does not fit the board's format (the message names state, joint and
             quantity); nothing is sent then.
@@ -803,6 +838,11 @@ class Board(ControllerCommands):
             :class:`BoardProtocolError`, :class:`BoardDeviceError`).
         """
         info = self.info()
+        if batch not in (None, True, False):
+            raise TypeError(f"batch must be None, True or False, not {batch!r}")
+        if batch and not info.spec.max_batch:
+            raise ValueError(f"batch=True needs a pipelined board (BANKS > 1); this one has "
+                             f"BANKS = {info.banks} (the sequential policy): no BATCH")
         spec = info.spec
         tree = self._tree
         if tree is not None:
@@ -815,7 +855,16 @@ class Board(ControllerCommands):
         if self._last_update is None:
             self._last_update = self._update_count()
         baseline = self._last_update
-        requests = [_Request(Command.STEP, frame, spec.step_reply_words) for frame in frames]
+        batch = spec.max_batch if batch is None or batch else 0
+        if batch:
+            chunks = [frames[k:k + batch] for k in range(0, count, batch)]
+            requests = [_Request(Command.BATCH, batch_payload(spec, chunk),
+                                 spec.batch_reply_words(len(chunk))) for chunk in chunks]
+            window, check = self.batch_window(f_ext is not None), self._check_batch
+        else:
+            requests = [_Request(Command.STEP, frame, spec.step_reply_words)
+                        for frame in frames]
+            window, check = self.window(f_ext is not None), self._check_step
         bar = None
         show = (count >= PROGRESS_THRESHOLD) if progress is None else bool(progress)
         if show:
@@ -823,15 +872,21 @@ class Board(ControllerCommands):
             bar = progress_bar(count, desc="board", unit="state",
                                terminal_only=progress is None)
         try:
-            replies = self._exchange(requests, window=self.window(f_ext is not None),
-                                     progress=bar, check=self._check_step)
+            replies = self._exchange(requests, window=window,
+                                     progress=None if bar is None else
+                                     _StatesDone(bar, batch or 1, count), check=check)
+        except BoardDeviceError:
+            if batch:
+                self._follow_results()
+            raise
         finally:
             if bar is not None:
                 bar.close()
         if f_ext is not None:
             self._wrench_zero = False
         n = info.nodes
-        results = [StepResult.from_payload(reply, n) for reply in replies]
+        results = [StepResult.from_payload(reply, n) for reply in replies] if not batch \
+            else [sample for reply in replies for sample in _batch_samples(reply, n)]
         tau_words = np.array([r.tau_words for r in results], dtype=np.int64).reshape(count, n)
         flags = np.array([r.overflow for r in results], dtype=np.int64).reshape(count, 1)
         overflow = ((flags >> np.arange(n)) & 1).astype(bool)
@@ -856,7 +911,7 @@ class Board(ControllerCommands):
                            interval, updates, self.statistics.retries - retries_before,
                            node_words, node_overflow)
 
-    def inverse_dynamics(self, q, qd, qdd, f_ext=None, *, progress=None):
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, *, progress=None, batch=None):
         """Return the joint torques the board computes, N·m; raise if any saturated.
 
         Same parameters as :meth:`rnea`.
@@ -874,7 +929,7 @@ class Board(ControllerCommands):
         ValueError, FixedPointRangeError, BoardError
             As :meth:`rnea`.
         """
-        result = self.rnea(q, qd, qdd, f_ext, progress=progress)
+        result = self.rnea(q, qd, qdd, f_ext, progress=progress, batch=batch)
         if result.saturated:
             raise SaturationError(result)
         return result.tau
@@ -949,6 +1004,35 @@ class Board(ControllerCommands):
                     f"{result.update_count}: the board was reset, or a reply was matched to the "
                     "wrong request")
         self._last_update = result.update_count
+
+    def _follow_results(self):
+        # A BATCH that failed on the board (BUS_ERROR) may have left RESULT_SELECT on one of
+        # its updates, and STEP and READ would then show that update's results: select the
+        # last update again, as the engine does at the end of every BATCH. Best effort: the
+        # error that led here is what the caller gets.
+        from ..model.protocol import RESULT_FOLLOW, RESULT_SELECT
+        try:
+            self.write(CONTROL_NODE, RESULT_SELECT, [RESULT_FOLLOW])
+        except BoardError:
+            pass
+
+    def _check_batch(self, payload):
+        result = BatchResult.from_payload(payload, self.nodes)
+        samples = len(result.update_numbers)
+        last = result.last.update_count
+        numbers = [(last - samples + 1 + j) & 0x7FFFFFFF for j in range(samples)]
+        if result.update_numbers != numbers:
+            raise BoardProtocolError(
+                f"the board answered a BATCH of {samples} with the update numbers "
+                f"{result.update_numbers}, not the {samples} up to its UPDATE_COUNT {last}")
+        if self._last_update is not None:
+            step = (last - samples + 1 - self._last_update) % (1 << 32)
+            if not 0 < step < (1 << 31):
+                raise BoardProtocolError(
+                    f"the board's UPDATE_COUNT went from {self._last_update} to {last} over a "
+                    f"BATCH of {samples}: the board was reset, or a reply was matched to the "
+                    "wrong request")
+        self._last_update = last
 
     # -- the link ------------------------------------------------------------------------------
 
@@ -1172,6 +1256,29 @@ class Board(ControllerCommands):
             raise BoardTimeoutError(f"the board on {self.name} stopped answering: {what}")
         raise BoardProtocolError(f"the replies from {self.name} keep arriving damaged or "
                                  f"lost: {what}")
+
+
+def _batch_samples(payload, n):
+    """Return the states of a BATCH reply as :class:`StepResult` each: its own ``tau``,
+    OVERFLOW and update number (UPDATE_COUNT after it); OVERFLOW_STICKY, LATENCY_CYCLES and
+    INTERVAL_CYCLES are the batch's last update's (the chain keeps them for the last only)."""
+    result = BatchResult.from_payload(payload, n)
+    last, samples = result.last, len(result.update_numbers)
+    return [StepResult(tau, overflow, last.overflow_sticky, last.latency_cycles,
+                       last.interval_cycles, (last.update_count - samples + 1 + j) % (1 << 32))
+            for j, (tau, overflow) in enumerate(zip(result.tau_words, result.overflow))]
+
+
+class _StatesDone:
+    """The progress bar of states, advanced per BATCH reply by its states."""
+
+    def __init__(self, bar, per_request, total):
+        self.bar, self.per_request, self.left = bar, per_request, total
+
+    def update(self, _):
+        step = min(self.per_request, self.left)
+        self.left -= step
+        self.bar.update(step)
 
 
 def _check_link_parameters(timeout, retries, settle):

@@ -2,7 +2,8 @@
 
 ::
 
-    linkdyn sim-board --nodes 6 [--chain fake | --controllers | --boards 6] [--robot ur5]
+    linkdyn sim-board --nodes 6 [--chain fake | --controllers | --boards 6 | --policy pipelined]
+        [--robot ur5]
                       [--port /tmp/linkdyn0]
     linkdyn info    --port PORT
     linkdyn load    --port PORT --robot ROBOT [--tip LINK]
@@ -114,6 +115,9 @@ def register(subparsers):
     sim.add_argument("--chain", choices=("linkdyn", "fake"), default="linkdyn",
                      help="the chain behind the host link: the LinkDyn chain (default) or the "
                           "FakeChain stand-in of the host-link tests")
+    sim.add_argument("--policy", choices=("sequential", "pipelined"), default="sequential",
+                     help="update policy of the LinkDyn chain (docs/chain.md): pipelined builds "
+                          "4 register banks, and the host sends BATCH requests")
     sim.add_argument("--controllers", action="store_true",
                      help="build the board with a joint controller beside every node (the "
                           "CONTROL command; drive it with `linkdyn control`); the joints' "
@@ -431,6 +435,15 @@ def command_sim_board(args):
     if args.chain == "fake":
         from linkdyn.gateware.fake_chain import FakeChain
         chain = FakeChain(args.nodes)
+    if args.policy == "pipelined":
+        if (args.chain != "linkdyn" or args.controllers or args.boards is not None
+                or (robot is not None and (_node_count(robot) != robot.n
+                                           or not robot.is_chain))):
+            raise CommandError("--policy pipelined builds the single-FPGA LinkDyn chain of "
+                               "nodes; it cannot be combined with --chain fake, --controllers, "
+                               "--boards or a tree robot")
+        from linkdyn.gateware.chain import LinkDynChain
+        chain = LinkDynChain(args.nodes, policy="pipelined")
     links = {}
     if args.boards is not None:
         if args.chain != "linkdyn" or args.controllers:
@@ -452,7 +465,8 @@ def command_sim_board(args):
     link = None
     try:
         kind = ("controlled chain" if args.controllers else "tree of LinkDyn nodes"
-                if board.parents is not None else f"{args.chain} chain")
+                if board.parents is not None else f"{args.chain} chain"
+                + (", pipelined" if args.policy == "pipelined" else ""))
         if args.boards is not None:
             kind = f"linkdyn chain distributed over {args.boards} boards"
         print(f"building the simulated board ({args.nodes} nodes, {kind}) ...",

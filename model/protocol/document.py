@@ -51,6 +51,10 @@ def _frame_table(header, reply):
     return "\n".join(lines)
 
 
+#: Banks of the pipelined build whose BATCH sizes the document gives.
+BATCH_EXAMPLE_BANKS = 4
+
+
 def generate_markdown(n_nodes=6, fmt=Q15_16):
     """Return the text of ``docs/protocol.md``, generated from this module.
 
@@ -62,6 +66,7 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
         Node word format of the register map.
     """
     spec = ProtocolSpec(n_nodes, fmt)
+    pipelined = ProtocolSpec(n_nodes, fmt, banks=BATCH_EXAMPLE_BANKS)
     n = "n"
     c, b = spec.constant_count, spec.base_motion_count
     out = []
@@ -110,8 +115,8 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
     w("- After any error the engine hunts for the next sync byte. A host recovering from an "
       "error or a missing reply waits for the inter-byte timeout (an idle line) before sending "
       "again; that always resynchronises the engine.")
-    w("- Stream mode: the host may send STEP frames back to back; the board answers each in "
-      "order. The host keeps at most as many requests outstanding as fit the board's receive "
+    w("- Stream mode: the host may send STEP (or BATCH) frames back to back; the board answers "
+      "each in order. The host keeps at most as many requests outstanding as fit the board's receive "
       "FIFO.")
     w("")
     w("## Commands")
@@ -137,6 +142,12 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
                           f"(3·{n})", "per node the record `tau_cmd, i_ref, fault, q, qd` of "
                           f"the control step, then OVERFLOW .. UPDATE_COUNT: 5·{n} + "
                           f"{STEP_CONTROL_COUNT}"),
+        Command.BATCH: ("pipelined boards (BANKS > 1): the sample count K (1 <= K <= BANKS), "
+                        "then K STEP payloads, all with or all without the wrench: 1 + K·3·"
+                        f"{n} or 1 + K·{spec.input_count}·{n}",
+                        "per sample every node's `tau`, its OVERFLOW and its update number, "
+                        "then OVERFLOW .. UPDATE_COUNT of the last update: "
+                        f"K·({n} + 2) + {STEP_CONTROL_COUNT}"),
     }
     for cmd in Command:
         req, rep = rows[cmd]
@@ -157,13 +168,33 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
       f"{STEP_TIMEOUT * 1e3:g} ms by default), reads `tau` "
       f"(address `{spec.tau_address}`) of every node and OVERFLOW .. UPDATE_COUNT. Without the "
       "wrench words the external wrench registers keep their values.")
+    w("- BATCH (pipelined boards only; UNKNOWN_COMMAND on a sequential one): per sample j = 1 "
+      ".. K, writes its inputs (into the bank of the next sample) and CONTROL.start, without "
+      "waiting for sample j-1, so sample j starts while the earlier ones run; then polls "
+      "STATUS until done (TIMEOUT as STEP), reads UPDATE_COUNT u (the chain was idle: its last "
+      "K updates are the samples), and per sample writes RESULT_SELECT = u - K + j (31 bits), "
+      "reads `tau` of every node, OVERFLOW and RESULT_SELECT (the number, read back); then "
+      "writes RESULT_SELECT = `follow` and reads OVERFLOW .. UPDATE_COUNT. Why K <= BANKS: "
+      "every sample of a batch gets a bank of its own, so the chain takes every input write "
+      "and start at once (a sample reusing a bank of the same batch would have to wait for "
+      "that bank's earlier sample to pass its `local` segment), and all K results are still "
+      "kept (the chain keeps 2·BANKS) when they are read; the frame buffer grows by K "
+      "samples only. A host keeps several BATCH frames in flight, as STEP frames. Limit: "
+      "RESULT_SELECT numbers are 31 bits; a chain that compares them with its 32-bit "
+      "UPDATE_COUNT refuses them once 2^31 updates have run since reset (BUS_ERROR, never a "
+      "wrong result; reset the board).")
     w("- CLEAR: writes CONTROL.clear (the chain clears its sticky overflow flags, the engine "
       "its error counters; FRAME_COUNT stays).")
-    w("- WRITE, LOAD_ROBOT, STEP and CLEAR first read STATUS and answer BUSY if an update runs.")
+    w("- WRITE, LOAD_ROBOT, STEP, BATCH and CLEAR first read STATUS and answer BUSY if an update "
+      "runs.")
     w("")
     w(f"Sizes for n = {n_nodes}: LOAD_ROBOT {spec.load_robot_words} words, STEP "
       f"{spec.step_words()} or {spec.step_words(True)} words, STEP reply "
-      f"{spec.step_reply_words} words, frame buffer {spec.buffer_words} words.")
+      f"{spec.step_reply_words} words, frame buffer {spec.buffer_words} words (a pipelined "
+      f"build of {BATCH_EXAMPLE_BANKS} banks: BATCH up to "
+      f"{pipelined.batch_words(BATCH_EXAMPLE_BANKS, True)} words, reply "
+      f"{pipelined.batch_reply_words(BATCH_EXAMPLE_BANKS)}, frame buffer "
+      f"{pipelined.buffer_words} words).")
     w("")
     w("## Error codes")
     w("")
@@ -204,6 +235,11 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
       "refused with `error`); from the completion of the accepted write on, STATUS reads "
       "busy = 1, done = 0 until the update ends, then busy = 0, done = 1. `clear` zeroes "
       "OVERFLOW_STICKY. Reads of CONTROL return 0.")
+    w("- A pipelined chain (BANKS > 1; `docs/chain.md`, *The register bus*) also takes `start` "
+      "and the next sample's input writes (into that sample's bank) while updates run, as long "
+      "as that bank is free and fewer than 2·BANKS updates are in flight; BATCH relies on "
+      "exactly this: from idle, BANKS samples in a row, each one's input writes then its "
+      "`start`, are all taken at once. Its RESULT_SELECT keeps the last 2·BANKS updates.")
     w("- STATUS, OVERFLOW, OVERFLOW_STICKY, LATENCY_CYCLES, INTERVAL_CYCLES, UPDATE_COUNT as in "
       "the map (read-only: writes are refused).")
     w(f"- RESULT_SELECT (read/write, `{RESULT_FOLLOW:#010x}` after reset): a write of `follow` "

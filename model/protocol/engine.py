@@ -12,13 +12,14 @@ from .frames import (
 from .controller_map import RECORD_WORDS, REFERENCE_WORDS
 from .registers import (
     CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, CONTROL_STEP, INFO_COUNT, INFO_FIRST,
-    STATUS_BUSY, STATUS_COUNT, STATUS_DONE, STATUS_FIRST, STEP_CONTROL_COUNT,
-    STEP_CONTROL_FIRST, Access, control_register,
+    RESULT_FOLLOW, RESULT_SELECT, STATUS_BUSY, STATUS_COUNT, STATUS_DONE, STATUS_FIRST,
+    STEP_CONTROL_COUNT, STEP_CONTROL_FIRST, Access, control_register,
 )
 
 __all__ = ["RegisterTarget", "ReferenceEngine"]
 
 _CONTROL_ADDR = control_register("CONTROL").address
+_UPDATE_COUNT_ADDR = control_register("UPDATE_COUNT").address
 
 
 class RegisterTarget:
@@ -142,6 +143,8 @@ class ReferenceEngine:
         else:
             if len(payload) % WORD_BYTES or len(payload) < 2 * WORD_BYTES:
                 return ErrorCode.BAD_LENGTH, []
+        if command is Command.BATCH and len(payload) not in spec.batch_lengths(words[0]):
+            return ErrorCode.BAD_LENGTH, []
         if command in (Command.READ, Command.WRITE):
             node, addr, count = words[0] & 0xFF, (words[0] >> 8) & 0xFF, words[0] >> 16
             if command is Command.READ and not 1 <= count <= spec.buffer_words:
@@ -202,6 +205,8 @@ class ReferenceEngine:
             for i in range(n):
                 records += self._block(i, RECORD_WORDS[0].address, len(RECORD_WORDS))
             return records + self._block(CONTROL_NODE, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT)
+        if command is Command.BATCH:
+            return self._batch(words)
         # STEP
         k = len(words) // n
         for i in range(n):
@@ -210,6 +215,33 @@ class ReferenceEngine:
         self._poll()
         tau = [self._block(i, spec.tau_address, 1)[0] for i in range(n)]
         return tau + self._block(CONTROL_NODE, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT)
+
+    def _batch(self, words):
+        """BATCH on a pipelined chain: sample j+1's inputs written and started while sample j
+        runs (every sample in a bank of its own: K <= banks), then every result in turn
+        through RESULT_SELECT, then RESULT_SELECT back to `follow`."""
+        spec = self.spec
+        n = spec.n_nodes
+        samples = words[0]
+        k = (len(words) - 1) // (samples * n)
+        for j in range(samples):
+            base = 1 + j * n * k
+            for i in range(n):
+                self._block(i, spec.input_address, k, words[base + i * k:base + (i + 1) * k])
+            self._block(CONTROL_NODE, _CONTROL_ADDR, 1, [CONTROL_START])
+        self._poll()
+        # The chain was idle when the batch began (BUSY check): the last K updates are its.
+        (count,) = self._block(CONTROL_NODE, _UPDATE_COUNT_ADDR, 1)
+        first = count - samples + 1
+        reply = []
+        for j in range(samples):
+            number = (first + j) & (RESULT_FOLLOW - 1)
+            self._block(CONTROL_NODE, RESULT_SELECT, 1, [number])
+            reply += [self._block(i, spec.tau_address, 1)[0] for i in range(n)]
+            reply += self._block(CONTROL_NODE, STEP_CONTROL_FIRST, 1)
+            reply += self._block(CONTROL_NODE, RESULT_SELECT, 1)
+        self._block(CONTROL_NODE, RESULT_SELECT, 1, [RESULT_FOLLOW])
+        return reply + self._block(CONTROL_NODE, STEP_CONTROL_FIRST, STEP_CONTROL_COUNT)
 
     def _poll(self):
         """Poll STATUS until the update (or control step) started has finished."""

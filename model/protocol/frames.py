@@ -34,7 +34,7 @@ __all__ = [
     "decode_reply", "split_frame", "ReplyDecoder",
 ]
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 #: First byte of a request frame.
 REQUEST_SYNC = 0xA5
@@ -116,6 +116,7 @@ class Command(enum.IntEnum):
     STATUS = 0x06
     CLEAR = 0x07
     CONTROL = 0x08
+    BATCH = 0x09
 
 
 class ErrorCode(enum.IntEnum):
@@ -142,25 +143,30 @@ ERROR_DOCS = {
     ErrorCode.TRUNCATED: "the line went idle for longer than the inter-byte timeout inside a "
                          "frame",
     ErrorCode.BAD_VERSION: "the frame's version is not PROTOCOL_VERSION",
-    ErrorCode.UNKNOWN_COMMAND: "the command code is not defined",
+    ErrorCode.UNKNOWN_COMMAND: "the command code is not defined, or not built into this "
+                               "board (CONTROL without joint controllers, BATCH on a "
+                               "sequential chain)",
     ErrorCode.BAD_LENGTH: "the payload length is wrong for the command (or larger than the "
                           "frame buffer, reported right after the header), or a block count "
-                          "is 0, exceeds the buffer or disagrees with the length",
+                          "is 0, exceeds the buffer or disagrees with the length, or a BATCH "
+                          "sample count is 0, exceeds the chain's banks or disagrees with "
+                          "the length",
     ErrorCode.BAD_NODE: "the node is neither 0 .. n-1 nor CONTROL_NODE",
     ErrorCode.BAD_ADDRESS: "a word of the block is outside the node's register map",
     ErrorCode.READ_ONLY: "a word of a WRITE block is not writable by the host",
-    ErrorCode.BUSY: "a state-changing command (WRITE, LOAD_ROBOT, STEP, CLEAR) arrived while "
+    ErrorCode.BUSY: "a state-changing command (WRITE, LOAD_ROBOT, STEP, BATCH, CLEAR) arrived "
+                    "while "
                     "the chain is busy with an update",
     ErrorCode.BUS_ERROR: "the chain refused a register access the protocol allows: a "
                          "RESULT_SELECT value that does not select a kept update, else a "
                          "chain defect (earlier words of the command may have been written)",
-    ErrorCode.TIMEOUT: "the update started by STEP did not finish within the step timeout; "
-                       "the chain stays busy until it does",
+    ErrorCode.TIMEOUT: "the update started by STEP (the updates started by BATCH) did not "
+                       "finish within the step timeout; the chain stays busy until it does",
 }
 
 #: Commands that change state: they need the chain idle (else BUSY).
 STATE_CHANGING = frozenset({Command.WRITE, Command.LOAD_ROBOT, Command.STEP, Command.CLEAR,
-                            Command.CONTROL})
+                            Command.CONTROL, Command.BATCH})
 
 
 # -- exceptions --------------------------------------------------------------------------------

@@ -1,18 +1,18 @@
 """Payloads of the host link protocol: the request payloads a host builds and the reply
-payloads it decodes (INFO, STATUS, STEP)."""
+payloads it decodes (INFO, STATUS, STEP, BATCH)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .frames import ErrorCode, PayloadError, bytes_to_words, words_to_bytes
+from .frames import WORD_BYTES, ErrorCode, PayloadError, bytes_to_words, words_to_bytes
 from .registers import (
     CONTROL_REGISTERS, INFO_COUNT, INFO_FIRST, STATUS_BUSY, STATUS_COUNT, STATUS_DONE,
     STATUS_FIRST, STEP_CONTROL_COUNT,
 )
 
 __all__ = ["block_word", "read_payload", "write_payload", "load_robot_payload", "step_payload",
-           "BuildInfo", "ChainStatus", "StepResult"]
+           "batch_payload", "BuildInfo", "ChainStatus", "StepResult", "BatchResult"]
 
 
 def block_word(node, addr, count):
@@ -78,6 +78,33 @@ def step_payload(spec, q, qd, qdd, wrench=None):
                 raise PayloadError(f"wrench of node {i} must have {spec.input_count - 3} words")
             words += list(wrench[i])
     return words_to_bytes(words)
+
+
+def batch_payload(spec, steps):
+    """Return the BATCH payload: the sample count K, then the K STEP payloads.
+
+    Parameters
+    ----------
+    spec : ProtocolSpec
+        A pipelined chain's (``spec.max_batch`` > 0).
+    steps : sequence of bytes, length K
+        The samples' STEP payloads (:func:`step_payload`), all with or all without the wrench.
+
+    Raises
+    ------
+    PayloadError
+        If K is not 1 .. ``spec.max_batch`` or a payload has the wrong length.
+    """
+    steps = [bytes(step) for step in steps]
+    if not 1 <= len(steps) <= spec.max_batch:
+        raise PayloadError(f"a BATCH carries 1 .. {spec.max_batch} samples on this chain "
+                           f"({spec.banks} banks), not {len(steps)}")
+    sizes = {len(step) for step in steps}
+    allowed = {WORD_BYTES * spec.step_words(False), WORD_BYTES * spec.step_words(True)}
+    if len(sizes) != 1 or not sizes <= allowed:
+        raise PayloadError(f"the samples of a BATCH must all be STEP payloads of one of "
+                           f"{sorted(allowed)} bytes, not {sorted(sizes)}")
+    return words_to_bytes([len(steps)]) + b"".join(steps)
 
 
 @dataclass(frozen=True)
@@ -166,3 +193,44 @@ class StepResult:
                                f"{n_nodes + STEP_CONTROL_COUNT}")
         tau = [w - (1 << 32) if w & 0x80000000 else w for w in words[:n_nodes]]
         return cls(tau, *words[n_nodes:])
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """The BATCH reply, decoded.
+
+    Attributes
+    ----------
+    tau_words : list of list of int
+        Per sample, the signed ``tau`` word per node.
+    overflow : list of int
+        Per sample, bit i: node i saturated in that sample's update.
+    update_numbers : list of int
+        Per sample, the number of its update (as UPDATE_COUNT counts: RESULT_SELECT read back).
+    last : StepResult
+        OVERFLOW .. UPDATE_COUNT after the batch (of its last update; ``tau_words`` are those
+        of the last sample).
+    """
+
+    tau_words: list
+    overflow: list
+    update_numbers: list
+    last: StepResult
+
+    @classmethod
+    def from_payload(cls, payload, n_nodes):
+        """Decode a BATCH reply payload of a chain of ``n_nodes``."""
+        words = bytes_to_words(payload)
+        per = n_nodes + 2
+        samples, rest = divmod(len(words) - STEP_CONTROL_COUNT, per)
+        if samples < 1 or rest:
+            raise PayloadError(f"BATCH payload has {len(words)} words, not K * {per} + "
+                               f"{STEP_CONTROL_COUNT}")
+        tau, overflow, numbers = [], [], []
+        for k in range(samples):
+            row = words[k * per:(k + 1) * per]
+            tau.append([w - (1 << 32) if w & 0x80000000 else w for w in row[:n_nodes]])
+            overflow.append(row[n_nodes])
+            numbers.append(row[n_nodes + 1])
+        last = StepResult(tau[-1], *words[samples * per:])
+        return cls(tau, overflow, numbers, last)

@@ -505,6 +505,23 @@ class ProtocolSpec:
         return self.n_nodes + STEP_CONTROL_COUNT
 
     @property
+    def max_batch(self):
+        """int: the most samples one BATCH may carry: the chain's banks on a pipelined chain
+        (every sample of a batch in a bank of its own, every result still kept when the
+        batch ends), 0 on a sequential one (no BATCH)."""
+        return self.banks if self.banks > 1 else 0
+
+    def batch_words(self, samples, wrench=False):
+        """Return the payload words of a BATCH of ``samples``: the count, then per sample the
+        STEP payload (:meth:`step_words`)."""
+        return 1 + samples * self.step_words(wrench)
+
+    def batch_reply_words(self, samples):
+        """Return the reply words of a BATCH of ``samples``: per sample every node's ``tau``,
+        OVERFLOW and the update number, then OVERFLOW .. UPDATE_COUNT of the last update."""
+        return samples * (self.n_nodes + 2) + STEP_CONTROL_COUNT
+
+    @property
     def control_words(self):
         """int: payload words of CONTROL: the reference (:data:`REFERENCE_WORDS`) per node."""
         return self.n_nodes * len(REFERENCE_WORDS)
@@ -523,6 +540,9 @@ class ProtocolSpec:
                  STATUS_COUNT, INFO_COUNT, self.node_map_size + 1]
         if self.controllers:
             sizes += [self.control_words, self.control_reply_words, len(CONTROLLER_WORDS) + 1]
+        if self.max_batch:
+            sizes += [self.batch_words(self.max_batch, True),
+                      self.batch_reply_words(self.max_batch)]
         return max(sizes)
 
     @property
@@ -533,8 +553,10 @@ class ProtocolSpec:
     @property
     def commands(self):
         """tuple of Command: the commands this board implements (CONTROL only with
-        controllers); any other command code is answered with UNKNOWN_COMMAND."""
-        return tuple(c for c in Command if c is not Command.CONTROL or self.controllers)
+        controllers, BATCH only on a pipelined chain); any other command code is answered with
+        UNKNOWN_COMMAND."""
+        built = {Command.CONTROL: self.controllers, Command.BATCH: self.max_batch > 0}
+        return tuple(c for c in Command if built.get(c, True))
 
     def request_lengths(self, command):
         """Return the allowed payload lengths (bytes) of a command, or ``None`` for WRITE
@@ -550,7 +572,19 @@ class ProtocolSpec:
             return (WORD_BYTES * self.step_words(False), WORD_BYTES * self.step_words(True))
         if command is Command.CONTROL:
             return (WORD_BYTES * self.control_words,)
+        if command is Command.BATCH:
+            return tuple(sorted({WORD_BYTES * self.batch_words(k, wrench)
+                                 for k in range(1, self.max_batch + 1)
+                                 for wrench in (False, True)}))
         return None
+
+    def batch_lengths(self, samples):
+        """Return the payload lengths (bytes) a BATCH whose word 0 is ``samples`` may have,
+        ``(without wrench, with wrench)``, or ``()`` if ``samples`` is not 1 .. max_batch."""
+        if not 1 <= samples <= self.max_batch:
+            return ()
+        return (WORD_BYTES * self.batch_words(samples),
+                WORD_BYTES * self.batch_words(samples, True))
 
     # -- access ------------------------------------------------------------------------------
 

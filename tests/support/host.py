@@ -61,7 +61,9 @@ class ReferenceSerial:
     """A pyserial-like port whose other end is the protocol's :class:`ReferenceEngine` on a
     :class:`FakeChainModel`: a software board, with faults to order. With ``parents`` the
     board is a tree of nodes and its target the tree's
-    :class:`~linkdyn.sim.chain_model.ChainModel` (the golden tree's words).
+    :class:`~linkdyn.sim.chain_model.ChainModel` (the golden tree's words); with ``banks`` 2 or
+    4 a pipelined chain, :class:`~linkdyn.sim.pipelined_chain_model.PipelinedChainModel` (the
+    golden model's words, the BATCH command).
 
     Faults are given by the index of the request (``write`` calls, one frame each) or reply
     frame they hit, counted from 0 since the port was made.
@@ -80,14 +82,18 @@ class ReferenceSerial:
     mute_after : int or None
         Deliver no reply after this many.
     steps : list of int
-        The payload words of every STEP request received, in order.
+        The payload words of every STEP request received, in order (a BATCH of K: K entries,
+        each sample's words).
     """
 
     def __init__(self, n_nodes=6, latency=96, *, clock_hz=12_000_000, baudrate=3_000_000,
                  banks=1, parents=None):
         self.spec = P.ProtocolSpec(n_nodes, clock_hz=clock_hz, baudrate=baudrate, banks=banks,
                                    parents=parents)
-        if parents is None:
+        if banks > 1:
+            from linkdyn.sim.pipelined_chain_model import PipelinedChainModel
+            self.target = PipelinedChainModel(self.spec)
+        elif parents is None:
             self.target = FakeChainModel(self.spec, latency)
         else:
             # A tree of nodes: the chain model with the tree's wiring (real dynamics, the
@@ -112,8 +118,12 @@ class ReferenceSerial:
         data = bytearray(data)
         if self.requests in self.damage_requests:
             data[-3] ^= 0x10
+        words = (len(data) - P.REQUEST_HEADER_BYTES - P.CRC_BYTES) // 4
         if data[3] == P.Command.STEP:
-            self.steps.append((len(data) - P.REQUEST_HEADER_BYTES - P.CRC_BYTES) // 4)
+            self.steps.append(words)
+        if data[3] == P.Command.BATCH and words > 1:
+            samples = data[P.REQUEST_HEADER_BYTES]
+            self.steps += [(words - 1) // max(samples, 1)] * samples
         self.requests += 1
         self._deliver(self.engine.receive(bytes(data)))
         return len(data)
