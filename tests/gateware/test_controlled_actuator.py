@@ -20,14 +20,18 @@ about 3 to 6 minutes (27,000 cycles); the fault sequence, the longer lockstep ru
 without the watchdog run with ``LINKDYN_LONG=1``.
 """
 
+import gc
 import importlib.util
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.controlled_actuator import ControlledDistributedChain
+from linkdyn.gateware.actuator import ActuatorCore
+from linkdyn.gateware.controlled_actuator import COMMAND_WORDS, ControlledDistributedChain
 from linkdyn.model import protocol as P
 from linkdyn.model.controller import FAULTS, ControllerConfig, decode_fault
 from linkdyn.sim.chain_cases import random_robot
@@ -266,3 +270,31 @@ def test_without_the_message_watchdog_the_joint_behind_a_cut_keeps_its_current()
     assert seen["safe_at"] is None
     enable, i_ref = seen["behind_at_end"]
     assert enable and i_ref
+
+
+def test_the_step_commands_are_not_the_hosts_and_bad_arguments_are_refused():
+    """The boards' private command words answer the host with an error (nothing runs: no
+    step is counted); the parameters are checked with what was expected."""
+    dut = ControlledDistributedChain(1, bits=5)
+    host = _CC.BusHost(dut)
+    seen = {}
+
+    async def bench(ctx):
+        seen["answers"] = [(await host.access(ctx, 0, address, *write))[0]
+                           for address in COMMAND_WORDS.values() for write in ((), (5,))]
+        seen["steps"] = (await host.access(ctx, P.CONTROL_NODE, P.control_register(
+            "CONTROL_STEPS").address))[1]
+
+    _run(dut, bench)
+    assert all(seen["answers"]) and seen["steps"] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(ValueError, match="sequential policy only"):
+            ControlledDistributedChain(2, policy="pipelined")
+        with pytest.raises(ValueError, match="Board count must be 1 .. 32, not 0"):
+            ControlledDistributedChain(0)
+        with pytest.raises(TypeError, match="pipelined must be a bool, not 1"):
+            ControlledDistributedChain(2, pipelined=1)
+        with pytest.raises(TypeError, match="node_target must be a callable"):
+            ActuatorCore(base=False, last=True, node_target=3)
+        gc.collect()
