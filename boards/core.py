@@ -103,12 +103,13 @@ class BoardCore(wiring.Component):
             raise TypeError(f"controllers must be a bool, not {controllers!r}")
         self.controllers = controllers
         if boards is not None:
-            if controllers:
-                raise ValueError("a distributed chain with joint controllers is not built yet")
             if boards != nodes:
                 raise ValueError(f"A distributed chain has one node per board: {nodes} nodes "
                                  f"need boards={nodes}, not {boards!r}")
-            if chain is None:
+            if chain is None and controllers:
+                from linkdyn.gateware.controlled_actuator import ControlledDistributedChain
+                chain = ControlledDistributedChain(nodes, fmt=fmt)
+            elif chain is None:
                 from linkdyn.gateware.distributed import DistributedChain
                 chain = DistributedChain(nodes, fmt=fmt)
         self.boards = boards

@@ -45,8 +45,8 @@ from amaranth.lib.wiring import In, Out
 from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH
 from linkdyn.model.microprogram import microprogram
 from linkdyn.model.protocol import (
-    CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, MAX_NODES, RESULT_FOLLOW, RESULT_SELECT,
-    ProtocolSpec, control_register,
+    CONTROLLER_BASE, CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, MAX_NODES, RESULT_FOLLOW,
+    RESULT_SELECT, ProtocolSpec, control_register,
 )
 
 from .bus import RegisterBusSignature
@@ -227,6 +227,13 @@ class ActuatorCore(wiring.Component):
         integer (both links) or ``{"up": k, "down": k}``, default :data:`LINK_BURST`.
     cordic_step_cycles : int
         Of the node (1 or 2).
+    node_target : callable, optional
+        ``node_target(node)`` (called here) returns the board's bus target in place of
+        :class:`NodeTarget` (the same members, and more): a joint controller beside the node
+        (:class:`~linkdyn.gateware.controlled_actuator.BoardController`). With it the base
+        board passes the controller window (node addresses ``CONTROLLER_BASE`` up to the link
+        window) to the board's target as it is, while an update runs too: the access rules of
+        the window are the controlled front end's.
 
     Members
     -------
@@ -261,7 +268,10 @@ class ActuatorCore(wiring.Component):
     """
 
     def __init__(self, fmt=Q15_16, *, base, last, nodes=None, bits=2, rx_domain="sync",
-                 timeout=1 << 16, link_parameters=None, cordic_step_cycles=2):
+                 timeout=1 << 16, link_parameters=None, cordic_step_cycles=2, node_target=None):
+        if node_target is not None and not callable(node_target):
+            raise TypeError(f"node_target must be a callable taking the node, not "
+                            f"{node_target!r}")
         if not isinstance(fmt, QFormat):
             raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
         if base:
@@ -280,10 +290,13 @@ class ActuatorCore(wiring.Component):
         self._n = nodes
         self._timeout = timeout
         self._bits = bits
+        self._node_target = node_target
         self.spec = ProtocolSpec(nodes, fmt) if base else None
         inbox = (() if base else ("forward_in",)) + (() if last else ("backward_in",))
         self.node = LinkDynNode(fmt, split_joint=True, split_local=True, interlock=True,
                                 inbox=inbox, cordic_step_cycles=cordic_step_cycles)
+        #: The board's bus target given by ``node_target`` (None: the node's own NodeTarget).
+        self.target = None if node_target is None else node_target(self.node)
         parameters = dict(link_parameters or {})
         burst = parameters.pop("burst", None)
         if burst is None:
@@ -611,7 +624,7 @@ class ActuatorCore(wiring.Component):
                 m.d.sync += reported.eq(down_mask)
 
         # ---- the node's register-bus target and the link window -------------------------------
-        m.submodules.target = target = NodeTarget(node)
+        m.submodules.target = target = NodeTarget(node) if self.target is None else self.target
         m.d.comb += [
             node.ext.addr.eq(target.ext_addr),
             node.ext.write_data.eq(target.ext_write_data),
@@ -798,24 +811,40 @@ class ActuatorCore(wiring.Component):
                         m.d.comb += [read_target.eq(req.node + 1),
                                      read_addr.eq(rmap[source].address)]
         is_window = (req.addr >= LINK_WINDOW) & (req.addr < LINK_WINDOW + 16)
-        decoded = Signal(data.StructLayout({
+        controlled = self._node_target is not None
+        # With a controller beside every node: its window goes to the board's target as it is.
+        is_controller = ((req.addr >= CONTROLLER_BASE) & (req.addr < LINK_WINDOW) if controlled
+                         else Const(0, 1))
+        fields = {
             "control": 1, "bad_target": 1, "writable": 1, "select": 1, "select_valid": 1,
-            "control_address": 1, "link_down": 1, "target": 8, "addr": 8}))
+            "control_address": 1, "link_down": 1, "target": 8, "addr": 8}
+        if controlled:
+            fields["controller"] = 1
+        decoded = Signal(data.StructLayout(fields))
         select_value = req.wdata[:_COUNTER - 1]
+        if controlled:
+            bad_address = (req.addr >= spec.node_map_size) & ~is_window & ~is_controller
+            writable = is_controller | (~is_window & (req.addr < Mux(
+                req.node == 0, spec.writable_end_node0, spec.writable_end)))
+            as_given = req.we | is_window | is_controller
+            m.d.sync += decoded.controller.eq(is_controller)
+        else:
+            bad_address = (req.addr >= spec.node_map_size) & ~is_window
+            writable = ~is_window & (req.addr < Mux(req.node == 0,
+                                                     spec.writable_end_node0,
+                                                     spec.writable_end))
+            as_given = req.we | is_window
         m.d.sync += [
             decoded.control.eq(req.node == CONTROL_NODE),
-            decoded.bad_target.eq((req.node >= n)
-                                  | ((req.addr >= spec.node_map_size) & ~is_window)),
-            decoded.writable.eq(~is_window & (req.addr < Mux(req.node == 0,
-                                                              spec.writable_end_node0,
-                                                              spec.writable_end))),
+            decoded.bad_target.eq((req.node >= n) | bad_address),
+            decoded.writable.eq(writable),
             decoded.select.eq(req.addr == RESULT_SELECT),
             decoded.select_valid.eq((select_value != 0) & (select_value == update_count)
                                     & ~busy),
             decoded.control_address.eq(req.addr == control_register("CONTROL").address),
             decoded.link_down.eq(req.addr == LINK_DOWN),
-            decoded.target.eq(Mux(req.we | is_window, req.node, read_target)),
-            decoded.addr.eq(Mux(req.we | is_window, req.addr, read_addr)),
+            decoded.target.eq(Mux(as_given, req.node, read_target)),
+            decoded.addr.eq(Mux(as_given, req.addr, read_addr)),
         ]
         answer = Signal()
         answer_rdata = Signal(32)
@@ -879,7 +908,8 @@ class ActuatorCore(wiring.Component):
                 with m.Elif(decoded.bad_target):
                     m.d.comb += [answer.eq(1), answer_error.eq(1)]
                     m.next = "ANSWER"
-                with m.Elif(req.we & (~decoded.writable | busy)):
+                with m.Elif(req.we & (~decoded.writable
+                                      | (busy & ~decoded.controller if controlled else busy))):
                     m.d.comb += [answer.eq(1), answer_error.eq(1)]
                     m.next = "ANSWER"
                 with m.Elif(decoded.target == 0):

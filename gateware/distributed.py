@@ -162,6 +162,10 @@ class DistributedChain(wiring.Component):
         :data:`~linkdyn.gateware.actuator.LINK_BURST`).
     cordic_step_cycles : int
         Of the nodes.
+    node_target : callable, optional
+        Every board's bus target in place of the node's own (``ActuatorCore(node_target=)``):
+        the joint controller beside each node
+        (:class:`~linkdyn.gateware.controlled_actuator.ControlledDistributedChain`).
 
     Members
     -------
@@ -194,7 +198,7 @@ class DistributedChain(wiring.Component):
     """
 
     def __init__(self, n, fmt=Q15_16, *, bits=2, delay=3, ber=0.0, seed=1, timeout=1 << 16,
-                 link_parameters=None, cordic_step_cycles=2):
+                 link_parameters=None, cordic_step_cycles=2, node_target=None):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Board count must be an integer, not {n!r}")
         if not 1 <= n <= MAX_NODES:
@@ -209,7 +213,7 @@ class DistributedChain(wiring.Component):
         self.cores = [
             ActuatorCore(fmt, base=i == 0, last=i == n - 1, nodes=n if i == 0 else None,
                          bits=bits, timeout=timeout, link_parameters=link_parameters,
-                         cordic_step_cycles=cordic_step_cycles)
+                         cordic_step_cycles=cordic_step_cycles, node_target=node_target)
             for i in range(n)
         ]
         self.nodes = [core.node for core in self.cores]

@@ -116,6 +116,11 @@ class AccessCheck(wiring.Component):
                             with m.Case(word.address):
                                 m.d.comb += [self.exists.eq(1),
                                              self.writable.eq(word.writable)]
+                        if spec.distributed:
+                            # Controllers on the boards: the link window stays readable.
+                            for word in LINK_WORDS_MAP:
+                                with m.Case(word.address):
+                                    m.d.comb += self.exists.eq(1)
                 with m.Else():
                     m.d.comb += node_rule
             else:

@@ -446,9 +446,10 @@ def command_sim_board(args):
         chain = LinkDynChain(args.nodes, policy="pipelined")
     links = {}
     if args.boards is not None:
-        if args.chain != "linkdyn" or args.controllers:
-            raise CommandError("--boards builds its own chain (the distributed chain); it "
-                               "cannot be combined with --chain fake or --controllers")
+        if args.chain != "linkdyn":
+            raise CommandError("--boards builds its own chain (the distributed chain, with "
+                               "--controllers a joint controller on every board); it cannot "
+                               "be combined with --chain fake")
         links = {"boards": args.boards, "link_ber": args.link_ber}
         if args.link_bitrate is not None:
             links["link_bitrate"] = int(args.link_bitrate)
@@ -468,7 +469,8 @@ def command_sim_board(args):
                 if board.parents is not None else f"{args.chain} chain"
                 + (", pipelined" if args.policy == "pipelined" else ""))
         if args.boards is not None:
-            kind = f"linkdyn chain distributed over {args.boards} boards"
+            kind = f"linkdyn chain distributed over {args.boards} boards" + (
+                ", a joint controller on each" if args.controllers else "")
         print(f"building the simulated board ({args.nodes} nodes, {kind}) ...",
               file=sys.stderr, flush=True)
         try:

@@ -358,7 +358,9 @@ class SimulatedBoard:
         With ``boards``: export every board as its own Verilog module (board 0's host link,
         the base, middle and last actuator cores, the lines) joined by a generated top
         (:func:`linkdyn.sim.board_modules.distributed_board_verilog`; default), or, with
-        ``False``, the whole ``BoardCore(boards=n)`` as one design.
+        ``False``, the whole ``BoardCore(boards=n)`` as one design (always with
+        ``controllers=True``: ``ControlledDistributedChain``, a joint controller on every
+        board).
     simulator : str, optional
         ``"verilator"`` or ``"icarus"``; default ``$SIM``, else Verilator when installed,
         else Icarus (:func:`linkdyn.sim.runner.simulator`, ``use="board"``).
@@ -456,7 +458,8 @@ class SimulatedBoard:
         self.link_bits, self.link_ber, self.link_cuts = _check_links(
             nodes, boards, clock_hz, link_bitrate, link_ber, link_cuts, controllers, chain)
         self._cut = 0
-        self.board_modules = bool(board_modules) and boards is not None
+        # With controllers the base's control-step front end spans the boards: one design.
+        self.board_modules = bool(board_modules) and boards is not None and not controllers
         self.nodes = nodes
         self.robot = robot
         self.parents = parents
@@ -507,7 +510,11 @@ class SimulatedBoard:
                     "link with the stand-in chain") from None
             if self.parents is not None:
                 chain = LinkDynChain(self.nodes, self.fmt, parents=self.parents)
-        if self.boards is not None:
+        if self.boards is not None and self.controllers:
+            from ..gateware.controlled_actuator import ControlledDistributedChain
+            chain = ControlledDistributedChain(self.nodes, self.fmt, bits=self.link_bits,
+                                               ber=self.link_ber)
+        elif self.boards is not None:
             from ..gateware.distributed import DistributedChain
             chain = DistributedChain(self.nodes, self.fmt, bits=self.link_bits,
                                      ber=self.link_ber)
@@ -881,9 +888,10 @@ def _check_links(nodes, boards, clock_hz, link_bitrate, link_ber, link_cuts, con
     if boards != nodes:
         raise ValueError(f"A distributed chain has one node per board: {nodes} nodes need "
                          f"boards={nodes}, not {boards!r}")
-    if controllers or chain is not None:
-        raise ValueError("boards=n builds its own chain (DistributedChain, without joint "
-                         "controllers); do not pass chain or controllers=True as well")
+    if chain is not None:
+        raise ValueError("boards=n builds its own chain (DistributedChain, or with "
+                         "controllers=True ControlledDistributedChain); do not pass chain as "
+                         "well")
     if link_bitrate is None:
         link_bitrate = 2 * clock_hz
     if not isinstance(link_bitrate, int) or isinstance(link_bitrate, bool) or \

@@ -597,14 +597,14 @@ class ProtocolSpec:
             return Access(False)
         if not 0 <= node < self.n_nodes:
             return Access(False)
+        if addr in self._link_addresses:
+            return Access(True, False, "node")
         if self.controllers and addr >= CONTROLLER_BASE:
             try:
                 word = controller_word(addr)
             except KeyError:
                 return Access(False)
             return Access(True, word.writable, "controller")
-        if addr in self._link_addresses:
-            return Access(True, False, "node")
         if not 0 <= addr < self.node_map_size:
             return Access(False)
         end = self.writable_end_node0 if node == 0 else self.writable_end

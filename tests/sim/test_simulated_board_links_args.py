@@ -20,8 +20,9 @@ def test_link_parameters_are_checked():
         SimulatedBoard(3, boards=3, link_cuts=[(1, 20, 20)])
     with pytest.raises(ValueError, match="need boards=n"):
         SimulatedBoard(2, link_ber=1e-4)
-    with pytest.raises(ValueError, match="do not pass chain or controllers"):
-        SimulatedBoard(2, boards=2, controllers=True)
+    with pytest.raises(ValueError, match="do not pass chain as well"):
+        SimulatedBoard(2, boards=2, chain=object())
+    assert SimulatedBoard(2, boards=2, controllers=True).controllers
     with pytest.raises(ValueError, match="not distributed"):
         SimulatedBoard(2).cut_link(0)
     with pytest.raises(ValueError, match="hop must be 0 .. 1"):
