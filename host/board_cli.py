@@ -432,9 +432,6 @@ def command_sim_board(args):
     if args.controllers and args.chain != "linkdyn":
         raise CommandError("--controllers builds its own chain (the LinkDyn chain with the "
                            f"controllers); it cannot be combined with --chain {args.chain}")
-    if args.chain == "fake":
-        from linkdyn.gateware.fake_chain import FakeChain
-        chain = FakeChain(args.nodes)
     if args.policy == "pipelined":
         if (args.chain != "linkdyn" or args.controllers or args.boards is not None
                 or (robot is not None and (_node_count(robot) != robot.n
@@ -442,8 +439,6 @@ def command_sim_board(args):
             raise CommandError("--policy pipelined builds the single-FPGA LinkDyn chain of "
                                "nodes; it cannot be combined with --chain fake, --controllers, "
                                "--boards or a tree robot")
-        from linkdyn.gateware.chain import LinkDynChain
-        chain = LinkDynChain(args.nodes, policy="pipelined")
     links = {}
     if args.boards is not None:
         if args.chain != "linkdyn":
@@ -455,6 +450,13 @@ def command_sim_board(args):
             links["link_bitrate"] = int(args.link_bitrate)
     elif args.link_bitrate is not None or args.link_ber:
         raise CommandError("--link-bitrate and --link-ber need --boards")
+    # The chain is made once every option is checked (an unused one warns when collected).
+    if args.chain == "fake":
+        from linkdyn.gateware.fake_chain import FakeChain
+        chain = FakeChain(args.nodes)
+    elif args.policy == "pipelined":
+        from linkdyn.gateware.chain import LinkDynChain
+        chain = LinkDynChain(args.nodes, policy="pipelined")
     try:
         board = SimulatedBoard(args.nodes, robot, baudrate=args.baudrate, chain=chain,
                                simulator=args.simulator, line=args.line,
