@@ -359,6 +359,11 @@ class SimulatedBoard:
         the base, middle and last actuator cores, the lines) joined by a generated top
         (:func:`linkdyn.sim.board_modules.distributed_board_verilog`; default), or, with
         ``False``, the whole ``BoardCore(boards=n)`` as one design.
+    policy : str, optional
+        ``"pipelined"``: the chain's pipelined update policy (``LinkDynChain(nodes,
+        policy="pipelined")``, the same as passing that chain; with ``boards``, the pipelined
+        policy over the links, ``DistributedChain(n, policy="pipelined")``). Default (or
+        ``"sequential"``) the sequential one. Not with ``controllers`` or ``chain``.
     simulator : str, optional
         ``"verilator"`` or ``"icarus"``; default ``$SIM``, else Verilator when installed,
         else Icarus (:func:`linkdyn.sim.runner.simulator`, ``use="board"``).
@@ -401,7 +406,7 @@ class SimulatedBoard:
                  divisor=None, chain=None, simulator=None, line="bytes", fmt=Q15_16,
                  build_root=None, startup_timeout=120.0, trace=False, controllers=False,
                  parents=None, boards=None, link_bitrate=None, link_ber=0.0,
-                 link_cuts=(), board_modules=True):
+                 link_cuts=(), board_modules=True, policy=None):
         from ..gateware.uart import MIN_DIVISOR, uart_divisor
         tree = _robot_tree(robot)
         if nodes is None:
@@ -452,6 +457,13 @@ class SimulatedBoard:
                              "pass chain as well")
         if line not in LINE_DRIVERS:
             raise ValueError(f"Line driver must be one of {LINE_DRIVERS}, not {line!r}")
+        if policy not in (None, "sequential", "pipelined"):
+            raise ValueError(f"Policy must be 'sequential' or 'pipelined', not {policy!r}")
+        if policy == "pipelined" and (controllers or chain is not None):
+            raise ValueError("policy='pipelined' builds the pipelined LinkDyn chain (or, with "
+                             "boards, the pipelined distributed chain) itself, without joint "
+                             "controllers: do not pass chain or controllers=True as well")
+        self.policy = policy or "sequential"
         self.boards = boards
         self.link_bits, self.link_ber, self.link_cuts = _check_links(
             nodes, boards, clock_hz, link_bitrate, link_ber, link_cuts, controllers, chain)
@@ -505,12 +517,15 @@ class SimulatedBoard:
                     "the LinkDyn chain gateware (linkdyn.gateware.chain.LinkDynChain) is not "
                     f"available ({error}); pass chain=FakeChain(nodes) to simulate the host "
                     "link with the stand-in chain") from None
-            if self.parents is not None:
-                chain = LinkDynChain(self.nodes, self.fmt, parents=self.parents)
+            if self.parents is not None or self.policy == "pipelined":
+                chain = LinkDynChain(self.nodes, self.fmt, parents=self.parents,
+                                     policy=self.policy)
         if self.boards is not None:
             from ..gateware.distributed import DistributedChain
             chain = DistributedChain(self.nodes, self.fmt, bits=self.link_bits,
-                                     ber=self.link_ber)
+                                     ber=self.link_ber,
+                                     **({"policy": self.policy}
+                                        if self.policy == "pipelined" else {}))
         return BoardCore(self.nodes, clock_hz=self.clock_hz, divisor=self.divisor,
                          fmt=self.fmt, chain=chain, controllers=self.controllers,
                          boards=self.boards)
@@ -534,7 +549,9 @@ class SimulatedBoard:
             from .board_modules import distributed_board_verilog
             core = distributed_board_verilog(self.nodes, clock_hz=self.clock_hz,
                                              divisor=self.divisor, fmt=self.fmt,
-                                             bits=self.link_bits, ber=self.link_ber, name=CORE)
+                                             bits=self.link_bits, ber=self.link_ber, name=CORE,
+                                             **({"policy": self.policy}
+                                                if self.policy == "pipelined" else {}))
         else:
             core = verilog.convert(self._core(), name=CORE, emit_src=False)
         testbench = testbench_verilog(self.divisor, self.period_steps,
@@ -574,6 +591,12 @@ class SimulatedBoard:
 
     @property
     def _chain_label(self):
+        if self.policy == "pipelined":
+            return self._sequential_label + "-pipelined"
+        return self._sequential_label
+
+    @property
+    def _sequential_label(self):
         if self.parents is not None:
             return "tree"
         if self.boards is not None:
