@@ -158,6 +158,12 @@ class ActuatorBoardCore(wiring.Component):
         Of the node.
     link_parameters : dict, optional
         Of the links (``window``, ``ack_timeout``, ``down_timeout``).
+    policy : str
+        Update policy of the distributed chain, ``"sequential"`` (default) or
+        ``"pipelined"`` (every board of a chain must be built with the same one).
+    banks : int, optional
+        Pipelined policy: register banks, 2 or 4 (default
+        :data:`~linkdyn.model.microprogram.BANKS`).
 
     Members
     -------
@@ -178,7 +184,8 @@ class ActuatorBoardCore(wiring.Component):
     """
 
     def __init__(self, *, role, boards=None, clock_hz, baudrate=None, divisor=None,
-                 fmt=Q15_16, board_id=0, bits=2, cordic_step_cycles=2, link_parameters=None):
+                 fmt=Q15_16, board_id=0, bits=2, cordic_step_cycles=2, link_parameters=None,
+                 policy="sequential", banks=None):
         _check_role(role, boards)
         if not isinstance(clock_hz, int) or isinstance(clock_hz, bool) or clock_hz <= 0:
             raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
@@ -192,7 +199,9 @@ class ActuatorBoardCore(wiring.Component):
         self.actuator = self.chain = ActuatorCore(fmt, base=base, last=last,
                                      nodes=boards if base else None, bits=bits,
                                      rx_domain="rx", link_parameters=link_parameters,
-                                     cordic_step_cycles=cordic_step_cycles)
+                                     cordic_step_cycles=cordic_step_cycles,
+                                     policy=policy, banks=banks)
+        self.policy = self.actuator.policy
         # One receive clock per neighbour: the links' "rx" domain renamed per port.
         if self.actuator.upstream is not None:
             self.actuator.upstream = DomainRenamer({"rx": "rx_up"})(self.actuator.upstream)
@@ -202,9 +211,10 @@ class ActuatorBoardCore(wiring.Component):
         self.hostlink = None
         members = {"leds": Out(LED_COUNT)}
         if base:
+            banked = ({"banks": self.actuator.banks} if self.policy == "pipelined" else {})
             self.hostlink = HostLink(boards, clock_hz=clock_hz, baudrate=baudrate,
                                      divisor=divisor, fmt=fmt, board_id=board_id,
-                                     boards=boards)
+                                     boards=boards, **banked)
             members.update({"rx": In(1, init=1), "tx": Out(1, init=1)})
         else:
             members.update({"up_tx": Out(bits), "up_rx": In(bits)})
@@ -255,6 +265,9 @@ class ActuatorBoardTop(Elaboratable):
         make it and its 90-degree copy.
     baudrate : int, optional
         Base board: the UART rate.
+    policy : str
+        Update policy, ``"sequential"`` (default) or ``"pipelined"``
+        (:class:`~linkdyn.gateware.actuator.ActuatorCore`).
 
     Attributes
     ----------
@@ -269,7 +282,7 @@ class ActuatorBoardTop(Elaboratable):
     """
 
     def __init__(self, board, role, boards=None, *, clock_hz=DEFAULT_LINK_CLOCK_HZ,
-                 baudrate=None, fmt=Q15_16):
+                 baudrate=None, fmt=Q15_16, policy="sequential"):
         if board not in ACTUATOR_BOARDS:
             raise ValueError(f"Actuator boards are {', '.join(ACTUATOR_BOARDS)}, not "
                              f"{board!r}")
@@ -285,7 +298,8 @@ class ActuatorBoardTop(Elaboratable):
         self._pll = actuator_pll_setting(board, clock_hz)
         self.core = ActuatorBoardCore(role=role, boards=boards, clock_hz=clock_hz,
                                       baudrate=baudrate, fmt=fmt, board_id=cls.board_id,
-                                      cordic_step_cycles=STEP_CYCLES[cls.family])
+                                      cordic_step_cycles=STEP_CYCLES[cls.family],
+                                      policy=policy)
 
     @property
     def distributed_report(self):
@@ -296,8 +310,11 @@ class ActuatorBoardTop(Elaboratable):
         pins = "; ".join(f"{p}stream " + ", ".join(f"{k} {conn[0]}{conn[1]}-{v}"
                                                    for k, v in ports[p].items())
                          for p in used)
-        return {"role": self.role, "boards": self.core.boards,
-                "link_mbit_s": 2 * self.clock_hz / 1e6, "link_pins": pins or "none"}
+        report = {"role": self.role, "boards": self.core.boards,
+                  "link_mbit_s": 2 * self.clock_hz / 1e6, "link_pins": pins or "none"}
+        if self.core.policy != "sequential":
+            report["policy"] = self.core.policy
+        return report
 
     def update_cycles(self, updates=3):
         """Return ``(figures, source)`` for the build report: on the base board, the update
@@ -312,7 +329,9 @@ class ActuatorBoardTop(Elaboratable):
         from .cycles import simulate_update_cycles
         n = self.core.boards
         figures = simulate_update_cycles(
-            DistributedChain(n, self.core.fmt, cordic_step_cycles=self.cordic_step_cycles),
+            DistributedChain(n, self.core.fmt, cordic_step_cycles=self.cordic_step_cycles,
+                             **({"policy": self.core.policy}
+                                if self.core.policy != "sequential" else {})),
             updates=updates, max_cycles=20_000 * (n + 1))
         figures.pop("update_count", None)
         return figures, (f"simulation of DistributedChain({n}) (one node per board, links at "

@@ -16,7 +16,9 @@ DISTRIBUTED=1``) builds one actuator board of the distributed mode instead
 (:class:`~linkdyn.boards.actuator_board.ActuatorBoardTop`: one node, its neighbour links on
 header pins, the UART on the base board, 50 MHz core clock for 100 Mbit/s links); the base
 board needs ``--boards`` (default 6), its report has the chain's update cycles from a
-simulation of ``DistributedChain(N)``.
+simulation of ``DistributedChain(N)``. ``--policy pipelined`` (``POLICY=pipelined``) builds the
+board for the pipelined policy over the links (every board of a chain needs the same policy);
+it has no joint controllers.
 
 ``--controllers`` builds a joint controller beside every node (paper Fig. 7;
 :class:`~linkdyn.gateware.controlled_chain.ControlledChain`, ``BoardTop(..., controllers=True)``;
@@ -244,7 +246,8 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
         "board": name, "title": top.title, "device": top.device,
         "part": f"{top.device}-{platform.speed}{platform.package}", "family": top.family,
         "nodes": nodes, "chain": chain_name(top.core.chain),
-        "policy": chain_policy(top.core.chain), "controllers": controllers,
+        "policy": chain_policy(top.core.chain) or (distributed or {}).get("policy"),
+        "controllers": controllers,
         "parents": list(parents), "robot": robot,
         "clock_mhz": top.clock_hz / 1e6, "baudrate": top.core.baudrate, "uart": top.uart_note,
         **cycles, "cycles_source": cycles_source,
@@ -580,10 +583,11 @@ def _main_distributed(parser, args, clock_hz):
     if args.board not in ACTUATOR_BOARDS:
         parser.error(f"--distributed builds {', '.join(ACTUATOR_BOARDS)}, not --board "
                      f"{args.board}")
-    if args.nodes not in (None, 1) or args.controllers or args.chain not in (None, "linkdyn") \
-            or args.policy not in (None, "sequential"):
-        parser.error("--distributed builds one LinkDyn node per board, sequential policy, "
-                     "without controllers (no --nodes, --chain, --policy, --controllers)")
+    if args.nodes not in (None, 1) or args.controllers or args.chain not in (None, "linkdyn"):
+        parser.error("--distributed builds one LinkDyn node per board, without controllers "
+                     "(no --nodes, --chain, --controllers)"
+                     + ("; the pipelined policy has no joint controllers either"
+                        if args.controllers and args.policy == "pipelined" else ""))
     boards = args.boards
     if args.role == "base":
         boards = 6 if boards is None else boards
@@ -591,7 +595,8 @@ def _main_distributed(parser, args, clock_hz):
         parser.error(f"--boards is the base board's; a {args.role} board works in any chain")
     try:
         top = ActuatorBoardTop(args.board, args.role, boards,
-                               clock_hz=clock_hz or DEFAULT_LINK_CLOCK_HZ)
+                               clock_hz=clock_hz or DEFAULT_LINK_CLOCK_HZ,
+                               policy=args.policy or "sequential")
     except (TypeError, ValueError) as error:
         parser.error(str(error))
     out = args.out or Path("build") / f"{args.board}-{args.role}"

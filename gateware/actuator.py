@@ -1,7 +1,8 @@
 """The actuator board core of the distributed mode: one LinkDyn node per board, its inbound
-mailboxes, a link to each neighbour board, the per-board scheduler (sequential policy) and the
-register-bus routing (``docs/distributed.md``; source paper Sect. 3: one FPGA per actuator,
-a node talks only to its mechanical neighbours, the host only to the base).
+mailboxes, a link to each neighbour board, the per-board scheduler (the sequential or the
+pipelined policy, a build parameter) and the register-bus routing (``docs/distributed.md``;
+source paper Sect. 3: one FPGA per actuator, a node talks only to its mechanical neighbours,
+the host only to the base).
 
 Structure of board k (no pins: the board top adds the I/O buffers of the two links)::
 
@@ -40,31 +41,39 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH
-from linkdyn.model.microprogram import microprogram
+from linkdyn.model.fixedpoint import ceil_log2
+from linkdyn.model.microprogram import BANKS, microprogram
 from linkdyn.model.protocol import (
     CONTROLLER_BASE, CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, MAX_NODES, RESULT_FOLLOW,
     RESULT_SELECT, ProtocolSpec, control_register,
 )
 
 from .bus import RegisterBusSignature
+from .chain import POLICIES
 from .link import NeighbourLink, WordLayout
 from .mailbox import Mailbox, message_layout
 from .node import REQUESTS, SLOT_OPS, LinkDynNode
 
-__all__ = ["ActuatorCore", "NodeTarget", "LINK_WORDS", "LINK_WINDOW", "LINK_WINDOW_FIELDS",
-           "LINK_DOWN", "LINK_BURST", "TASKS", "STAGES"]
+__all__ = ["ActuatorCore", "NodeTarget", "check_policy", "LINK_WORDS", "LINK_WINDOW",
+           "LINK_WINDOW_FIELDS", "LINK_DOWN", "LINK_BURST", "TASKS", "STAGES"]
 
 #: Word indices of the link's control words (``WordLayout.word``), above every message word
 #: (forward 0 .. 8, backward 0 .. 5). Downstream (direction 0): START, BUS_REQUEST (data: node
 #: | addr << 8 | we << 16; slot: the transaction's tag), BUS_WDATA (a write's word, same tag).
 #: Upstream (direction 1): DONE (data: overflow bit per board index), BUS_REPLY / BUS_ERROR
 #: (data: the word; slot: the tag), LINK_STATE (data: bit h, the link from board h to h+1 is
-#: down, for the hops behind the sender).
+#: down, for the hops behind the sender). The pipelined policy (``docs/distributed.md``,
+#: *Pipelined policy*) numbers the message words' and slot acknowledges' ``slot`` by bank,
+#: sends one START (slot: its bank) and one DONE per sample, in sample order, and adds LOCAL
+#: upstream (one per sample: the sender and every board behind it finished the sample's local
+#: request, so its bank may take the next sample's inputs); a bus request's data then also
+#: carries the bank (bits 17-18) and the result sample number (bits 19-22) of the access.
 LINK_WORDS = {"START": 12, "BUS_REQUEST": 13, "BUS_WDATA": 14,
-              "DONE": 12, "BUS_REPLY": 13, "BUS_ERROR": 14, "LINK_STATE": 15}
+              "DONE": 12, "BUS_REPLY": 13, "BUS_ERROR": 14, "LINK_STATE": 15, "LOCAL": 11}
 
 #: Node addresses of the link window (read-only, every board): ``LINK_WINDOW + 8 * port +
 #: field``, port 0 the upstream link, 1 the downstream one; 0 where a board has no such link.
@@ -90,6 +99,9 @@ LINK_BURST = {"up": 6, "down": 2}
 
 _FREE = 0
 _COUNTER = 32
+#: Pipelined policy: bits of the sample numbers the result shadows and the bus requests carry
+#: (``2 * banks`` tickets, at most 8: a shadow taken over by a later sample is told apart).
+_SAMPLE_BITS = 4
 #: Control words wait for the link while its FIFO holds fewer words than this (the rest is
 #: room for a whole message, which the MAC writes without a pause).
 _CONTROL_ROOM = 6
@@ -98,6 +110,27 @@ _FIFO_DEPTH = 16
 
 def _want(task):
     return 1 + 2 * TASKS.index(task)
+
+
+def check_policy(policy, banks):
+    """Return ``(policy, banks)`` of a distributed chain, ``banks`` defaulted as
+    :class:`~linkdyn.gateware.chain.LinkDynChain` does (1 sequential, ``BANKS`` pipelined).
+
+    Raises
+    ------
+    ValueError
+        If ``policy`` is not one of :data:`~linkdyn.gateware.chain.POLICIES` or ``banks`` does
+        not fit it (sequential: 1; pipelined: 2 or 4).
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"Policy must be one of {POLICIES!r}, not {policy!r}")
+    pipelined = policy == "pipelined"
+    if banks is None:
+        banks = BANKS if pipelined else 1
+    if banks not in ((2, 4) if pipelined else (1,)):
+        raise ValueError(f"Bank count of the {policy} policy must be "
+                         f"{'2 or 4' if pipelined else '1'}, not {banks!r}")
+    return policy, banks
 
 
 def _check_int(name, value, low, high):
@@ -234,6 +267,15 @@ class ActuatorCore(wiring.Component):
         board passes the controller window (node addresses ``CONTROLLER_BASE`` up to the link
         window) to the board's target as it is, while an update runs too: the access rules of
         the window are the controlled front end's.
+    policy : str
+        Update policy, ``"sequential"`` (default: one update at a time) or ``"pipelined"``
+        (the node banked, the mailboxes with a slot per bank, the chain's per-bank scheduler,
+        START / DONE / LOCAL per sample, per-update result shadows; the base board answers as
+        the pipelined :class:`~linkdyn.gateware.chain.LinkDynChain`; ``docs/distributed.md``,
+        *Pipelined policy*). Every board of a chain needs the same policy and banks.
+    banks : int, optional
+        Register banks: 1 sequential; 2 or 4 pipelined (default
+        :data:`~linkdyn.model.microprogram.BANKS`).
 
     Members
     -------
@@ -264,16 +306,24 @@ class ActuatorCore(wiring.Component):
         If ``fmt`` is not a QFormat or an integer parameter is not an integer.
     ValueError
         If ``nodes`` is missing on a base board or given on another, or out of range; if a
-        base board of more than one board is ``last`` or a 1-board chain is not.
+        base board of more than one board is ``last`` or a 1-board chain is not; if
+        ``policy`` is unknown or ``banks`` does not fit it.
     """
 
     def __init__(self, fmt=Q15_16, *, base, last, nodes=None, bits=2, rx_domain="sync",
-                 timeout=1 << 16, link_parameters=None, cordic_step_cycles=2, node_target=None):
+                 timeout=1 << 16, link_parameters=None, cordic_step_cycles=2, node_target=None,
+                 policy="sequential", banks=None):
         if node_target is not None and not callable(node_target):
             raise TypeError(f"node_target must be a callable taking the node, not "
                             f"{node_target!r}")
         if not isinstance(fmt, QFormat):
             raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        self._policy, self._banks = check_policy(policy, banks)
+        self._pipelined = self._policy == "pipelined"
+        self._tickets = 2 * self._banks if self._pipelined else 1
+        if node_target is not None and self._pipelined:
+            raise ValueError("a board target beside the node (node_target, the joint "
+                             "controllers) needs the sequential policy, not the pipelined one")
         if base:
             if nodes is None:
                 raise ValueError("A base board needs the number of boards (nodes=)")
@@ -293,8 +343,9 @@ class ActuatorCore(wiring.Component):
         self._node_target = node_target
         self.spec = ProtocolSpec(nodes, fmt) if base else None
         inbox = (() if base else ("forward_in",)) + (() if last else ("backward_in",))
+        banked = {"banks": self._banks} if self._pipelined else {}
         self.node = LinkDynNode(fmt, split_joint=True, split_local=True, interlock=True,
-                                inbox=inbox, cordic_step_cycles=cordic_step_cycles)
+                                inbox=inbox, cordic_step_cycles=cordic_step_cycles, **banked)
         #: The board's bus target given by ``node_target`` (None: the node's own NodeTarget).
         self.target = None if node_target is None else node_target(self.node)
         parameters = dict(link_parameters or {})
@@ -336,6 +387,21 @@ class ActuatorCore(wiring.Component):
         """bool: the last board."""
         return self._last
 
+    @property
+    def policy(self):
+        """str: the update policy (:data:`~linkdyn.gateware.chain.POLICIES`)."""
+        return self._policy
+
+    @property
+    def banks(self):
+        """int: register banks of the node and slots of its mailboxes (1, 2 or 4)."""
+        return self._banks
+
+    @property
+    def max_in_flight(self):
+        """int: updates in flight at most (1, or ``2 * banks`` when pipelined)."""
+        return self._tickets
+
     # ------------------------------------------------------------------------------------------
 
     def elaborate(self, platform):
@@ -368,11 +434,13 @@ class ActuatorCore(wiring.Component):
                              link.board_index_valid.eq(self.board_index_valid)]
 
         # ---- inbound mailboxes (written by the links) ----------------------------------------
+        pipelined, banks = self._pipelined, self._banks
+        slots = (banks,) if pipelined else ()
         forward_box = backward_box = None
         if up is not None:
-            m.submodules.forward_in = forward_box = Mailbox(len(forward))
+            m.submodules.forward_in = forward_box = Mailbox(len(forward), *slots)
         if down is not None:
-            m.submodules.backward_in = backward_box = Mailbox(len(backward))
+            m.submodules.backward_in = backward_box = Mailbox(len(backward), *slots)
         for k, (box, is_backward) in enumerate(((forward_box, 0), (backward_box, 1))):
             if box is None:
                 continue
@@ -388,7 +456,13 @@ class ActuatorCore(wiring.Component):
             seen = Signal.like(receiver.words_present, name=f"inbox_{k}_present")
             m.d.sync += [travel.eq(receiver.words_present), seen.eq(travel)]
             first = len(forward) * is_backward
-            m.d.comb += node.inbox.present_words[first:first + box.words].eq(seen[0])
+            if pipelined:
+                # The slot of the running request's bank (as the chain's).
+                m.d.comb += [receiver.slot.eq(node.inbox.bank),
+                             node.inbox.present_words[first:first + box.words].eq(
+                                 seen[node.inbox.bank])]
+            else:
+                m.d.comb += node.inbox.present_words[first:first + box.words].eq(seen[0])
             with m.If(issued):
                 m.d.comb += node.inbox.data.eq(receiver.data)
 
@@ -407,6 +481,8 @@ class ActuatorCore(wiring.Component):
             mac_word = Signal(WordLayout, name=f"{name}_mac_word")
             kinds = (("BUS_REPLY", "LINK_STATE", "DONE") if name == "up"
                      else ("BUS_REQUEST", "BUS_WDATA", "START"))
+            if pipelined and name == "up":
+                kinds += ("LOCAL",)
             pend = {kind: _Pending(f"{name}_{kind.lower()}") for kind in kinds}
             pendings[name] = pend
             outputs[name] = (mac_valid, mac_word, direction)
@@ -434,6 +510,8 @@ class ActuatorCore(wiring.Component):
             m.d.comb += [mac_valid.eq(node.result.valid & hit),
                          mac_word.direction.eq(direction),
                          mac_word.data.eq(node.result.data)]
+            if pipelined:
+                m.d.comb += mac_word.slot.eq(node.result.bank)
 
         if down is not None:
             connect_sender(forward, "down")
@@ -441,37 +519,59 @@ class ActuatorCore(wiring.Component):
             connect_sender(backward, "up")
 
         # ---- slot acknowledges out, and the outgoing messages' "sent, not acknowledged" ------
-        forward_out_pending = Signal()
-        backward_out_pending = Signal()
+        forward_out_pending = Signal(banks) if pipelined else Signal()
+        backward_out_pending = Signal(banks) if pipelined else Signal()
         ack_out = {}
         for name, link, direction in (("up", up, 0), ("down", down, 1)):
             if link is None:
                 continue
-            pending = Signal(name=f"{name}_slot_ack_pending")
-            ack_out[name] = set_ack = Signal(name=f"{name}_slot_ack_set")
-            m.d.comb += [link.tx_slot_acks.valid.eq(pending),
-                         link.tx_slot_acks.payload.direction.eq(direction),
-                         link.tx_slot_acks.payload.slot.eq(0)]
-            with m.If(set_ack):
-                m.d.sync += pending.eq(1)
-            with m.Elif(link.tx_slot_acks.ready):
-                m.d.sync += pending.eq(0)
+            if pipelined:
+                # One pending acknowledge per slot; the lowest goes first.
+                pending = Signal(banks, name=f"{name}_slot_ack_pending")
+                ack_out[name] = set_ack = Signal(name=f"{name}_slot_ack_set")
+                ack_slot = ack_out[f"{name}_slot"] = Signal(range(banks),
+                                                            name=f"{name}_slot_ack_bank")
+                sending = Signal(range(banks), name=f"{name}_slot_ack_sending")
+                for b in reversed(range(banks)):
+                    with m.If(pending[b]):
+                        m.d.comb += sending.eq(b)
+                m.d.comb += [link.tx_slot_acks.valid.eq(pending.any()),
+                             link.tx_slot_acks.payload.direction.eq(direction),
+                             link.tx_slot_acks.payload.slot.eq(sending)]
+                for b in range(banks):
+                    with m.If(set_ack & (ack_slot == b)):
+                        m.d.sync += pending[b].eq(1)
+                    with m.Elif(link.tx_slot_acks.ready & (sending == b)):
+                        m.d.sync += pending[b].eq(0)
+            else:
+                pending = Signal(name=f"{name}_slot_ack_pending")
+                ack_out[name] = set_ack = Signal(name=f"{name}_slot_ack_set")
+                m.d.comb += [link.tx_slot_acks.valid.eq(pending),
+                             link.tx_slot_acks.payload.direction.eq(direction),
+                             link.tx_slot_acks.payload.slot.eq(0)]
+                with m.If(set_ack):
+                    m.d.sync += pending.eq(1)
+                with m.Elif(link.tx_slot_acks.ready):
+                    m.d.sync += pending.eq(0)
             m.d.comb += link.rx_slot_acks.ready.eq(1)
 
         # ---- words in ----------------------------------------------------------------------
         start_in = Signal()              # START from upstream
         request_in = Signal()            # a bus request for some board, complete
+        extra = {"bank": 2, "sample": _SAMPLE_BITS} if pipelined else {}
         request = Signal(data.StructLayout({"tag": 2, "node": 8, "addr": 8, "we": 1,
-                                            "wdata": 32}))
+                                            "wdata": 32, **extra}))
         reply_in = Signal()              # a bus reply from downstream
         reply = Signal(data.StructLayout({"tag": 2, "error": 1, "data": 32}))
         done_in = Signal()               # DONE from downstream
         done_overflow_in = Signal(32)
+        local_in = Signal() if pipelined else None    # LOCAL from downstream
         behind_down = Signal(32)         # LINK_STATE from downstream
         if up is not None:
             words = up.rx_words
             m.d.comb += words.ready.eq(1)
-            header = Signal(data.StructLayout({"tag": 2, "node": 8, "addr": 8, "we": 1}))
+            header = Signal(data.StructLayout({"tag": 2, "node": 8, "addr": 8, "we": 1,
+                                               **extra}))
             waiting_data = Signal()
             payload = words.payload
             with m.If(words.valid & (payload.direction == 0)):
@@ -479,6 +579,8 @@ class ActuatorCore(wiring.Component):
                     m.d.comb += [forward_box.sender.valid.eq(1),
                                  forward_box.sender.payload.word.eq(payload.word),
                                  forward_box.sender.payload.data.eq(payload.data)]
+                    if pipelined:
+                        m.d.comb += forward_box.sender.payload.slot.eq(payload.slot)
                 with m.Elif(payload.word == LINK_WORDS["START"]):
                     m.d.comb += start_in.eq(1)
                 with m.Elif(payload.word == LINK_WORDS["BUS_REQUEST"]):
@@ -486,18 +588,33 @@ class ActuatorCore(wiring.Component):
                                  header.addr.eq(payload.data[8:16]),
                                  header.we.eq(payload.data[16]),
                                  waiting_data.eq(payload.data[16])]
+                    if pipelined:
+                        m.d.sync += [header.bank.eq(payload.data[17:19]),
+                                     header.sample.eq(payload.data[19:19 + _SAMPLE_BITS])]
                     with m.If(~payload.data[16]):
                         m.d.comb += [request_in.eq(1), request.tag.eq(payload.slot),
                                      request.node.eq(payload.data[:8]),
                                      request.addr.eq(payload.data[8:16]), request.we.eq(0)]
+                        if pipelined:
+                            m.d.comb += [request.bank.eq(payload.data[17:19]),
+                                         request.sample.eq(
+                                             payload.data[19:19 + _SAMPLE_BITS])]
                 with m.Elif(payload.word == LINK_WORDS["BUS_WDATA"]):
                     with m.If(waiting_data & (payload.slot == header.tag)):
                         m.d.sync += waiting_data.eq(0)
                         m.d.comb += [request_in.eq(1), request.tag.eq(header.tag),
                                      request.node.eq(header.node), request.addr.eq(header.addr),
                                      request.we.eq(1), request.wdata.eq(payload.data)]
-            with m.If(up.rx_slot_acks.valid):
-                m.d.sync += backward_out_pending.eq(0)
+                        if pipelined:
+                            m.d.comb += [request.bank.eq(header.bank),
+                                         request.sample.eq(header.sample)]
+            if pipelined:
+                for b in range(banks):
+                    with m.If(up.rx_slot_acks.valid & (up.rx_slot_acks.payload.slot == b)):
+                        m.d.sync += backward_out_pending[b].eq(0)
+            else:
+                with m.If(up.rx_slot_acks.valid):
+                    m.d.sync += backward_out_pending.eq(0)
         if down is not None:
             words = down.rx_words
             m.d.comb += words.ready.eq(1)
@@ -507,6 +624,11 @@ class ActuatorCore(wiring.Component):
                     m.d.comb += [backward_box.sender.valid.eq(1),
                                  backward_box.sender.payload.word.eq(payload.word),
                                  backward_box.sender.payload.data.eq(payload.data)]
+                    if pipelined:
+                        m.d.comb += backward_box.sender.payload.slot.eq(payload.slot)
+                if pipelined:
+                    with m.Elif(payload.word == LINK_WORDS["LOCAL"]):
+                        m.d.comb += local_in.eq(1)
                 with m.Elif(payload.word == LINK_WORDS["DONE"]):
                     m.d.comb += [done_in.eq(1), done_overflow_in.eq(payload.data)]
                 with m.Elif((payload.word == LINK_WORDS["BUS_REPLY"])
@@ -516,98 +638,110 @@ class ActuatorCore(wiring.Component):
                                  reply.data.eq(payload.data)]
                 with m.Elif(payload.word == LINK_WORDS["LINK_STATE"]):
                     m.d.sync += behind_down.eq(payload.data)
-            with m.If(down.rx_slot_acks.valid):
-                m.d.sync += forward_out_pending.eq(0)
+            if pipelined:
+                for b in range(banks):
+                    with m.If(down.rx_slot_acks.valid & (down.rx_slot_acks.payload.slot == b)):
+                        m.d.sync += forward_out_pending[b].eq(0)
+            else:
+                with m.If(down.rx_slot_acks.valid):
+                    m.d.sync += forward_out_pending.eq(0)
 
         # ---- the scheduler (sequential policy) ----------------------------------------------
-        start_event = Signal()           # this board's node starts an update
-        stage = Signal(range(len(STAGES)))
-        node_overflow = Signal()
-        hold = Signal()
-        triggers = self._message_triggers()
-        arrived_forward = Const(1, 1)
-        if forward_box is not None:
-            arrived_forward = forward_box.receiver.words_present[0][triggers["forward"]]
-        arrived_backward = Const(1, 1)
-        if backward_box is not None:
-            arrived_backward = backward_box.receiver.words_present[0][triggers["distal"]]
-        choices = [
-            ("backward", (stage == _want("backward")) & arrived_backward
-             & ~backward_out_pending),
-            ("forward", (stage == _want("forward")) & arrived_forward & ~forward_out_pending),
-            ("local", stage == _want("local")),
-            ("joint", stage == _want("joint")),
-        ]
-        can_issue = node.ready & ~hold
-        issue = {kind: Signal(name=f"issue_{kind}") for kind, _ in choices}
-        taken = Const(0, 1)
-        for kind, eligible in choices:
-            m.d.comb += issue[kind].eq(can_issue & eligible & ~taken)
-            taken = taken | eligible
-        for kind in REQUESTS:
-            m.d.comb += getattr(node, kind).start.eq(issue[kind])
-        done_kind = node.request_kind
-        forward_done = node.request_done & (done_kind == REQUESTS.index("forward"))
-        backward_done = node.request_done & (done_kind == REQUESTS.index("backward"))
-        with m.If(node.request_done):
-            with m.Switch(done_kind):
-                for task, following in zip(TASKS, TASKS[1:]):
-                    with m.Case(REQUESTS.index(task)):
-                        m.d.sync += stage.eq(_want(following))
-                with m.Case(REQUESTS.index("backward")):
-                    m.d.sync += stage.eq(_FREE)
-        with m.Elif(Cat(*issue.values()).any()):
-            m.d.sync += stage.eq(stage + 1)
-        with m.Elif(start_event & (stage == _FREE)):
-            m.d.sync += stage.eq(_want("joint"))
-        with m.If(issue["joint"]):
-            m.d.sync += node_overflow.eq(0)
-        with m.If(node.result.valid & node.result.overflow):
-            m.d.sync += node_overflow.eq(1)
-        if down is not None:
-            with m.If(issue["forward"]):
-                m.d.sync += forward_out_pending.eq(1)
-        if up is not None:
-            with m.If(issue["backward"]):
-                m.d.sync += backward_out_pending.eq(1)
-        # Acknowledges: the inbound slot is read once the request that reads it ends.
-        if forward_box is not None:
-            m.d.comb += [forward_box.ack.valid.eq(forward_done), ack_out["up"].eq(forward_done)]
-        if backward_box is not None:
-            m.d.comb += [backward_box.ack.valid.eq(backward_done),
-                         ack_out["down"].eq(backward_done)]
-        # START passes on downstream.
-        if base:
-            pass  # start_event: from the control block below
+        if pipelined:
+            sched = self._elaborate_pipelined_scheduler(
+                m, index, forward_box, backward_box, pendings, ack_out, forward_out_pending,
+                backward_out_pending, start_in, done_in, done_overflow_in, local_in)
+            start_event, hold = sched["start_event"], sched["hold"]
+            finished, finished_overflow = sched["finished"], sched["finished_overflow"]
         else:
-            m.d.comb += start_event.eq(start_in)
-        if down is not None:
-            p = pendings["down"]["START"]
-            m.d.comb += [p.set.eq(start_event), p.next.direction.eq(0),
-                         p.next.word.eq(LINK_WORDS["START"])]
-        # DONE: this board and every board behind it finished distal.
-        own_done = Signal()
-        behind_done = Signal()
-        behind_overflow = Signal(32)
-        finished = Signal()              # the update finished here and behind
-        finished_overflow = Signal(32)
-        with m.If(backward_done):
-            m.d.sync += own_done.eq(1)
-        if down is not None:
-            with m.If(done_in):
-                m.d.sync += [behind_done.eq(1), behind_overflow.eq(done_overflow_in)]
-            ready_behind = behind_done
-        else:
-            ready_behind = Const(1, 1)
-        own_bit = (node_overflow.as_unsigned() << index)[:32]
-        m.d.comb += [finished.eq(own_done & ready_behind),
-                     finished_overflow.eq(behind_overflow | own_bit)]
-        with m.If(finished):
-            m.d.sync += [own_done.eq(0), behind_done.eq(0), behind_overflow.eq(0)]
-        if up is not None:
-            p = pendings["up"]["DONE"]
-            m.d.comb += [p.set.eq(finished), p.next.direction.eq(1),
-                         p.next.word.eq(LINK_WORDS["DONE"]), p.next.data.eq(finished_overflow)]
+            start_event = Signal()           # this board's node starts an update
+            stage = Signal(range(len(STAGES)))
+            node_overflow = Signal()
+            hold = Signal()
+            triggers = self._message_triggers()
+            arrived_forward = Const(1, 1)
+            if forward_box is not None:
+                arrived_forward = forward_box.receiver.words_present[0][triggers["forward"]]
+            arrived_backward = Const(1, 1)
+            if backward_box is not None:
+                arrived_backward = backward_box.receiver.words_present[0][triggers["distal"]]
+            choices = [
+                ("backward", (stage == _want("backward")) & arrived_backward
+                 & ~backward_out_pending),
+                ("forward", (stage == _want("forward")) & arrived_forward & ~forward_out_pending),
+                ("local", stage == _want("local")),
+                ("joint", stage == _want("joint")),
+            ]
+            can_issue = node.ready & ~hold
+            issue = {kind: Signal(name=f"issue_{kind}") for kind, _ in choices}
+            taken = Const(0, 1)
+            for kind, eligible in choices:
+                m.d.comb += issue[kind].eq(can_issue & eligible & ~taken)
+                taken = taken | eligible
+            for kind in REQUESTS:
+                m.d.comb += getattr(node, kind).start.eq(issue[kind])
+            done_kind = node.request_kind
+            forward_done = node.request_done & (done_kind == REQUESTS.index("forward"))
+            backward_done = node.request_done & (done_kind == REQUESTS.index("backward"))
+            with m.If(node.request_done):
+                with m.Switch(done_kind):
+                    for task, following in zip(TASKS, TASKS[1:]):
+                        with m.Case(REQUESTS.index(task)):
+                            m.d.sync += stage.eq(_want(following))
+                    with m.Case(REQUESTS.index("backward")):
+                        m.d.sync += stage.eq(_FREE)
+            with m.Elif(Cat(*issue.values()).any()):
+                m.d.sync += stage.eq(stage + 1)
+            with m.Elif(start_event & (stage == _FREE)):
+                m.d.sync += stage.eq(_want("joint"))
+            with m.If(issue["joint"]):
+                m.d.sync += node_overflow.eq(0)
+            with m.If(node.result.valid & node.result.overflow):
+                m.d.sync += node_overflow.eq(1)
+            if down is not None:
+                with m.If(issue["forward"]):
+                    m.d.sync += forward_out_pending.eq(1)
+            if up is not None:
+                with m.If(issue["backward"]):
+                    m.d.sync += backward_out_pending.eq(1)
+            # Acknowledges: the inbound slot is read once the request that reads it ends.
+            if forward_box is not None:
+                m.d.comb += [forward_box.ack.valid.eq(forward_done), ack_out["up"].eq(forward_done)]
+            if backward_box is not None:
+                m.d.comb += [backward_box.ack.valid.eq(backward_done),
+                             ack_out["down"].eq(backward_done)]
+            # START passes on downstream.
+            if base:
+                pass  # start_event: from the control block below
+            else:
+                m.d.comb += start_event.eq(start_in)
+            if down is not None:
+                p = pendings["down"]["START"]
+                m.d.comb += [p.set.eq(start_event), p.next.direction.eq(0),
+                             p.next.word.eq(LINK_WORDS["START"])]
+            # DONE: this board and every board behind it finished distal.
+            own_done = Signal()
+            behind_done = Signal()
+            behind_overflow = Signal(32)
+            finished = Signal()              # the update finished here and behind
+            finished_overflow = Signal(32)
+            with m.If(backward_done):
+                m.d.sync += own_done.eq(1)
+            if down is not None:
+                with m.If(done_in):
+                    m.d.sync += [behind_done.eq(1), behind_overflow.eq(done_overflow_in)]
+                ready_behind = behind_done
+            else:
+                ready_behind = Const(1, 1)
+            own_bit = (node_overflow.as_unsigned() << index)[:32]
+            m.d.comb += [finished.eq(own_done & ready_behind),
+                         finished_overflow.eq(behind_overflow | own_bit)]
+            with m.If(finished):
+                m.d.sync += [own_done.eq(0), behind_done.eq(0), behind_overflow.eq(0)]
+            if up is not None:
+                p = pendings["up"]["DONE"]
+                m.d.comb += [p.set.eq(finished), p.next.direction.eq(1),
+                             p.next.word.eq(LINK_WORDS["DONE"]), p.next.data.eq(finished_overflow)]
 
         # ---- link state behind this board ----------------------------------------------------
         down_mask = Signal(32)
@@ -651,7 +785,7 @@ class ActuatorCore(wiring.Component):
 
         # A transaction for this board: the local executor (node or link window).
         local = Signal()                 # run `job` here
-        job = Signal(data.StructLayout({"addr": 8, "we": 1, "wdata": 32}))
+        job = Signal(data.StructLayout({"addr": 8, "we": 1, "wdata": 32, **extra}))
         local_answer = Signal()
         local_error = Signal()
         local_data = Signal(32)
@@ -666,18 +800,41 @@ class ActuatorCore(wiring.Component):
             m.d.sync += running.eq(1)
         m.d.comb += [target.bus.addr.eq(job.addr), target.bus.we.eq(job.we),
                      target.bus.wdata.eq(job.wdata)]
+        if pipelined:
+            # The node's banked registers: writes to the staging bank, reads from the bank of
+            # the update the result reads show; results from their per-update shadows.
+            m.d.comb += node.ext.bank.eq(job.bank[:ceil_log2(banks)])
+            shadows = self._elaborate_shadows(m, sched["head_sample"], job.sample)
+            in_shadow = Signal()
+            shadow_data = Signal(32)
+            shadow_match = Signal()
+            with m.Switch(job.addr):
+                for address, (word, match) in shadows.items():
+                    with m.Case(address):
+                        m.d.comb += [in_shadow.eq(~job.we), shadow_data.eq(word),
+                                     shadow_match.eq(match)]
         with m.If(running):
             with m.If(in_window):
                 m.d.comb += [local_answer.eq(1), local_error.eq(job.we),
                              local_data.eq(window_data)]
                 m.d.sync += running.eq(0)
+            if pipelined:
+                with m.Elif(in_shadow):
+                    # A shadow a later sample has taken over: refused, never its word.
+                    m.d.comb += [local_answer.eq(1), local_data.eq(shadow_data),
+                                 local_error.eq(~shadow_match)]
+                    m.d.sync += running.eq(0)
             with m.Else():
                 m.d.comb += target.bus.valid.eq(1)
                 with m.If(target.bus.ready):
                     m.d.comb += [local_answer.eq(1), local_data.eq(target.bus.rdata)]
                     m.d.sync += running.eq(0)
 
-        if base:
+        if base and pipelined:
+            self._elaborate_base_pipelined(m, local, job, local_answer, local_error,
+                                           local_data, running, sched, pendings.get("down"),
+                                           reply_in, reply, down, down_mask)
+        elif base:
             self._elaborate_base(m, local, job, local_answer, local_error, local_data,
                                  running, start_event, finished, finished_overflow,
                                  pendings.get("down"), reply_in, reply, down, down_mask)
@@ -690,6 +847,8 @@ class ActuatorCore(wiring.Component):
                 m.d.comb += local.eq(1)
                 m.d.sync += [job.addr.eq(request.addr), job.we.eq(request.we),
                              job.wdata.eq(request.wdata), tag.eq(request.tag)]
+                if pipelined:
+                    m.d.sync += [job.bank.eq(request.bank), job.sample.eq(request.sample)]
             reply_pending = pendings["up"]["BUS_REPLY"]
             with m.If(local_answer):
                 m.d.comb += [reply_pending.set.eq(1), reply_pending.next.direction.eq(1),
@@ -705,20 +864,264 @@ class ActuatorCore(wiring.Component):
                              reply_pending.next.data.eq(reply.data)]
             if down is not None:
                 self._send_request(m, pendings["down"], request_in & ~mine, request.tag,
-                                   request.node, request.addr, request.we, request.wdata)
+                                   request.node, request.addr, request.we, request.wdata,
+                                   *((request.bank, request.sample) if pipelined else ()))
         return m
 
     @staticmethod
-    def _send_request(m, pend, go, tag, node, addr, we, wdata):
+    def _send_request(m, pend, go, tag, node, addr, we, wdata, *extra):
+        # extra (pipelined): the access's bank (2 bits) and result sample (4 bits).
         header, wdata_word = pend["BUS_REQUEST"], pend["BUS_WDATA"]
+        fields = (node[:8], addr[:8], we)
+        if extra:
+            bank = Signal(2, name="request_bank")
+            sample = Signal(_SAMPLE_BITS, name="request_sample")
+            m.d.comb += [bank.eq(extra[0]), sample.eq(extra[1])]
+            fields += (bank, sample)
         m.d.comb += [
             header.set.eq(go), header.next.direction.eq(0), header.next.slot.eq(tag),
             header.next.word.eq(LINK_WORDS["BUS_REQUEST"]),
-            header.next.data.eq(Cat(node[:8], addr[:8], we)),
+            header.next.data.eq(Cat(*fields)),
             wdata_word.set.eq(go & we), wdata_word.next.direction.eq(0),
             wdata_word.next.slot.eq(tag), wdata_word.next.word.eq(LINK_WORDS["BUS_WDATA"]),
             wdata_word.next.data.eq(wdata),
         ]
+
+    def _elaborate_pipelined_scheduler(self, m, index, forward_box, backward_box, pendings,
+                                       ack_out, forward_out_pending, backward_out_pending,
+                                       start_in, done_in, done_overflow_in, local_in):
+        """The pipelined policy's scheduler of this board's node, as the chain's per node
+        (:class:`~linkdyn.gateware.chain.LinkDynChain`, ``_elaborate_progress``): per bank the
+        stage of its sample; backward for the head sample only, forward once its first mailbox
+        word arrived and the outgoing slot of its bank is acknowledged, local, joint (after the
+        previous sample's local). START per sample from upstream (or the base's control block),
+        passed on downstream in order; DONE and LOCAL per sample, in sample order, once this
+        board and every board behind it finished the sample's distal (local) request.
+
+        Returns
+        -------
+        dict
+            ``start_event``, ``start_bank`` (the base drives both), ``hold``, ``finished``,
+            ``finished_overflow`` (the oldest sample in flight finished here and behind, with
+            its overflow bit per board), ``local_all`` (one more sample finished its local
+            request here and behind), ``head_sample`` (the sample this board's node finishes
+            next, modulo ``2 ** _SAMPLE_BITS``).
+        """
+        banks, tickets = self._banks, self._tickets
+        node = self.node
+        up, down = self.upstream, self.downstream
+        bank_bits = ceil_log2(banks)
+        start_event = Signal(name="start_event")
+        start_bank = Signal(range(banks), name="start_bank")
+        hold = Signal(name="hold")
+        stage = [Signal(range(len(STAGES)), name=f"stage_{b}") for b in range(banks)]
+        queued = [Signal(name=f"queued_{b}") for b in range(banks)]
+        node_overflow = [Signal(name=f"node_overflow_{b}") for b in range(banks)]
+        head_sample = Signal(_SAMPLE_BITS, name="head_sample")
+        head = head_sample[:bank_bits]
+        triggers = self._message_triggers()
+
+        choices = []
+        for b in range(banks):
+            arrived = Const(1, 1)
+            if backward_box is not None:
+                arrived = backward_box.receiver.words_present[b][triggers["distal"]]
+            out_free = ~backward_out_pending[b] if up is not None else Const(1, 1)
+            choices.append(("backward", b, (stage[b] == _want("backward")) & (head == b)
+                            & arrived & out_free))
+        for b in range(banks):
+            arrived = Const(1, 1)
+            if forward_box is not None:
+                arrived = forward_box.receiver.words_present[b][triggers["forward"]]
+            out_free = ~forward_out_pending[b] if down is not None else Const(1, 1)
+            choices.append(("forward", b, (stage[b] == _want("forward")) & arrived & out_free))
+        for b in range(banks):
+            choices.append(("local", b, stage[b] == _want("local")))
+        for b in range(banks):
+            # joint(k+1) only after local(k) (the CORDIC latch is read in local).
+            previous = stage[(b - 1) % banks]
+            after = (head == b) | (previous >= _want("backward"))
+            choices.append(("joint", b, (stage[b] == _want("joint")) & after))
+        can_issue = node.ready & ~hold
+        issue = {(kind, b): Signal(name=f"issue_{kind}_{b}") for kind, b, _ in choices}
+        taken = Const(0, 1)
+        for kind, b, eligible in choices:
+            m.d.comb += issue[(kind, b)].eq(can_issue & eligible & ~taken)
+            taken = taken | eligible
+        for kind in REQUESTS:
+            request = getattr(node, kind)
+            m.d.comb += request.start.eq(Cat(*(issue[(kind, b)] for b in range(banks))).any())
+            for b in range(1, banks):
+                with m.If(issue[(kind, b)]):
+                    m.d.comb += request.bank.eq(b)
+
+        done_kind = node.request_kind
+        done_bank = node.request_bank
+        forward_done = node.request_done & (done_kind == REQUESTS.index("forward"))
+        local_done = node.request_done & (done_kind == REQUESTS.index("local"))
+        backward_done = node.request_done & (done_kind == REQUESTS.index("backward"))
+        for b in range(banks):
+            s, q = stage[b], queued[b]
+            done_here = node.request_done & (done_bank == b)
+            start_here = start_event & (start_bank == b)
+            issued_here = Cat(*(issue[(kind, b)] for kind in REQUESTS)).any()
+            with m.If(done_here):
+                with m.Switch(done_kind):
+                    for task, following in zip(TASKS, TASKS[1:]):
+                        with m.Case(REQUESTS.index(task)):
+                            m.d.sync += s.eq(_want(following))
+                    with m.Case(REQUESTS.index("backward")):
+                        m.d.sync += [s.eq(Mux(q | start_here, _want("joint"), _FREE)),
+                                     q.eq(0)]
+            with m.Elif(issued_here):
+                m.d.sync += s.eq(s + 1)
+            with m.Elif(start_here & (s == _FREE)):
+                m.d.sync += s.eq(_want("joint"))
+            with m.If(start_here & (s != _FREE) & ~(done_here & backward_done)):
+                m.d.sync += q.eq(1)
+            with m.If(issue[("joint", b)]):
+                m.d.sync += node_overflow[b].eq(0)
+            with m.If(node.result.valid & node.result.overflow & (node.result.bank == b)):
+                m.d.sync += node_overflow[b].eq(1)
+            if down is not None:
+                with m.If(issue[("forward", b)]):
+                    m.d.sync += forward_out_pending[b].eq(1)
+            if up is not None:
+                with m.If(issue[("backward", b)]):
+                    m.d.sync += backward_out_pending[b].eq(1)
+        # Acknowledges: the inbound slot is read once the request that reads it ends.
+        if forward_box is not None:
+            m.d.comb += [forward_box.ack.valid.eq(forward_done),
+                         forward_box.ack.slot.eq(done_bank),
+                         ack_out["up"].eq(forward_done), ack_out["up_slot"].eq(done_bank)]
+        if backward_box is not None:
+            m.d.comb += [backward_box.ack.valid.eq(backward_done),
+                         backward_box.ack.slot.eq(done_bank),
+                         ack_out["down"].eq(backward_done), ack_out["down_slot"].eq(done_bank)]
+        with m.If(backward_done):
+            m.d.sync += head_sample.eq(head_sample + 1)
+        bank_overflow = Signal(name="bank_overflow")
+        for b in range(banks):
+            with m.If(done_bank == b):
+                m.d.comb += bank_overflow.eq(node_overflow[b])
+
+        # START: from upstream (its slot: the sample's bank), passed on downstream in order.
+        if not self._base:
+            m.d.comb += [start_event.eq(start_in),
+                         start_bank.eq(up.rx_words.payload.slot[:bank_bits])]
+        if down is not None:
+            p = pendings["down"]["START"]
+            owed = Signal(range(tickets + 1), name="start_owed")
+            send_bank = Signal(range(banks), name="start_send_bank")
+            go = Signal(name="start_send")
+            m.d.comb += [go.eq((owed != 0) & ~p.pending), p.set.eq(go),
+                         p.next.direction.eq(0), p.next.word.eq(LINK_WORDS["START"]),
+                         p.next.slot.eq(send_bank)]
+            m.d.sync += owed.eq(owed + start_event - go)
+            with m.If(go):
+                m.d.sync += send_bank.eq(send_bank + 1)
+
+        # DONE and LOCAL: per sample, in sample order (both complete in order on every node),
+        # once this board and every board behind it have (flags per ticket until sent).
+        def aggregate(name, own_event, behind_event, own_data=None, behind_data=None):
+            own = Signal(tickets, name=f"{name}_own")
+            behind = Signal(tickets, name=f"{name}_behind")
+            own_ptr = Signal(range(tickets), name=f"{name}_own_ptr")
+            behind_ptr = Signal(range(tickets), name=f"{name}_behind_ptr")
+            sent = Signal(range(tickets), name=f"{name}_sent")
+            with m.If(own_event):
+                m.d.sync += own_ptr.eq(own_ptr + 1)
+            if behind_event is not None:
+                with m.If(behind_event):
+                    m.d.sync += behind_ptr.eq(behind_ptr + 1)
+            own_data_regs = [Signal(name=f"{name}_own_data_{t}") for t in range(tickets)]
+            behind_data_regs = [Signal(32, name=f"{name}_behind_data_{t}")
+                                for t in range(tickets)]
+            for t in range(tickets):
+                with m.If(own_event & (own_ptr == t)):
+                    m.d.sync += own[t].eq(1)
+                    if own_data is not None:
+                        m.d.sync += own_data_regs[t].eq(own_data)
+                if behind_event is not None:
+                    with m.If(behind_event & (behind_ptr == t)):
+                        m.d.sync += behind[t].eq(1)
+                        if behind_data is not None:
+                            m.d.sync += behind_data_regs[t].eq(behind_data)
+            ready = Signal(name=f"{name}_ready")
+            data_out = Signal(32, name=f"{name}_data")
+            with m.Switch(sent):
+                for t in range(tickets):
+                    with m.Case(t):
+                        m.d.comb += ready.eq(own[t] & (behind[t] if behind_event is not None
+                                                       else 1))
+                        if own_data is not None:
+                            word = (own_data_regs[t].as_unsigned() << index)[:32]
+                            if behind_event is not None:
+                                word = word | behind_data_regs[t]
+                            m.d.comb += data_out.eq(word)
+            go = Signal(name=f"{name}_go")
+            if up is not None:
+                p = pendings["up"][name.upper()]
+                m.d.comb += [go.eq(ready & ~p.pending), p.set.eq(go),
+                             p.next.direction.eq(1), p.next.word.eq(LINK_WORDS[name.upper()]),
+                             p.next.data.eq(data_out)]
+            else:
+                m.d.comb += go.eq(ready)
+            with m.If(go):
+                m.d.sync += sent.eq(sent + 1)
+                for t in range(tickets):
+                    with m.If(sent == t):
+                        # A flag set in this cycle belongs to a later sample (another ticket).
+                        m.d.sync += [own[t].eq(0), behind[t].eq(0)]
+            return go, data_out
+
+        finished, finished_overflow = aggregate(
+            "done", backward_done, done_in if down is not None else None,
+            bank_overflow, done_overflow_in)
+        local_all, _ = aggregate("local", local_done, local_in if down is not None else None)
+        return {"start_event": start_event, "start_bank": start_bank, "hold": hold,
+                "finished": finished, "finished_overflow": finished_overflow,
+                "local_all": local_all, "head_sample": head_sample}
+
+    def _elaborate_shadows(self, m, head_sample, sample):
+        """The pipelined policy's result shadows on this board, per update ticket (as the
+        chain's): the node's ``tau``, on the base also node 0's ``f_out``, ``mu_out`` (the base
+        wrench), written when the node produces them, each with its sample number (modulo
+        ``2 ** _SAMPLE_BITS``); read for ``sample`` (combinational). A read travels to its
+        board while later samples run: the number tells whether sample ``sample +
+        2 * banks`` has taken the shadow over since (then the read is refused, never answered
+        with a later update's word).
+
+        Returns
+        -------
+        dict of int to (Value, Value)
+            Register address: the word of update ``sample``'s ticket, and whether it is that
+            sample's.
+        """
+        rmap = microprogram(self._fmt).registers
+        node = self.node
+        names = ["tau"] + ([source for source, _ in message_layout("backward", self._fmt)]
+                           if self._base else [])
+        shadows = {}
+        for name in names:
+            address = rmap[name].address
+            # Before any update: ticket t holds sample t - 2 * banks (its word 0, as the
+            # chain's empty shadows).
+            tickets = self._tickets
+            memory = Memory(shape=WORD_WIDTH + _SAMPLE_BITS, depth=tickets,
+                            init=[((t - tickets) % (1 << _SAMPLE_BITS)) << WORD_WIDTH
+                                  for t in range(tickets)])
+            m.submodules[f"result_{name}"] = memory
+            write = memory.write_port()
+            read = memory.read_port(domain="comb")
+            ticket_bits = ceil_log2(tickets)
+            m.d.comb += [write.en.eq(node.result.valid & (node.result.addr == address)),
+                         write.data.eq(Cat(node.result.data, head_sample)),
+                         write.addr.eq(head_sample[:ticket_bits]),
+                         read.addr.eq(sample[:ticket_bits])]
+            shadows[address] = (read.data[:WORD_WIDTH],
+                                read.data[WORD_WIDTH:] == sample)
+        return shadows
 
     def _message_triggers(self):
         """Return the mailbox word whose arrival issues the forward / distal request: the
@@ -925,6 +1328,265 @@ class ActuatorCore(wiring.Component):
                     if pend is not None:
                         self._send_request(m, pend, 1, tag + 1, decoded.target, decoded.addr,
                                            req.we, req.wdata)
+                    m.next = "REMOTE"
+            with m.State("LOCAL"):
+                m.d.sync += wait.eq(wait + 1)
+                with m.If(local_answer):
+                    m.d.comb += [answer.eq(1), answer_rdata.eq(local_data),
+                                 answer_error.eq(local_error)]
+                    m.next = "ANSWER"
+                with m.Elif(wait == self._timeout):
+                    # The node's running request waits for a word that does not come.
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ABANDON"
+            with m.State("ABANDON"):
+                # The local read stays pending (the node is held until it is idle) and its
+                # late answer is dropped; meanwhile every access is refused at once.
+                with m.If(~running):
+                    m.next = "IDLE"
+                with m.Elif(bus.valid):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ABANDON_ANSWER"
+            with m.State("ABANDON_ANSWER"):
+                m.next = "ABANDON"
+            with m.State("REMOTE"):
+                m.d.sync += wait.eq(wait + 1)
+                with m.If(reply_in & (reply.tag == tag)):
+                    m.d.comb += [answer.eq(1), answer_rdata.eq(reply.data),
+                                 answer_error.eq(reply.error)]
+                    m.next = "ANSWER"
+                with m.Elif(wait == self._timeout):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ANSWER"
+            with m.State("ANSWER"):
+                m.next = "IDLE"
+
+    def _elaborate_base_pipelined(self, m, local, job, local_answer, local_error, local_data,
+                                  running, sched, pend, reply_in, reply, down, down_mask):
+        """The base board's register-bus target under the pipelined policy: the pipelined
+        chain's control block and access rules (``docs/chain.md``; up to ``2 * banks`` updates
+        in flight, CONTROL.start and the next sample's input writes taken once every board
+        finished the local request of the sample that used its bank before, RESULT_SELECT of
+        any of the last ``2 * banks`` updates), node 0 here, the other nodes over the
+        downstream link (every access carries its bank and result sample)."""
+        banks, tickets = self._banks, self._tickets
+        bank_bits = ceil_log2(banks)
+        start_event = sched["start_event"]
+        n = self._n
+        spec = self.spec
+        rmap = microprogram(self._fmt).registers
+        forward = message_layout("forward", self._fmt)
+        backward = message_layout("backward", self._fmt)
+        bus = self.bus
+
+        # -- updates (tickets: up to 2 * banks in flight, finishing in order) --
+        now = Signal(_COUNTER)
+        m.d.sync += now.eq(now + 1)
+        started = Signal(range(tickets))       # the ticket of the next update
+        finished_ticket = Signal(range(tickets))  # the oldest in flight
+        in_flight = Signal(range(tickets + 1))
+        result_ticket = Signal(range(tickets))  # the last finished
+        busy = Signal()
+        m.d.comb += busy.eq(in_flight != 0)
+        ever_started = Signal()
+        start_stamp = [Signal(_COUNTER, name=f"start_stamp_{t}") for t in range(tickets)]
+        ticket_overflow = [Signal(n, name=f"ticket_overflow_{t}") for t in range(tickets)]
+        last_start = Signal(_COUNTER)
+        started_count = Signal(_COUNTER)
+        local_count = Signal(_COUNTER)         # samples whose local request ended everywhere
+        latency = Signal(_COUNTER)
+        interval = Signal(_COUNTER)
+        update_count = Signal(_COUNTER)
+        overflow = Signal(n)
+        overflow_sticky = Signal(n)
+        clear_event = Signal()
+        finish_event = Signal()
+        finish_stamp = Signal(_COUNTER)
+        finished_overflow = sched["finished_overflow"]
+        m.d.comb += [finish_event.eq(busy & sched["finished"]),
+                     sched["start_bank"].eq(started[:bank_bits])]
+        for t in range(tickets):
+            with m.If(finished_ticket == t):
+                m.d.comb += finish_stamp.eq(start_stamp[t])
+        with m.If(sched["local_all"]):
+            m.d.sync += local_count.eq(local_count + 1)
+        # The next sample's bank is free once every board finished the local request of the
+        # sample that used it before (sample started_count - banks), as the chain's
+        # `staging_free`.
+        staging_free = Signal()
+        m.d.comb += staging_free.eq((in_flight < tickets)
+                                    & ((started_count - local_count)[:_COUNTER] < banks))
+        with m.If(start_event):
+            m.d.sync += [started.eq(started + 1), started_count.eq(started_count + 1),
+                         interval.eq(now - last_start), last_start.eq(now),
+                         ever_started.eq(1)]
+            for t in range(tickets):
+                with m.If(started == t):
+                    m.d.sync += start_stamp[t].eq(now)
+        with m.If(finish_event):
+            m.d.sync += [finished_ticket.eq(finished_ticket + 1),
+                         result_ticket.eq(finished_ticket),
+                         latency.eq(now - finish_stamp),
+                         update_count.eq(update_count + 1), overflow.eq(finished_overflow[:n])]
+            for t in range(tickets):
+                with m.If(finished_ticket == t):
+                    m.d.sync += ticket_overflow[t].eq(finished_overflow[:n])
+        m.d.sync += in_flight.eq(in_flight + start_event - finish_event)
+        with m.If(clear_event):
+            m.d.sync += overflow_sticky.eq(Mux(finish_event, finished_overflow[:n], 0))
+        with m.Elif(finish_event):
+            m.d.sync += overflow_sticky.eq(overflow_sticky | finished_overflow[:n])
+        m.d.comb += [self.busy.eq(busy), self.overflow_sticky.eq(overflow_sticky)]
+        if n > 1:
+            m.d.comb += self.link_down.eq(down_mask[:n - 1])
+
+        select_follow = Signal(init=1)
+        select_number = Signal(_COUNTER)
+        select_ticket = Signal(range(tickets))
+        view_ticket = Signal(range(tickets))
+        m.d.comb += view_ticket.eq(Mux(select_follow, result_ticket, select_ticket))
+        # The sample number of the update the reads show (update v is sample v - 1; before
+        # any update, sample -1: its shadows' word 0).
+        view_sample = Signal(_SAMPLE_BITS)
+        m.d.comb += view_sample.eq(Mux(select_follow, update_count - 1, select_number - 1))
+        selected_overflow = Signal(n)
+        for t in range(tickets):
+            with m.If(select_ticket == t):
+                m.d.comb += selected_overflow.eq(ticket_overflow[t])
+        status = Cat(busy, ever_started & ~busy, overflow_sticky.any())
+        control_words = {
+            "STATUS": status, "OVERFLOW": Mux(select_follow, overflow, selected_overflow),
+            "OVERFLOW_STICKY": overflow_sticky,
+            "LATENCY_CYCLES": latency, "INTERVAL_CYCLES": interval,
+            "UPDATE_COUNT": update_count,
+        }
+
+        # -- the access, registered and decoded as the chain's --
+        req = Signal(data.StructLayout({"node": 8, "addr": 8, "we": 1, "wdata": 32}))
+        read_target = Signal(8)
+        read_addr = Signal(8)
+        m.d.comb += [read_target.eq(req.node), read_addr.eq(req.addr)]
+        with m.Switch(req.addr):
+            for source, receiver in forward:
+                with m.Case(rmap[receiver].address):
+                    with m.If(req.node != 0):
+                        m.d.comb += [read_target.eq(req.node - 1),
+                                     read_addr.eq(rmap[source].address)]
+            for source, receiver in backward:
+                with m.Case(rmap[receiver].address):
+                    with m.If(req.node != n - 1):
+                        m.d.comb += [read_target.eq(req.node + 1),
+                                     read_addr.eq(rmap[source].address)]
+        is_window = (req.addr >= LINK_WINDOW) & (req.addr < LINK_WINDOW + 16)
+        decoded = Signal(data.StructLayout({
+            "control": 1, "bad_target": 1, "writable": 1, "input": 1, "select": 1,
+            "select_valid": 1, "control_address": 1, "link_down": 1, "target": 8, "addr": 8}))
+        select_value = req.wdata[:_COUNTER - 1]
+        # Update v (1-based) is selectable while it has finished and its ticket has not been
+        # reused: started_count - tickets < v <= update_count (as the chain's).
+        select_floor = Signal(signed(_COUNTER + 1))
+        m.d.sync += select_floor.eq(started_count - tickets)
+        m.d.sync += [
+            decoded.control.eq(req.node == CONTROL_NODE),
+            decoded.bad_target.eq((req.node >= n)
+                                  | ((req.addr >= spec.node_map_size) & ~is_window)),
+            decoded.writable.eq(~is_window & (req.addr < Mux(req.node == 0,
+                                                              spec.writable_end_node0,
+                                                              spec.writable_end))),
+            decoded.select.eq(req.addr == RESULT_SELECT),
+            decoded.input.eq((req.addr >= spec.input_address)
+                             & (req.addr < spec.input_address + spec.input_count)),
+            decoded.select_valid.eq((select_value != 0) & (select_value <= update_count)
+                                    & (select_value > select_floor)),
+            decoded.control_address.eq(req.addr == control_register("CONTROL").address),
+            decoded.link_down.eq(req.addr == LINK_DOWN),
+            decoded.target.eq(Mux(req.we | is_window, req.node, read_target)),
+            decoded.addr.eq(Mux(req.we | is_window, req.addr, read_addr)),
+        ]
+        # Writes go to the staging bank, reads to the bank of the update the reads show.
+        access_bank = Signal(range(banks))
+        m.d.comb += access_bank.eq(Mux(req.we, started[:bank_bits], view_ticket[:bank_bits]))
+        answer = Signal()
+        answer_rdata = Signal(32)
+        answer_error = Signal()
+        m.d.sync += [bus.ready.eq(answer), bus.rdata.eq(answer_rdata),
+                     bus.error.eq(answer_error)]
+        tag = Signal(2)
+        wait = Signal(range(self._timeout + 1))
+        path_down = Signal()
+        # A hop on the way to the target is known to be down: refuse at once.
+        if n > 1:
+            m.d.comb += path_down.eq(Cat(*(down_mask[h] & (decoded.target > h)
+                                           for h in range(n - 1))).any())
+        with m.FSM(name="bus_fsm"):
+            with m.State("IDLE"):
+                with m.If(bus.valid):
+                    m.d.sync += [req.node.eq(bus.node), req.addr.eq(bus.addr),
+                                 req.we.eq(bus.we), req.wdata.eq(bus.wdata)]
+                    m.next = "DECODE"
+            with m.State("DECODE"):
+                m.next = "ACCESS"
+            with m.State("ACCESS"):
+                with m.If(decoded.control):
+                    m.d.comb += answer.eq(1)
+                    m.next = "ANSWER"
+                    with m.If(req.we):
+                        start = (req.wdata & CONTROL_START).any()
+                        clear = (req.wdata & CONTROL_CLEAR).any()
+                        with m.If(decoded.select):
+                            with m.If(req.wdata[_COUNTER - 1]):
+                                m.d.comb += answer_rdata.eq(req.wdata)
+                                m.d.sync += select_follow.eq(1)
+                            with m.Elif(decoded.select_valid):
+                                m.d.comb += answer_rdata.eq(req.wdata)
+                                m.d.sync += [select_follow.eq(0),
+                                             select_number.eq(select_value),
+                                             select_ticket.eq(select_value - 1)]
+                            with m.Else():
+                                m.d.comb += answer_error.eq(1)
+                        with m.Elif(~decoded.control_address):
+                            m.d.comb += answer_error.eq(1)
+                        with m.Elif(start & ~staging_free):
+                            m.d.comb += answer_error.eq(1)
+                        with m.Else():
+                            m.d.comb += [answer_rdata.eq(req.wdata), start_event.eq(start),
+                                         clear_event.eq(clear)]
+                    with m.Else():
+                        with m.Switch(req.addr):
+                            with m.Case(control_register("CONTROL").address):
+                                m.d.comb += answer_rdata.eq(0)
+                            with m.Case(RESULT_SELECT):
+                                m.d.comb += answer_rdata.eq(Mux(select_follow, RESULT_FOLLOW,
+                                                                select_number))
+                            for name, value in control_words.items():
+                                with m.Case(control_register(name).address):
+                                    m.d.comb += answer_rdata.eq(value)
+                            with m.Case(LINK_DOWN):
+                                m.d.comb += answer_rdata.eq(down_mask[:max(n - 1, 1)]
+                                                            if n > 1 else 0)
+                            with m.Default():
+                                m.d.comb += answer_error.eq(1)
+                with m.Elif(decoded.bad_target):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ANSWER"
+                with m.Elif(req.we & (~decoded.writable
+                                      | ~Mux(decoded.input, staging_free, ~busy))):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ANSWER"
+                with m.Elif(decoded.target == 0):
+                    m.d.comb += local.eq(1)
+                    m.d.sync += [job.addr.eq(decoded.addr), job.we.eq(req.we),
+                                 job.wdata.eq(req.wdata), wait.eq(0),
+                                 job.bank.eq(access_bank), job.sample.eq(view_sample)]
+                    m.next = "LOCAL"
+                with m.Elif(path_down | (pend is None)):
+                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                    m.next = "ANSWER"
+                with m.Else():
+                    m.d.sync += [tag.eq(tag + 1), wait.eq(0)]
+                    if pend is not None:
+                        self._send_request(m, pend, 1, tag + 1, decoded.target, decoded.addr,
+                                           req.we, req.wdata, access_bank, view_sample)
                     m.next = "REMOTE"
             with m.State("LOCAL"):
                 m.d.sync += wait.eq(wait + 1)

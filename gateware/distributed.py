@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from linkdyn.model.fixedpoint import Q15_16, QFormat
 from linkdyn.model.protocol import MAX_NODES, ProtocolSpec
 
-from .actuator import ActuatorCore
+from .actuator import ActuatorCore, check_policy
 from .bus import RegisterBusSignature
 
 __all__ = ["LineModel", "DistributedChain", "xorshift32"]
@@ -166,6 +166,13 @@ class DistributedChain(wiring.Component):
         Every board's bus target in place of the node's own (``ActuatorCore(node_target=)``):
         the joint controller beside each node
         (:class:`~linkdyn.gateware.controlled_actuator.ControlledDistributedChain`).
+    policy : str
+        Update policy, ``"sequential"`` (default) or ``"pipelined"`` (the next update starts
+        before the previous one has finished on every board; the bus semantics of the
+        pipelined :class:`~linkdyn.gateware.chain.LinkDynChain`, ``docs/distributed.md``).
+    banks : int, optional
+        Register banks of the nodes and mailbox slots: 1 sequential; 2 or 4 pipelined (default
+        :data:`~linkdyn.model.microprogram.BANKS`).
 
     Members
     -------
@@ -189,7 +196,10 @@ class DistributedChain(wiring.Component):
         Per hop: downstream, upstream.
     spec : ProtocolSpec
     banks : int
-        1 (the sequential policy).
+        Register banks (1: the sequential policy).
+    max_in_flight : int
+        Updates in flight at most (``2 * banks`` when pipelined).
+    policy : str
 
     Raises
     ------
@@ -198,7 +208,8 @@ class DistributedChain(wiring.Component):
     """
 
     def __init__(self, n, fmt=Q15_16, *, bits=2, delay=3, ber=0.0, seed=1, timeout=1 << 16,
-                 link_parameters=None, cordic_step_cycles=2, node_target=None):
+                 link_parameters=None, cordic_step_cycles=2, node_target=None,
+                 policy="sequential", banks=None):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Board count must be an integer, not {n!r}")
         if not 1 <= n <= MAX_NODES:
@@ -207,13 +218,13 @@ class DistributedChain(wiring.Component):
             raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
         self._n = n
         self.spec = ProtocolSpec(n, fmt)
-        self.banks = 1
-        self.max_in_flight = 1
-        self.policy = "sequential"
+        self.policy, self.banks = check_policy(policy, banks)
+        self.max_in_flight = 2 * self.banks if self.policy == "pipelined" else 1
         self.cores = [
             ActuatorCore(fmt, base=i == 0, last=i == n - 1, nodes=n if i == 0 else None,
                          bits=bits, timeout=timeout, link_parameters=link_parameters,
-                         cordic_step_cycles=cordic_step_cycles, node_target=node_target)
+                         cordic_step_cycles=cordic_step_cycles, node_target=node_target,
+                         policy=self.policy, banks=self.banks)
             for i in range(n)
         ]
         self.nodes = [core.node for core in self.cores]

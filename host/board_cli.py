@@ -126,6 +126,9 @@ def register(subparsers):
                      help="distribute the chain over N boards, one node each (N = --nodes; "
                           "the default of --nodes): board 0 has the UART, the boards "
                           "are joined by simulated neighbour links")
+    sim.add_argument("--policy", choices=("sequential", "pipelined"), default="sequential",
+                     help="update policy of the LinkDyn chain (with --boards: over the links; "
+                          "default sequential)")
     sim.add_argument("--link-bitrate", type=float, default=None, metavar="BIT/S",
                      help="with --boards: line rate of the links, a multiple of the "
                           "simulated clock of 1, 2, 5 or 10 (default twice the clock)")
@@ -432,13 +435,9 @@ def command_sim_board(args):
     if args.controllers and args.chain != "linkdyn":
         raise CommandError("--controllers builds its own chain (the LinkDyn chain with the "
                            f"controllers); it cannot be combined with --chain {args.chain}")
-    if args.policy == "pipelined":
-        if (args.chain != "linkdyn" or args.controllers or args.boards is not None
-                or (robot is not None and (_node_count(robot) != robot.n
-                                           or not robot.is_chain))):
-            raise CommandError("--policy pipelined builds the single-FPGA LinkDyn chain of "
-                               "nodes; it cannot be combined with --chain fake, --controllers, "
-                               "--boards or a tree robot")
+    if args.policy == "pipelined" and (args.controllers or args.chain != "linkdyn"):
+        raise CommandError("--policy pipelined builds the pipelined LinkDyn chain; it cannot "
+                           "be combined with --controllers or --chain fake")
     links = {}
     if args.boards is not None:
         if args.chain != "linkdyn":
@@ -454,13 +453,12 @@ def command_sim_board(args):
     if args.chain == "fake":
         from linkdyn.gateware.fake_chain import FakeChain
         chain = FakeChain(args.nodes)
-    elif args.policy == "pipelined":
-        from linkdyn.gateware.chain import LinkDynChain
-        chain = LinkDynChain(args.nodes, policy="pipelined")
     try:
         board = SimulatedBoard(args.nodes, robot, baudrate=args.baudrate, chain=chain,
                                simulator=args.simulator, line=args.line,
-                               controllers=args.controllers, **links)
+                               controllers=args.controllers, **links,
+                               **({"policy": "pipelined"} if args.policy == "pipelined"
+                                  else {}))
     except (TypeError, ValueError) as error:
         raise CommandError(str(error)) from None
     stop = threading.Event()
@@ -473,6 +471,8 @@ def command_sim_board(args):
         if args.boards is not None:
             kind = f"linkdyn chain distributed over {args.boards} boards" + (
                 ", a joint controller on each" if args.controllers else "")
+        if args.policy == "pipelined":
+            kind += ", pipelined policy"
         print(f"building the simulated board ({args.nodes} nodes, {kind}) ...",
               file=sys.stderr, flush=True)
         try:

@@ -361,6 +361,11 @@ class SimulatedBoard:
         ``False``, the whole ``BoardCore(boards=n)`` as one design (always with
         ``controllers=True``: ``ControlledDistributedChain``, a joint controller on every
         board).
+    policy : str, optional
+        ``"pipelined"``: the chain's pipelined update policy (``LinkDynChain(nodes,
+        policy="pipelined")``, the same as passing that chain; with ``boards``, the pipelined
+        policy over the links, ``DistributedChain(n, policy="pipelined")``). Default (or
+        ``"sequential"``) the sequential one. Not with ``controllers`` or ``chain``.
     simulator : str, optional
         ``"verilator"`` or ``"icarus"``; default ``$SIM``, else Verilator when installed,
         else Icarus (:func:`linkdyn.sim.runner.simulator`, ``use="board"``).
@@ -403,7 +408,7 @@ class SimulatedBoard:
                  divisor=None, chain=None, simulator=None, line="bytes", fmt=Q15_16,
                  build_root=None, startup_timeout=120.0, trace=False, controllers=False,
                  parents=None, boards=None, link_bitrate=None, link_ber=0.0,
-                 link_cuts=(), board_modules=True):
+                 link_cuts=(), board_modules=True, policy=None):
         from ..gateware.uart import MIN_DIVISOR, uart_divisor
         tree = _robot_tree(robot)
         if nodes is None:
@@ -454,6 +459,13 @@ class SimulatedBoard:
                              "pass chain as well")
         if line not in LINE_DRIVERS:
             raise ValueError(f"Line driver must be one of {LINE_DRIVERS}, not {line!r}")
+        if policy not in (None, "sequential", "pipelined"):
+            raise ValueError(f"Policy must be 'sequential' or 'pipelined', not {policy!r}")
+        if policy == "pipelined" and (controllers or chain is not None):
+            raise ValueError("policy='pipelined' builds the pipelined LinkDyn chain (or, with "
+                             "boards, the pipelined distributed chain) itself, without joint "
+                             "controllers: do not pass chain or controllers=True as well")
+        self.policy = policy or "sequential"
         self.boards = boards
         self.link_bits, self.link_ber, self.link_cuts = _check_links(
             nodes, boards, clock_hz, link_bitrate, link_ber, link_cuts, controllers, chain)
@@ -508,8 +520,9 @@ class SimulatedBoard:
                     "the LinkDyn chain gateware (linkdyn.gateware.chain.LinkDynChain) is not "
                     f"available ({error}); pass chain=FakeChain(nodes) to simulate the host "
                     "link with the stand-in chain") from None
-            if self.parents is not None:
-                chain = LinkDynChain(self.nodes, self.fmt, parents=self.parents)
+            if self.parents is not None or self.policy == "pipelined":
+                chain = LinkDynChain(self.nodes, self.fmt, parents=self.parents,
+                                     policy=self.policy)
         if self.boards is not None and self.controllers:
             from ..gateware.controlled_actuator import ControlledDistributedChain
             chain = ControlledDistributedChain(self.nodes, self.fmt, bits=self.link_bits,
@@ -517,7 +530,9 @@ class SimulatedBoard:
         elif self.boards is not None:
             from ..gateware.distributed import DistributedChain
             chain = DistributedChain(self.nodes, self.fmt, bits=self.link_bits,
-                                     ber=self.link_ber)
+                                     ber=self.link_ber,
+                                     **({"policy": self.policy}
+                                        if self.policy == "pipelined" else {}))
         return BoardCore(self.nodes, clock_hz=self.clock_hz, divisor=self.divisor,
                          fmt=self.fmt, chain=chain, controllers=self.controllers,
                          boards=self.boards)
@@ -541,7 +556,9 @@ class SimulatedBoard:
             from .board_modules import distributed_board_verilog
             core = distributed_board_verilog(self.nodes, clock_hz=self.clock_hz,
                                              divisor=self.divisor, fmt=self.fmt,
-                                             bits=self.link_bits, ber=self.link_ber, name=CORE)
+                                             bits=self.link_bits, ber=self.link_ber, name=CORE,
+                                             **({"policy": self.policy}
+                                                if self.policy == "pipelined" else {}))
         else:
             core = verilog.convert(self._core(), name=CORE, emit_src=False)
         testbench = testbench_verilog(self.divisor, self.period_steps,
@@ -581,6 +598,12 @@ class SimulatedBoard:
 
     @property
     def _chain_label(self):
+        if self.policy == "pipelined":
+            return self._sequential_label + "-pipelined"
+        return self._sequential_label
+
+    @property
+    def _sequential_label(self):
         if self.parents is not None:
             return "tree"
         if self.boards is not None:

@@ -24,7 +24,7 @@ import re
 
 from amaranth.back import verilog
 
-from linkdyn.gateware.actuator import ActuatorCore
+from linkdyn.gateware.actuator import ActuatorCore, check_policy
 from linkdyn.gateware.distributed import LineModel
 from linkdyn.gateware.hostlink import HostLink
 from linkdyn.model.fixedpoint import Q15_16
@@ -61,7 +61,7 @@ def _instance(module, instance, ports, nets):
 
 def distributed_board_verilog(n, *, clock_hz, divisor, fmt=Q15_16, bits=2, delay=3, ber=0.0,
                               seed=1, timeout=1 << 16, link_parameters=None,
-                              name="linkdyn_board"):
+                              name="linkdyn_board", policy="sequential", banks=None):
     """Return the Verilog of a distributed board core of ``n`` boards, one module per board.
 
     Parameters
@@ -75,6 +75,9 @@ def distributed_board_verilog(n, *, clock_hz, divisor, fmt=Q15_16, bits=2, delay
         downstream, ``2h + 1`` upstream, seeds ``seed + 2h`` and ``seed + 2h + 1``).
     name : str
         Name of the top module.
+    policy, banks
+        Update policy and register banks of every board
+        (:class:`~linkdyn.gateware.actuator.ActuatorCore`).
 
     Returns
     -------
@@ -83,11 +86,14 @@ def distributed_board_verilog(n, *, clock_hz, divisor, fmt=Q15_16, bits=2, delay
     """
     hops = max(n - 1, 1)
     parts = []
-    host = HostLink(n, clock_hz=clock_hz, divisor=divisor, fmt=fmt, boards=n)
+    policy, banks = check_policy(policy, banks)
+    banked = {"banks": banks} if policy == "pipelined" else {}
+    host = HostLink(n, clock_hz=clock_hz, divisor=divisor, fmt=fmt, boards=n, **banked)
     host_v = verilog.convert(host, name="linkdyn_host", emit_src=False)
     parts.append(host_v)
     roles = {}
-    common = dict(bits=bits, link_parameters=link_parameters)
+    common = dict(bits=bits, link_parameters=link_parameters,
+                  **({"policy": policy, "banks": banks} if policy == "pipelined" else {}))
     roles["base"] = ActuatorCore(fmt, base=True, last=n == 1, nodes=n, timeout=timeout,
                                  **common)
     if n > 2:

@@ -40,7 +40,8 @@ def run_distributed(n, cases, build_root, *, sim="verilator", tag="golden", **pa
     tag : str
         Name of the run's summary files in the build folder.
     **parameters
-        Of :class:`~linkdyn.gateware.distributed.DistributedChain` (``bits``, ``delay`` ...).
+        Of :class:`~linkdyn.gateware.distributed.DistributedChain` (``bits``, ``delay``,
+        ``policy`` ...).
 
     Returns
     -------
@@ -60,7 +61,8 @@ def run_distributed(n, cases, build_root, *, sim="verilator", tag="golden", **pa
     folder.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     source = folder / f"{TOPLEVEL}.v"
-    text = verilog.convert(DistributedChain(n, **parameters), name=TOPLEVEL, emit_src=False)
+    chain = DistributedChain(n, **parameters)
+    text = verilog.convert(chain, name=TOPLEVEL, emit_src=False)
     if not source.is_file() or source.read_text() != text:
         source.write_text(text)
     summary_path = folder / f"{tag}.summary.json"
@@ -69,9 +71,11 @@ def run_distributed(n, cases, build_root, *, sim="verilator", tag="golden", **pa
         path.unlink(missing_ok=True)
     run_cocotb(TOPLEVEL, [source], "linkdyn.sim.chain_cocotb", folder, extra_env={
         "LINKDYN_CHAIN_CASES": encode_cases(cases),
-        "LINKDYN_CHAIN_POLICY": "sequential",
-        "LINKDYN_CHAIN_BANKS": "1",
-        "LINKDYN_CHAIN_WINDOW": "1",
+        # The pipelined policy: a stream, every update picked with RESULT_SELECT, as many in
+        # flight as the chain takes.
+        "LINKDYN_CHAIN_POLICY": chain.policy,
+        "LINKDYN_CHAIN_BANKS": str(chain.banks),
+        "LINKDYN_CHAIN_WINDOW": str(chain.max_in_flight),
         "LINKDYN_CHAIN_SUMMARY": str(summary_path),
         "LINKDYN_CHAIN_RESULTS": str(results_path),
     }, sim=sim, rebuild=False, results_xml=f"{tag}.results.xml")
