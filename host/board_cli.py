@@ -214,6 +214,10 @@ def command_info(args):
         if info.controllers:
             print(f"  joint controllers: CONTROL {spec.control_words} request words, "
                   f"{spec.control_reply_words} reply words ('linkdyn control')")
+            if spec.local_loop:
+                print("  local loop: local updates between chain updates, LOCAL_MULTIPLE "
+                      "control steps per chain update ('linkdyn control configure "
+                      "--local-multiple')")
         if info.links is not None:
             print("  " + str(info.links).replace("\n", "\n  "))
     return 0

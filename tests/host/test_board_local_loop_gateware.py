@@ -22,9 +22,10 @@ import pytest
 from linkdyn.host import Board
 from linkdyn.host.cli import main
 from linkdyn.host.simulated import link_settings, open_simulated
-from linkdyn.model import load_robot
+from linkdyn.model.accuracy import load_accuracy_robot
 from linkdyn.model.controller import ControllerConfig
 from linkdyn.model.fixedpoint import Q15_16
+from linkdyn.model.robotfile import save_robot
 
 from support.controlled_host import ControlledReferenceSerial
 from support.host import simulator_or_none
@@ -46,10 +47,13 @@ CASES += [pytest.param("panda", 4, 13, 6, id="panda-m4-fault",
 @needs_simulator
 @pytest.mark.parametrize("robot_name, multiple, steps, fault_step", CASES)
 def test_local_loop_on_the_gateware_equals_the_software_board(robot_name, multiple, steps,
-                                                              fault_step, capsys):
+                                                              fault_step, tmp_path, capsys):
     from linkdyn.sim import SimulatedBoard
 
-    robot = load_robot(robot_name)
+    try:
+        robot = load_accuracy_robot(robot_name)      # the Panda: example-robot-data's URDF
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
     n = robot.n
     configs = [ControllerConfig.for_joint(link.limits, kp=300.0 + 50 * i, kd=30.0,
                                           measured_state=bool(i % 2))
@@ -109,15 +113,20 @@ def test_local_loop_on_the_gateware_equals_the_software_board(robot_name, multip
             # (12,000,000 / 750 = 16,000 cycles); the same words on both boards.
             rates = [board.set_control_rates(250.0, 750.0) for board in boards]
             assert rates[0] == rates[1] == (sim.clock_hz // 750, 3)
+            # Stop the timer: a write that meets one of its steps would be refused.
+            assert gateware.set_control_period(0) == 0
         # The command line on the gateware (the host above has closed the port).
         port = ["control", "--port", sim.port, "--timeout", str(link_settings(sim)["timeout"])]
-        assert main(port + ["--robot", robot_name, "configure", "--local-multiple", "4"]) == 0
+        robot_file = tmp_path / f"{robot_name}.json"            # the robot as loaded above
+        save_robot(robot, robot_file)
+        assert main(port + ["--robot", str(robot_file), "configure", "--local-multiple",
+                            "4"]) == 0
         assert "local multiple: 4 control steps per chain update (3 local updates" in \
             capsys.readouterr().out
         assert main(port + ["status"]) == 0
-        chain_hz = sim.clock_hz / (sim.clock_hz // 750) / 4
-        assert (f"local loop: 4 control steps per chain update ({chain_hz:,.6g} Hz), 3 of them "
-                "local updates") in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert "local loop: 4 control steps per chain update, 3 of them local updates" in out
+        assert "period 0 cycles (steps only on request)" in out
 
 
 def test_simulated_board_refuses_the_local_loop_without_controllers():
@@ -135,3 +144,37 @@ def test_sim_board_command_refuses_the_local_loop_without_controllers(capsys):
     assert main(["sim-board", "--nodes", "2", "--local-loop"]) == 2
     err = capsys.readouterr().err
     assert "--local-loop is built with the joint controllers" in err and "building" not in err
+
+
+@needs_simulator
+@pytest.mark.skipif(not LONG, reason="LINKDYN_LONG=1 (the same build as the test above)")
+def test_sim_board_command_serves_the_local_loop(tmp_path, capsys):
+    """``linkdyn sim-board --controllers --local-loop``, then ``linkdyn info`` / ``control
+    configure --local-multiple`` / ``control status`` on its port."""
+    import signal
+    import subprocess
+    import sys
+
+    link = tmp_path / "board"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "linkdyn.host", "sim-board", "--nodes", "6", "--controllers",
+         "--local-loop", "--robot", "ur5", "--port", str(link)], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env={k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"})
+    try:
+        pty = process.stdout.readline().strip()
+        assert pty.startswith("/dev/pts/"), process.stderr.read() if not pty else pty
+        assert main(["info", "--port", str(link)]) == 0
+        out = capsys.readouterr().out
+        assert "joint controllers" in out and "local loop: local updates between" in out
+        port = ["control", "--port", str(link)]
+        assert main(port + ["--robot", "ur5", "configure", "--local-multiple", "3"]) == 0
+        assert "local multiple: 3 control steps per chain update" in capsys.readouterr().out
+        assert main(port + ["status"]) == 0
+        assert "local loop: 3 control steps per chain update, 2 of them local updates" in \
+            capsys.readouterr().out
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "controlled chain with the local loop" in err
