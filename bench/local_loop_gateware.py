@@ -307,9 +307,13 @@ def section(results, cost=None):
             "(With one node there are no mailboxes and no neighbours to wait for: the cost is "
             "the controlled chain's LOCAL_MULTIPLE and phase registers, their adder, comparator "
             "and decoding, and the chain's flag. Every hop of a longer chain adds its gates on "
-            "the mailbox writes, the present bits and the two issue conditions. The protocol "
-            "engine is the one without the option: it does not take it yet, "
-            "docs/controller.md.)",
+            "the mailbox writes, the present bits and the two issue conditions. With the "
+            "option the board core's protocol engine takes it as well, from the chain: INFO "
+            "CONTROLLERS reads 3 and LOCAL_MULTIPLE is in its access check; docs/controller.md, "
+            "*The local loop in gateware*. Build a board with it: `python -m "
+            "linkdyn.boards.build --board ... --controllers --local-loop`, `make bitstream "
+            "BOARD=... CONTROLLERS=1 LOCAL_LOOP=1`; simulate one: `linkdyn sim-board "
+            "--controllers --local-loop`.)",
         ]
     return "\n".join(lines) + "\n"
 

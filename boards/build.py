@@ -1,8 +1,8 @@
 """Build a board: bitstream (open flow) or synthesis report and ISE build tree (Spartan-6).
 
 Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 50]
-[--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined] [--controllers]
-[--router router1|router2] [--robot NAME|PATH | --parents LIST] [--synth-only]``; ``--list``
+[--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined] [--controllers
+[--local-loop]] [--router router1|router2] [--robot NAME|PATH | --parents LIST] [--synth-only]``; ``--list``
 prints the boards.
 
 ``--robot`` builds the tree of nodes of a robot (a built-in name, a robot file or a URDF; a
@@ -23,7 +23,10 @@ it has no joint controllers.
 ``--controllers`` builds a joint controller beside every node (paper Fig. 7;
 :class:`~linkdyn.gateware.controlled_chain.ControlledChain`, ``BoardTop(..., controllers=True)``;
 the sequential LinkDyn chain only). The boards have no joint pins yet: the sensor inputs read 0
-and the current references reach the host through the records.
+and the current references reach the host through the records. ``--local-loop`` (with
+``--controllers``; ``make bitstream CONTROLLERS=1 LOCAL_LOOP=1``) builds the controlled chain
+with the local loop (``ControlledChain(..., local_loop=True)``: LOCAL_MULTIPLE, INFO CONTROLLERS
+bit 1; docs/controller.md, "The local loop in gateware").
 
 - ECP5 (``ulx3s``): Amaranth writes the Trellis build tree into ``--out`` and its script runs
   Yosys, nextpnr-ecp5 and ecppack (the YoWASP packages unless ``YOSYS``, ``NEXTPNR_ECP5``,
@@ -93,7 +96,7 @@ EXIT_DOES_NOT_FIT = 5
 #: Fields every ``report.json`` holds.
 REPORT_FIELDS = (
     "board", "title", "device", "part", "family", "nodes", "chain", "policy", "controllers",
-    "clock_mhz", "baudrate",
+    "local_loop", "clock_mhz", "baudrate",
     "luts", "ffs", "dsps", "brams", "capacity", "utilisation_percent", "fits",
     "utilisation_source", "fmax_mhz", "timing_met", "clocks", "update_latency_cycles",
     "update_interval_cycles", "cycles_source", "status", "exit_status", "message",
@@ -206,11 +209,13 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
         phases[label] = round(time.monotonic() - since, 1)
 
     controllers = has_controllers(top.core.chain)
+    local_loop = bool(getattr(top.core, "local_loop", False))
     parents = chain_parents(top.core.chain)
     tree = not _is_chain(parents)
     progress(f"{top.title} ({top.device}): {nodes} node(s)"
              f"{' in a tree (parents ' + ','.join(map(str, parents)) + ')' if tree else ''}"
-             f"{' + joint controllers' if controllers else ''}, {top.clock_hz / 1e6:g} MHz, "
+             f"{' + joint controllers' if controllers else ''}"
+             f"{' with the local loop' if local_loop else ''}, {top.clock_hz / 1e6:g} MHz, "
              f"chain {chain_name(top.core.chain)}, UART {top.core.baudrate:,} baud; "
              f"build directory {out}")
 
@@ -248,6 +253,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
         "nodes": nodes, "chain": chain_name(top.core.chain),
         "policy": chain_policy(top.core.chain) or (distributed or {}).get("policy"),
         "controllers": controllers,
+        "local_loop": local_loop,
         "parents": list(parents), "robot": robot,
         "clock_mhz": top.clock_hz / 1e6, "baudrate": top.core.baudrate, "uart": top.uart_note,
         **cycles, "cycles_source": cycles_source,
@@ -346,6 +352,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
             + ([f"--chain {report['chain']}"] if not distributed else [])
             + ([f"--policy {report['policy']}"] if report["policy"] else [])
             + (["--controllers"] if controllers else [])
+            + (["--local-loop"] if local_loop else [])
             + ([f"--robot {robot}"] if robot else [])
             + ([f"--parents={','.join(map(str, parents))}"] if tree and not robot else [])
             + ([f"--router {router}"] if router else [])
@@ -373,7 +380,8 @@ def report_text(report):
         f"nodes            {r['nodes']} (chain: {r['chain']}"
         + (", STAND-IN without inverse dynamics" if r["chain"] == "fake" else "")
         + (f", {r['policy']} policy" if r.get("policy") else "")
-        + (", a joint controller beside every node" if r.get("controllers") else "") + ")",
+        + (", a joint controller beside every node" if r.get("controllers") else "")
+        + (", the local loop" if r.get("local_loop") else "") + ")",
     ]
     parents = r.get("parents")
     if parents and not _is_chain(parents):
@@ -482,6 +490,9 @@ def main(argv=None):
     parser.add_argument("--controllers", action="store_true",
                         help="a joint controller beside every node (paper Fig. 7; the "
                              "sequential LinkDyn chain only)")
+    parser.add_argument("--local-loop", action="store_true",
+                        help="with --controllers: the controlled chain with the local loop "
+                             "(local updates between chain updates, LOCAL_MULTIPLE)")
     parser.add_argument("--synth-only", action="store_true",
                         help="Yosys synthesis only: no place and route, no bitstream")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
@@ -547,12 +558,16 @@ def main(argv=None):
                 raise ValueError("--controllers builds the chain only, not a tree of nodes")
         top_class.check_arguments(args.nodes, clock_hz)
         chain, policy = check_chain(args.chain, args.policy)
+        if args.local_loop and not args.controllers:
+            raise ValueError("--local-loop is built with the joint controllers: give "
+                             "--controllers as well")
         if args.controllers and chain != "linkdyn":
             raise ValueError(f"--controllers needs the LinkDyn chain, not --chain {chain}")
         if args.controllers and policy != "sequential":
             raise ValueError(f"--controllers needs the sequential policy, not --policy {policy}")
         top = top_class(args.nodes, clock_hz=clock_hz, chain=chain, policy=policy,
-                        controllers=args.controllers, parents=parents)
+                        controllers=args.controllers, parents=parents,
+                        local_loop=args.local_loop)
     except (ValueError, TypeError) as error:
         parser.error(str(error))
     return _run(top, args.out or Path("build") / top.name, synth_only=args.synth_only,
@@ -583,6 +598,9 @@ def _main_distributed(parser, args, clock_hz):
     if args.board not in ACTUATOR_BOARDS:
         parser.error(f"--distributed builds {', '.join(ACTUATOR_BOARDS)}, not --board "
                      f"{args.board}")
+    if args.local_loop:
+        parser.error("--distributed builds no local loop (it is built with --controllers on "
+                     "one FPGA)")
     if args.nodes not in (None, 1) or args.controllers or args.chain not in (None, "linkdyn"):
         parser.error("--distributed builds one LinkDyn node per board, without controllers "
                      "(no --nodes, --chain, --controllers)"

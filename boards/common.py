@@ -324,15 +324,20 @@ class BoardTop(Elaboratable):
         (``BoardCore(..., controllers=True)``). The boards have no joint pins yet: the joints'
         sensor inputs read 0 (a joint at rest at q = 0) and the actuator outputs reach only the
         records the host reads (``i_ref``, ``tau_cmd``).
+    local_loop : bool
+        With ``controllers``: the controlled chain with the local loop (``ControlledChain(...,
+        local_loop=True)``; LOCAL_MULTIPLE, INFO CONTROLLERS bit 1; docs/controller.md).
 
     Raises
     ------
     TypeError
-        If ``nodes`` or ``clock_hz`` is not an integer, or ``controllers`` not a bool.
+        If ``nodes`` or ``clock_hz`` is not an integer, or ``controllers`` or ``local_loop``
+        not a bool.
     ValueError
         If ``nodes`` is outside 1 .. ``max_nodes``, the clock cannot be made, the chain or
         policy is unknown, a chain component has another node count, or ``controllers`` is
-        asked with the stand-in chain, a chain component or the pipelined policy.
+        asked with the stand-in chain, a chain component or the pipelined policy, or
+        ``local_loop`` without ``controllers``.
     parents : sequence of int, optional
         The parent node of every node: a tree of nodes (:func:`make_chain`; docs/trees.md);
         None (default) the chain. Not with ``controllers`` or a chain component.
@@ -368,7 +373,7 @@ class BoardTop(Elaboratable):
         BOARD_TOPS[cls.name] = cls
 
     def __init__(self, nodes=None, *, clock_hz=None, baudrate=None, chain=None, policy=None,
-                 fmt=Q15_16, controllers=False, parents=None):
+                 fmt=Q15_16, controllers=False, parents=None, local_loop=False):
         self.nodes, self.clock_hz = self.check_arguments(nodes, clock_hz)
         if parents is not None and (controllers or not (chain is None
                                                         or isinstance(chain, str))):
@@ -376,6 +381,11 @@ class BoardTop(Elaboratable):
                              "not with controllers or a chain component")
         if not isinstance(controllers, bool):
             raise TypeError(f"controllers must be a bool, not {controllers!r}")
+        if not isinstance(local_loop, bool):
+            raise TypeError(f"local_loop must be a bool, not {local_loop!r}")
+        if local_loop and not controllers:
+            raise ValueError("The local loop is built with the joint controllers "
+                             "(controllers=True)")
         if controllers:
             if chain not in (None, "linkdyn"):
                 given = chain if isinstance(chain, str) else type(chain).__name__
@@ -386,7 +396,8 @@ class BoardTop(Elaboratable):
                                  f"{policy!r}")
             from linkdyn.gateware.controlled_chain import ControlledChain
             chain = ControlledChain(self.nodes, fmt,
-                                    cordic_step_cycles=self.cordic_step_cycles)
+                                    cordic_step_cycles=self.cordic_step_cycles,
+                                    local_loop=local_loop)
         elif chain is None or isinstance(chain, str):
             chain = make_chain(chain, self.nodes, fmt, policy, self.cordic_step_cycles,
                                parents=parents)

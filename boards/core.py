@@ -66,6 +66,12 @@ class BoardCore(wiring.Component):
         ``DistributedChain(nodes, fmt=fmt)``) and the protocol has LINK_DOWN, BOARDS and the
         link window (``ProtocolSpec(boards=...)``); the chain's line controls are the core's
         ``link_cut`` / ``link_noise`` (members below).
+    local_loop : bool
+        With ``controllers``: the chain is built with the local loop (paper Sect. 3.1, the
+        third update policy; ``ControlledChain(nodes, fmt=fmt, local_loop=True)``): INFO's
+        CONTROLLERS reads 3 (bit 1: the local loop), LOCAL_MULTIPLE sets the control steps per
+        chain update and CONTROL.local starts a local update (``ProtocolSpec(local_loop=
+        True)``). A ``chain`` passed in brings its own ``local_loop``.
 
     Members
     -------
@@ -89,11 +95,15 @@ class BoardCore(wiring.Component):
     Raises
     ------
     ValueError
-        If ``nodes`` is not an integer in 1..32 or the UART settings are impossible.
+        If ``nodes`` is not an integer in 1..32 or the UART settings are impossible, or
+        ``local_loop`` is asked without ``controllers``, with ``boards`` or with a ``chain``
+        built without it.
+    TypeError
+        If ``controllers`` or ``local_loop`` is not a bool.
     """
 
     def __init__(self, nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
-                 board_id=0, chain=None, controllers=False, boards=None):
+                 board_id=0, chain=None, controllers=False, boards=None, local_loop=False):
         if not isinstance(nodes, int) or not 1 <= nodes <= 32:
             raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")
         self.nodes = nodes
@@ -102,6 +112,17 @@ class BoardCore(wiring.Component):
         if not isinstance(controllers, bool):
             raise TypeError(f"controllers must be a bool, not {controllers!r}")
         self.controllers = controllers
+        if not isinstance(local_loop, bool):
+            raise TypeError(f"local_loop must be a bool, not {local_loop!r}")
+        if local_loop and not controllers:
+            raise ValueError("the local loop is built with joint controllers (controllers=True): "
+                             "INFO reports it beside them (CONTROLLERS bit 1)")
+        if local_loop and boards is not None:
+            raise ValueError("the local loop is built into a chain on one FPGA, not a "
+                             "distributed one (boards)")
+        if local_loop and chain is not None and not getattr(chain, "local_loop", False):
+            raise ValueError(f"local_loop=True needs a chain built with the local loop, not "
+                             f"{type(chain).__name__} without it")
         if boards is not None:
             if boards != nodes:
                 raise ValueError(f"A distributed chain has one node per board: {nodes} nodes "
@@ -115,16 +136,18 @@ class BoardCore(wiring.Component):
         self.boards = boards
         if chain is None and controllers:
             from linkdyn.gateware.controlled_chain import ControlledChain
-            chain = ControlledChain(nodes, fmt=fmt)
+            chain = ControlledChain(nodes, fmt=fmt, local_loop=local_loop)
         elif chain is None:
             from linkdyn.gateware.chain import LinkDynChain
             chain = LinkDynChain(nodes, fmt=fmt)
         self.chain = chain
+        self.local_loop = bool(getattr(chain, "local_loop", False))
         # A chain without banks (the FakeChain stand-in) has one set of input registers.
         self.hostlink = HostLink(nodes, clock_hz=clock_hz, baudrate=baudrate, divisor=divisor,
                                  fmt=fmt, board_id=board_id, banks=getattr(chain, "banks", 1),
                                  controllers=controllers, boards=boards,
-                                 parents=getattr(chain, "parents", None))
+                                 parents=getattr(chain, "parents", None),
+                                 local_loop=self.local_loop)
         members = {"rx": In(1, init=1), "tx": Out(1, init=1), "leds": Out(LED_COUNT)}
         if boards is not None:
             members["link_cut"] = In(max(nodes - 1, 1))

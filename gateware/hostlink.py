@@ -60,6 +60,9 @@ class HostLink(wiring.Component):
         The parent node of every node (INFO's PARENTS_k; docs/trees.md); default the chain.
     boards : int, optional
         The chain is distributed over ``boards`` boards (``ProtocolSpec(boards=...)``).
+    local_loop : bool
+        The chain is built with the local loop (INFO CONTROLLERS bit 1 with controllers,
+        LOCAL_MULTIPLE; :class:`~linkdyn.gateware.protocol.ProtocolEngine`).
     rx_fifo_depth, tx_fifo_depth : int, optional
         FIFO depths, bytes; default two longest requests and one longest reply, rounded up to
         a power of two (block RAM).
@@ -87,7 +90,7 @@ class HostLink(wiring.Component):
 
     def __init__(self, n_nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
                  board_id=0, banks=1, controllers=False, rx_fifo_depth=None, tx_fifo_depth=None, timeout_cycles=None,
-                 step_timeout_cycles=None, parents=None, boards=None):
+                 step_timeout_cycles=None, parents=None, boards=None, local_loop=False):
         if not isinstance(clock_hz, int) or clock_hz <= 0:
             raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
         if divisor is not None:
@@ -104,7 +107,7 @@ class HostLink(wiring.Component):
                                      board_id=board_id, banks=banks, controllers=controllers,
                                      timeout_cycles=timeout_cycles,
                                      step_timeout_cycles=step_timeout_cycles,
-                                     parents=parents, boards=boards)
+                                     parents=parents, boards=boards, local_loop=local_loop)
         self.receiver = UARTReceiver(divisor)
         self.transmitter = UARTTransmitter(divisor)
         spec = self.engine.spec

@@ -316,6 +316,12 @@ class ProtocolEngine(wiring.Component):
     boards : int, optional
         The chain is distributed over ``boards`` boards (``ProtocolSpec(boards=...)``): the
         engine answers BOARDS, and LINK_DOWN and the link window pass to the chain.
+    local_loop : bool
+        The chain is built with the local loop (``LinkDynChain(..., local_loop=True)``, with
+        ``controllers`` ``ControlledChain(..., local_loop=True)``; ``ProtocolSpec(local_loop=
+        True)``): with controllers, INFO's CONTROLLERS has bit 1 set and the control block's
+        LOCAL_MULTIPLE passes to the chain. CONTROL.local passes to the chain as every CONTROL
+        write does. Sequential chain on one FPGA only.
     timeout_cycles : int, optional
         Inter-byte timeout, cycles; default ``clock_hz * INTER_BYTE_TIMEOUT``.
     step_timeout_cycles : int, optional
@@ -398,10 +404,10 @@ class ProtocolEngine(wiring.Component):
 
     def __init__(self, n_nodes, *, fmt=Q15_16, clock_hz=0, baudrate=0, board_id=0, banks=1,
                  controllers=False, timeout_cycles=None, step_timeout_cycles=None,
-                 counter_width=16, parents=None, boards=None):
+                 counter_width=16, parents=None, boards=None, local_loop=False):
         self.spec = ProtocolSpec(n_nodes, fmt, clock_hz=clock_hz, baudrate=baudrate,
                                  board_id=board_id, banks=banks, controllers=controllers,
-                                 parents=parents, boards=boards)
+                                 parents=parents, boards=boards, local_loop=local_loop)
         if timeout_cycles is None:
             if not clock_hz:
                 raise ValueError("Without clock_hz, timeout_cycles must be given")

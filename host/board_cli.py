@@ -2,7 +2,7 @@
 
 ::
 
-    linkdyn sim-board --nodes 6 [--chain fake | --controllers | --boards 6 | --policy pipelined]
+    linkdyn sim-board --nodes 6 [--chain fake | --controllers [--local-loop] | --boards 6 | --policy pipelined]
         [--robot ur5]
                       [--port /tmp/linkdyn0]
     linkdyn info    --port PORT
@@ -122,6 +122,10 @@ def register(subparsers):
                      help="build the board with a joint controller beside every node (the "
                           "CONTROL command; drive it with `linkdyn control`); the joints' "
                           "sensor ports read 0")
+    sim.add_argument("--local-loop", action="store_true",
+                     help="with --controllers: build the controlled chain with the local loop "
+                          "(local updates between chain updates; set the multiple with "
+                          "`linkdyn control configure --local-multiple m`)")
     sim.add_argument("--boards", type=int, default=None, metavar="N",
                      help="distribute the chain over N boards, one node each (N = --nodes; "
                           "the default of --nodes): board 0 has the UART, the boards "
@@ -213,6 +217,10 @@ def command_info(args):
         if info.controllers:
             print(f"  joint controllers: CONTROL {spec.control_words} request words, "
                   f"{spec.control_reply_words} reply words ('linkdyn control')")
+            if spec.local_loop:
+                print("  local loop: local updates between chain updates, LOCAL_MULTIPLE "
+                      "control steps per chain update ('linkdyn control configure "
+                      "--local-multiple')")
         if info.links is not None:
             print("  " + str(info.links).replace("\n", "\n  "))
     return 0
@@ -435,6 +443,9 @@ def command_sim_board(args):
     if args.controllers and args.chain != "linkdyn":
         raise CommandError("--controllers builds its own chain (the LinkDyn chain with the "
                            f"controllers); it cannot be combined with --chain {args.chain}")
+    if args.local_loop and not args.controllers:
+        raise CommandError("--local-loop is built with the joint controllers; give "
+                           "--controllers as well")
     if args.policy == "pipelined" and (args.controllers or args.chain != "linkdyn"):
         raise CommandError("--policy pipelined builds the pipelined LinkDyn chain; it cannot "
                            "be combined with --controllers or --chain fake")
@@ -456,7 +467,8 @@ def command_sim_board(args):
     try:
         board = SimulatedBoard(args.nodes, robot, baudrate=args.baudrate, chain=chain,
                                simulator=args.simulator, line=args.line,
-                               controllers=args.controllers, **links,
+                               controllers=args.controllers, local_loop=args.local_loop,
+                               **links,
                                **({"policy": "pipelined"} if args.policy == "pipelined"
                                   else {}))
     except (TypeError, ValueError) as error:
@@ -465,7 +477,8 @@ def command_sim_board(args):
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, lambda *_: stop.set())}
     link = None
     try:
-        kind = ("controlled chain" if args.controllers else "tree of LinkDyn nodes"
+        kind = ("controlled chain" + (" with the local loop" if args.local_loop else "")
+                if args.controllers else "tree of LinkDyn nodes"
                 if board.parents is not None else f"{args.chain} chain"
                 + (", pipelined" if args.policy == "pipelined" else ""))
         if args.boards is not None:

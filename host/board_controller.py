@@ -484,7 +484,8 @@ class ControllerCommands:
             from .board import IncompatibleBoardError
             raise IncompatibleBoardError(
                 f"the board on {self.name} was built without the local loop (INFO CONTROLLERS "
-                "bit 1 = 0): build it with ControlledChain(..., local_loop=True)")
+                "bit 1 = 0): build it with --controllers --local-loop (BoardCore(..., "
+                "controllers=True, local_loop=True))")
         address = control_register("LOCAL_MULTIPLE").address
         self.write(CONTROL_NODE, address, [int(multiple)])
         (back,) = self.read(CONTROL_NODE, address)

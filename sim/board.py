@@ -23,7 +23,9 @@ The default chain is :class:`linkdyn.gateware.chain.LinkDynChain`; the FakeChain
 the host-link tests is used when passed explicitly. ``SimulatedBoard(..., controllers=True)``
 builds the board with joint controllers
 (:class:`~linkdyn.gateware.controlled_chain.ControlledChain`); the joints' sensor ports are
-driven by the bridge, 0 until :meth:`SimulatedBoard.set_sensor` sets them.
+driven by the bridge, 0 until :meth:`SimulatedBoard.set_sensor` sets them; with
+``local_loop=True`` as well, the controlled chain with the local loop (LOCAL_MULTIPLE; INFO's
+CONTROLLERS reads 3).
 
 Start-up waits until the board answers INFO on the port; shutdown asks the bridge to finish
 (a stop file), waits for the simulator, terminates its process group if it does not end,
@@ -339,6 +341,10 @@ class SimulatedBoard:
         A joint controller beside every node (``BoardCore(..., controllers=True)``: the
         controller window, the CONTROL command); the joints' sensor ports are driven by the
         bridge, 0 until :meth:`set_sensor` sets them.
+    local_loop : bool
+        With ``controllers``: the controlled chain is built with the local loop
+        (``BoardCore(..., controllers=True, local_loop=True)``: LOCAL_MULTIPLE, control steps
+        that run local updates between chain updates; INFO CONTROLLERS bit 1).
     boards : int, optional
         Distribute the chain over ``boards`` boards, one node each (``boards == nodes``): a
         :class:`~linkdyn.gateware.distributed.DistributedChain` behind board 0's protocol
@@ -408,7 +414,7 @@ class SimulatedBoard:
                  divisor=None, chain=None, simulator=None, line="bytes", fmt=Q15_16,
                  build_root=None, startup_timeout=120.0, trace=False, controllers=False,
                  parents=None, boards=None, link_bitrate=None, link_ber=0.0,
-                 link_cuts=(), board_modules=True, policy=None):
+                 link_cuts=(), board_modules=True, policy=None, local_loop=False):
         from ..gateware.uart import MIN_DIVISOR, uart_divisor
         tree = _robot_tree(robot)
         if nodes is None:
@@ -457,6 +463,11 @@ class SimulatedBoard:
         if controllers and chain is not None:
             raise ValueError("controllers=True builds its own chain (ControlledChain); do not "
                              "pass chain as well")
+        if not isinstance(local_loop, bool):
+            raise TypeError(f"local_loop must be a bool, not {local_loop!r}")
+        if local_loop and not controllers:
+            raise ValueError("local_loop=True is built with the joint controllers; pass "
+                             "controllers=True as well")
         if line not in LINE_DRIVERS:
             raise ValueError(f"Line driver must be one of {LINE_DRIVERS}, not {line!r}")
         if policy not in (None, "sequential", "pipelined"):
@@ -486,6 +497,7 @@ class SimulatedBoard:
         self.startup_timeout = float(startup_timeout)
         self.trace = bool(trace)
         self.controllers = controllers
+        self.local_loop = local_loop
         self._sensor = [[0, 0] for _ in range(nodes)] if controllers else []
         self.port = None
         self.build_dir = None
@@ -535,7 +547,7 @@ class SimulatedBoard:
                                         if self.policy == "pipelined" else {}))
         return BoardCore(self.nodes, clock_hz=self.clock_hz, divisor=self.divisor,
                          fmt=self.fmt, chain=chain, controllers=self.controllers,
-                         boards=self.boards)
+                         boards=self.boards, local_loop=self.local_loop)
 
     def build(self):
         """Export the Verilog and build the simulation, unless a build of the same design
@@ -609,7 +621,9 @@ class SimulatedBoard:
         if self.boards is not None:
             return (f"distributed-b{self.boards}-bits{self.link_bits}"
                     + ("-modules" if self.board_modules else ""))
-        return "controlled" if self.controllers else _chain_name(self.chain)
+        if self.controllers:
+            return "controlled-local" if self.local_loop else "controlled"
+        return _chain_name(self.chain)
 
     @property
     def hops(self):
@@ -774,7 +788,8 @@ class SimulatedBoard:
                 from ..model.golden import encode_base_motion, encode_robot
                 spec = P.ProtocolSpec(self.nodes, self.fmt, clock_hz=self.clock_hz,
                                       baudrate=self.baudrate, controllers=self.controllers,
-                                      parents=parents, boards=self.boards)
+                                      parents=parents, boards=self.boards,
+                                      local_loop=self.local_loop)
                 tree = _robot_tree(self.robot)
                 if tree is not None and tree.parents != parents:
                     raise SimulatedBoardError(f"the robot's node topology {tree.parents} is "

@@ -7,7 +7,9 @@
 configuration by WRITE, CONTROL frames with references (and the sensor ports driven between
 them), random READ / WRITE blocks in and around the controller window (words that do not exist,
 read-only words, fault_clear, the reference strobe) and the controller control registers, and
-malformed CONTROL frames. Every reply must equal the reference's, byte for byte, the timing words
+malformed CONTROL frames; with the local loop (``local_loop=True``: INFO's CONTROLLERS bit 1,
+LOCAL_MULTIPLE, CONTROL frames that run local updates between chain updates, CONTROL.local from
+the host) as well. Every reply must equal the reference's, byte for byte, the timing words
 (LATENCY_CYCLES, INTERVAL_CYCLES, CONTROL_LATENCY_CYCLES) taken from the board's reply (the
 reference frame is then re-encoded, so the board's CRC is still checked).
 """
@@ -37,10 +39,10 @@ _WORD = {w.name: w.address for w in P.CONTROLLER_WORDS}
 
 
 class _Board(wiring.Component):
-    def __init__(self, n):
+    def __init__(self, n, local_loop=False):
         self.engine = ProtocolEngine(n, controllers=True, timeout_cycles=2000,
-                                     step_timeout_cycles=20_000)
-        self.chain = ControlledChain(n)
+                                     step_timeout_cycles=20_000, local_loop=local_loop)
+        self.chain = ControlledChain(n, local_loop=local_loop)
         super().__init__({})
 
     def elaborate(self, platform):
@@ -51,10 +53,10 @@ class _Board(wiring.Component):
         return m
 
 
-def _run(n, script):
+def _run(n, script, local_loop=False):
     """Run ``script`` (request bytes, or ``("sensor", node, q, qd)``) on the board and on the
     reference; return both reply lists."""
-    board = _Board(n)
+    board = _Board(n, local_loop)
     spec = board.engine.spec
     model = ControlledChainModel(spec)
     reference = P.ReferenceEngine(spec, model, max_polls=1 << 20)
@@ -114,8 +116,11 @@ def _assert_same(got, want):
         assert a == e, f"reply {k}: got {ra}, expected {P.decode_reply(e)}"
 
 
-def _script(robot, rng):
-    spec = P.ProtocolSpec(robot.n, controllers=True)
+def _script(robot, rng, local_loop=False):
+    """The requests (and sensor settings) of the test; with ``local_loop`` also LOCAL_MULTIPLE
+    = 3 before the control steps (the random accesses write it 0 .. 3 only: 0 is refused), and
+    at the end CONTROL.local, LOCAL_MULTIPLE = 2 and three more CONTROL frames."""
+    spec = P.ProtocolSpec(robot.n, controllers=True, local_loop=local_loop)
     n = robot.n
     seq = iter(range(1, 1 << 30))
 
@@ -142,6 +147,9 @@ def _script(robot, rng):
         script.append(req(C.WRITE, P.write_payload(i, first, [words[k] for k in names])))
         script.append(req(C.WRITE, P.write_payload(i, _WORD["mode"], [mode])))
     control = P.control_register("CONTROL").address
+    if local_loop:
+        multiple = P.control_register("LOCAL_MULTIPLE").address
+        script.append(req(C.WRITE, P.write_payload(P.CONTROL_NODE, multiple, [3])))
     for step in range(6):
         for i in range(n):
             q, qd = rng.randrange(-(1 << 17), 1 << 17), rng.randrange(-(1 << 17), 1 << 17)
@@ -168,6 +176,8 @@ def _script(robot, rng):
                         for _ in range(count)]
                 if node == P.CONTROL_NODE and addr <= 0x16 < addr + count:
                     data[0x16 - addr] = 0                # CONTROL_PERIOD stays 0 (no timer)
+                if local_loop and node == P.CONTROL_NODE and addr <= multiple < addr + count:
+                    data[multiple - addr] = rng.randrange(4)    # LOCAL_MULTIPLE 0 .. 3
                 script.append(req(C.WRITE, P.write_payload(node, addr, data)))
         if step == 4:
             script.append(req(C.WRITE, P.write_payload(P.CONTROL_NODE, control,
@@ -184,6 +194,19 @@ def _script(robot, rng):
         req(C.READ, P.read_payload(0, 0xC1, 1)),
         req(C.STATUS),
     ]
+    if local_loop:
+        local = P.CONTROL_LOCAL
+        script += [
+            req(C.WRITE, P.write_payload(P.CONTROL_NODE, control, [local])),  # ignored
+            req(C.WRITE, P.write_payload(P.CONTROL_NODE, multiple, [0])),     # refused
+            req(C.WRITE, P.write_payload(P.CONTROL_NODE, multiple, [2])),
+            req(C.READ, P.read_payload(P.CONTROL_NODE, 0x16, 6)),
+        ]
+        for _ in range(3):
+            script.append(req(C.CONTROL, P.words_to_bytes(
+                [rng.randrange(-(1 << 17), 1 << 17) & 0xFFFFFFFF for _ in range(3 * n)])))
+        script += [req(C.READ, P.read_payload(P.CONTROL_NODE, 0x16, 6)),
+                   req(C.READ, P.read_payload(0, 0xC0, 6))]
     return script
 
 
@@ -201,11 +224,38 @@ def test_engine_with_controllers_equals_the_reference(n, seed):
     assert any(reply.words[2] & 7 == 1 for reply in controls), "the position fault in a record"
 
 
+@pytest.mark.parametrize("n,seed", [(2, 5)])
+def test_engine_with_the_local_loop_equals_the_reference(n, seed):
+    """The same script on ``ProtocolEngine(..., local_loop=True)`` + ``ControlledChain(...,
+    local_loop=True)`` against the ReferenceEngine on ControlledChainModel with the local loop:
+    INFO's CONTROLLERS reads 3, LOCAL_MULTIPLE is reachable (0 refused), CONTROL frames run
+    local updates between chain updates, CONTROL.local from the host is ignored."""
+    robot = random_robot(n, seed)
+    script = _script(robot, random.Random(seed), local_loop=True)
+    got, want = _run(n, script, local_loop=True)
+    _assert_same(got, want)
+    replies = [P.decode_reply(frame) for frame in got]
+    info = P.BuildInfo.from_payload(replies[0].payload)
+    assert info.words["CONTROLLERS"] == 3
+    multiple = P.control_register("LOCAL_MULTIPLE").address
+    # The multiple read back at the end (CONTROL_PERIOD .. LOCAL_MULTIPLE): 2, as written.
+    assert replies[-2].ok and replies[-2].words[multiple - 0x16] == 2
+    statuses = [E(reply.status) for reply in replies]
+    assert E.BUS_ERROR in statuses, "LOCAL_MULTIPLE = 0 is refused"
+    controls = [reply for reply in replies if reply.command == C.CONTROL and reply.ok]
+    assert len(controls) == 9
+    # The same script without the local loop gives other records: the local steps ran.
+    plain = P.ReferenceEngine(P.ProtocolSpec(n, controllers=True, local_loop=False),
+                              ControlledChainModel(P.ProtocolSpec(n, controllers=True)),
+                              max_polls=1 << 20)
+    assert [plain.receive(entry) for entry in script if not isinstance(entry, tuple)] != want
+
+
 def test_access_check_follows_the_spec_in_the_controller_window():
     """AccessCheck's exists / writable equal ProtocolSpec.access on every address of a node
     and of the control block, with and without controllers."""
-    for controllers in (False, True):
-        spec = P.ProtocolSpec(2, controllers=controllers)
+    for controllers, local_loop in ((False, False), (True, False), (True, True)):
+        spec = P.ProtocolSpec(2, controllers=controllers, local_loop=local_loop)
         dut = AccessCheck(spec)
         cases = [(node, addr) for node in (0, 1, 2, P.CONTROL_NODE) for addr in range(0x100)]
         cases += [(0, 0x100), (0, 0x180)]
