@@ -178,7 +178,7 @@ class ActuatorBoardCore(wiring.Component):
     """
 
     def __init__(self, *, role, boards=None, clock_hz, baudrate=None, divisor=None,
-                 fmt=Q15_16, board_id=0, bits=2, cordic_step_cycles=2, link_parameters=None):
+                 fmt=None, board_id=0, bits=2, cordic_step_cycles=2, link_parameters=None):
         _check_role(role, boards)
         if not isinstance(clock_hz, int) or isinstance(clock_hz, bool) or clock_hz <= 0:
             raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
@@ -269,7 +269,7 @@ class ActuatorBoardTop(Elaboratable):
     """
 
     def __init__(self, board, role, boards=None, *, clock_hz=DEFAULT_LINK_CLOCK_HZ,
-                 baudrate=None, fmt=Q15_16):
+                 baudrate=None, fmt=None):
         if board not in ACTUATOR_BOARDS:
             raise ValueError(f"Actuator boards are {', '.join(ACTUATOR_BOARDS)}, not "
                              f"{board!r}")

@@ -92,7 +92,7 @@ class BoardCore(wiring.Component):
         If ``nodes`` is not an integer in 1..32 or the UART settings are impossible.
     """
 
-    def __init__(self, nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
+    def __init__(self, nodes, *, clock_hz, baudrate=None, divisor=None, fmt=None,
                  board_id=0, chain=None, controllers=False, boards=None):
         if not isinstance(nodes, int) or not 1 <= nodes <= 32:
             raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")

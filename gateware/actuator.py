@@ -53,6 +53,7 @@ from .bus import RegisterBusSignature
 from .link import NeighbourLink, WordLayout
 from .mailbox import Mailbox, message_layout
 from .node import REQUESTS, SLOT_OPS, LinkDynNode
+from linkdyn.model.microprogram import node_formats
 
 __all__ = ["ActuatorCore", "NodeTarget", "LINK_WORDS", "LINK_WINDOW", "LINK_WINDOW_FIELDS",
            "LINK_DOWN", "LINK_BURST", "TASKS", "STAGES"]
@@ -260,10 +261,9 @@ class ActuatorCore(wiring.Component):
         base board of more than one board is ``last`` or a 1-board chain is not.
     """
 
-    def __init__(self, fmt=Q15_16, *, base, last, nodes=None, bits=2, rx_domain="sync",
+    def __init__(self, fmt=None, *, base, last, nodes=None, bits=2, rx_domain="sync",
                  timeout=1 << 16, link_parameters=None, cordic_step_cycles=2):
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        fmt = node_formats(fmt)
         if base:
             if nodes is None:
                 raise ValueError("A base board needs the number of boards (nodes=)")

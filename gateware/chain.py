@@ -65,6 +65,7 @@ from .bus import RegisterBusSignature
 from .mailbox import Mailbox, message_layout
 from .verilog import export_verilog
 from .node import REQUESTS, SLOT_OPS, LinkDynNode
+from linkdyn.model.microprogram import node_formats
 
 __all__ = ["LinkDynChain", "POLICIES", "TASKS", "STAGES", "RESULT_SELECT", "RESULT_FOLLOW",
            "parse_format", "main"]
@@ -154,14 +155,13 @@ class LinkDynChain(wiring.Component):
         its child (``-1 <= parents[j] < j``).
     """
 
-    def __init__(self, n, fmt=Q15_16, *, policy="sequential", banks=None, cordic_step_cycles=2,
+    def __init__(self, n, fmt=None, *, policy="sequential", banks=None, cordic_step_cycles=2,
                  parents=None):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Node count must be an integer, not {n!r}")
         if not 1 <= n <= MAX_NODES:
             raise ValueError(f"Node count must be 1 .. {MAX_NODES}, not {n!r}")
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        fmt = node_formats(fmt)
         if policy not in POLICIES:
             raise ValueError(f"Policy must be one of {POLICIES!r}, not {policy!r}")
         self._n = n
