@@ -103,7 +103,8 @@ class LinkDynChain(wiring.Component):
     n : int
         Number of nodes (joints), ``1 .. MAX_NODES``.
     fmt : QFormat
-        Word format of the nodes (default Q15.16).
+        Formats of the nodes (default :data:`~linkdyn.model.microprogram.NODE_FORMATS`; a
+        QFormat: one format everywhere).
     policy : str
         Update policy, one of :data:`POLICIES` (default ``"sequential"``).
     banks : int, optional
@@ -997,7 +998,9 @@ def main(argv=None):
                     "robot constants are registers loaded over the bus at run time: one file "
                     "serves every robot with n joints.")
     parser.add_argument("--nodes", type=int, required=True, help="number of nodes n (1..32)")
-    parser.add_argument("--format", default="Q15.16", help="word format (default Q15.16)")
+    parser.add_argument("--format", default=None,
+                        help="one word format everywhere, e.g. Q15.16 (default the node's "
+                             "formats per quantity, linkdyn.model.microprogram.NODE_FORMATS)")
     parser.add_argument("--policy", choices=POLICIES, default="sequential",
                         help="update policy (default sequential)")
     parser.add_argument("--name", default=None,
@@ -1008,7 +1011,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="output Verilog file")
     args = parser.parse_args(argv)
     try:
-        fmt = parse_format(args.format)
+        fmt = node_formats(None if args.format is None else parse_format(args.format))
         parents = None
         if args.parents is not None:
             try:

@@ -228,7 +228,10 @@ def _formats_section(w, robots, results, before_formats, synthesis=None):
       f"{len(before.shifts)} and {len(before.aligns)} to {len(now.shifts)} and "
       f"{len(now.aligns)} entries, the accumulator by the wider products' alignments.")
     w("")
-    if synthesis is not None:
+    if synthesis is not None and not Path(synthesis).exists():
+        w("(The synthesis figures of one node were not available to this run.)")
+        w("")
+    elif synthesis is not None:
         figures = json.loads(Path(synthesis).read_text())
         w("One node synthesised with Yosys (`linkdyn.bench.node.synthesize`):")
         w("")

@@ -179,8 +179,8 @@ def _saturating_states(robot, count, fmt=None):
     patterns = [
         (np.full(n, qd_max), np.full(n, qdd_max), 0.0),
         (np.full(n, -qd_max), np.full(n, -qdd_max), 0.0),
-        (np.zeros(n), np.zeros(n), force),
-        (np.full(n, 1.0), np.zeros(n), -force),
+        (np.zeros(n), np.full(n, qdd_max), force),
+        (np.full(n, 1.0), np.full(n, -qdd_max), -force),
     ]
     q = np.tile(np.linspace(-1.0, 1.0, n), (count, 1))
     qd = np.empty((count, n))

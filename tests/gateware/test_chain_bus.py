@@ -24,6 +24,7 @@ from linkdyn.gateware.chain import (
 )
 from linkdyn.sim.chain_testbench import BusHost, simulate
 from linkdyn.model.golden import microprogram
+from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.protocol import (
     STATUS_BUSY, STATUS_DONE, STATUS_OVERFLOW, ProtocolSpec, control_register,
 )
@@ -280,7 +281,7 @@ def test_chain_rejects_bad_parameters():
         with pytest.raises(TypeError, match="format"):
             LinkDynChain(2, fmt="Q15.16")
         gc.collect()
-    assert parse_format("Q15.16") == microprogram().fmt
+    assert parse_format("Q15.16") == microprogram(Q15_16).fmt.qformat("torque")
     with pytest.raises(ValueError, match="Q15.16"):
         parse_format("15.16")
 

@@ -43,7 +43,7 @@ def test_simulated_board_answers_info_on_a_pseudo_terminal(simulated_board):
     with Board.open(simulated_board.port, 3_000_000, timeout=5) as board:
         info = board.info()
     assert (info.nodes, info.clock_hz, info.baudrate, info.fmt.name) == (
-        NODES, 12_000_000, 3_000_000, "Q15.16")
+        NODES, 12_000_000, 3_000_000, "LinkDyn formats")
     assert info.map_check == P.ProtocolSpec(NODES).map_check
 
 
