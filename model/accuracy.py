@@ -855,6 +855,11 @@ def report(results, *, states, seed, command, date, cores, trees=None, tree_plot
       "docs/architecture.md) against the float model "
       "(`linkdyn.model.rnea`, float64) on the same joint states. Error = fixed - float, N·m.")
     w("")
+    w("These are sampled errors. The guaranteed bounds of the same node per robot and joint "
+      "(a static analysis of the microprogram), set beside the sampled maxima, how the formats "
+      "were chosen from that error budget, their cost in cycles and LUTs, and RoboPrec's "
+      "approach beside ours: docs/certificate.md.")
+    w("")
     w("## States and robots")
     w("")
     w(f"- {states:,} random states per robot, seed {seed}: `q` uniform within the joint limits "
