@@ -239,14 +239,14 @@ def _formats_section(w, robots, results, before_formats, synthesis=None):
         w("|---|---|---:|---:|---:|---:|")
         for key, r in figures.items():
             family, formats = key.split("/")
-            label = {"q15_16": "Q15.16, 512-entry table (before)",
-                     "node_formats": "the node's formats, 4,096-entry table"}[formats]
+            label = {"q15_16": "Q15.16 everywhere (the formats before)",
+                     "node_formats": "the node's formats"}[formats]
             w(f"| {family} | {label} | {r['luts']:,} | {r['ffs']:,} | {r['dsps']} | "
               f"{r['brams']:g} |")
         w("")
-        w("(The before row is this code with `fmt=Q15_16` and the node's 4,096-entry table: "
-          "the table's block RAMs are the same in both rows, 8 where 1 held the 512-entry "
-          "table.)")
+        w("(Both rows with the node's 4,096-entry table, so the difference is the formats': "
+          "the wider shift and alignment multiplexers and accumulator. The table's block RAMs "
+          "are the same in both rows: 8 where one held the 512-entry table.)")
         w("")
 
 
