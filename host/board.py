@@ -66,6 +66,7 @@ import numpy as np
 import serial
 
 from ..model.fixedpoint import FixedPointRangeError, QFormat, WORD_WIDTH
+from ..model.controller import WORD as CONTROLLER_WORD
 from ..model.microprogram import NODE_FORMATS, microprogram
 from .board_controller import ControllerCommands
 from ..model.protocol import (
@@ -883,6 +884,9 @@ class Board(ControllerCommands):
 
     def _step_frames(self, q, qd, qdd, f_ext, info, names=("q", "qd", "qdd")):
         n, rmap = info.nodes, microprogram(info.fmt).registers
+        # The node's registers in their formats; other names (the joint controllers' q_ref,
+        # qd_ref, qdd_ref) are the controllers' Q15.16 words.
+        formats = [rmap.qformat(name) if name in rmap else CONTROLLER_WORD for name in names]
         arrays = []
         for name, value in zip(names, (q, qd, qdd)):
             try:
@@ -908,7 +912,7 @@ class Board(ControllerCommands):
         words = np.empty((count, n, 3 if f_ext is None else 9), dtype=np.int64)
         for k, (name, unit, array) in enumerate(zip(names,
                                                     ("rad", "rad/s", "rad/s^2"), columns)):
-            words[:, :, k] = _encode(rmap.qformat(name), array, name, unit)
+            words[:, :, k] = _encode(formats[k], array, name, unit)
         if f_ext is not None:
             wrench = np.asarray(f_ext, dtype=float)
             if wrench.shape not in ((n, 6), (count, n, 6)) or (single and wrench.ndim != 2):
