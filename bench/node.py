@@ -94,7 +94,7 @@ def segment_cycles(robot_name="ur5", link=2, seed=0):
             "matches_golden": run.words == want}
 
 
-def synthesize(family, fmt=Q15_16):
+def synthesize(family, fmt=None):
     """Synthesise one node for a family and count its resources.
 
     The counting is the board builds' (:func:`linkdyn.boards.toolchain.yosys_utilisation`), so

@@ -184,7 +184,7 @@ class ActuatorBoardCore(wiring.Component):
     """
 
     def __init__(self, *, role, boards=None, clock_hz, baudrate=None, divisor=None,
-                 fmt=Q15_16, board_id=0, bits=2, cordic_step_cycles=2, link_parameters=None,
+                 fmt=None, board_id=0, bits=2, cordic_step_cycles=2, link_parameters=None,
                  policy="sequential", banks=None):
         _check_role(role, boards)
         if not isinstance(clock_hz, int) or isinstance(clock_hz, bool) or clock_hz <= 0:
@@ -282,7 +282,7 @@ class ActuatorBoardTop(Elaboratable):
     """
 
     def __init__(self, board, role, boards=None, *, clock_hz=DEFAULT_LINK_CLOCK_HZ,
-                 baudrate=None, fmt=Q15_16, policy="sequential"):
+                 baudrate=None, fmt=None, policy="sequential"):
         if board not in ACTUATOR_BOARDS:
             raise ValueError(f"Actuator boards are {', '.join(ACTUATOR_BOARDS)}, not "
                              f"{board!r}")

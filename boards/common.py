@@ -71,7 +71,7 @@ def check_chain(kind, policy=None):
     return kind, policy
 
 
-def make_chain(kind, nodes, fmt=Q15_16, policy=None, cordic_step_cycles=2, parents=None):
+def make_chain(kind, nodes, fmt=None, policy=None, cordic_step_cycles=2, parents=None):
     """Return a chain component for a board core.
 
     Parameters
@@ -373,7 +373,7 @@ class BoardTop(Elaboratable):
         BOARD_TOPS[cls.name] = cls
 
     def __init__(self, nodes=None, *, clock_hz=None, baudrate=None, chain=None, policy=None,
-                 fmt=Q15_16, controllers=False, parents=None, local_loop=False):
+                 fmt=None, controllers=False, parents=None, local_loop=False):
         self.nodes, self.clock_hz = self.check_arguments(nodes, clock_hz)
         if parents is not None and (controllers or not (chain is None
                                                         or isinstance(chain, str))):

@@ -102,7 +102,7 @@ class BoardCore(wiring.Component):
         If ``controllers`` or ``local_loop`` is not a bool.
     """
 
-    def __init__(self, nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
+    def __init__(self, nodes, *, clock_hz, baudrate=None, divisor=None, fmt=None,
                  board_id=0, chain=None, controllers=False, boards=None, local_loop=False):
         if not isinstance(nodes, int) or not 1 <= nodes <= 32:
             raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")

@@ -129,7 +129,7 @@ def simulate_update_cycles(chain, *, updates=4, max_cycles=200_000):
             "update_count": result["count"]}
 
 
-def schedule_update_cycles(nodes, fmt=Q15_16):
+def schedule_update_cycles(nodes, fmt=None):
     """Return the schedule's estimate of one sequential chain update.
 
     Parameters

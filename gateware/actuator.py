@@ -57,6 +57,7 @@ from .chain import POLICIES
 from .link import NeighbourLink, WordLayout
 from .mailbox import Mailbox, message_layout
 from .node import REQUESTS, SLOT_OPS, LinkDynNode
+from linkdyn.model.microprogram import node_formats
 
 __all__ = ["ActuatorCore", "NodeTarget", "check_policy", "LINK_WORDS", "LINK_WINDOW",
            "LINK_WINDOW_FIELDS", "LINK_DOWN", "LINK_BURST", "TASKS", "STAGES"]
@@ -310,14 +311,13 @@ class ActuatorCore(wiring.Component):
         ``policy`` is unknown or ``banks`` does not fit it.
     """
 
-    def __init__(self, fmt=Q15_16, *, base, last, nodes=None, bits=2, rx_domain="sync",
+    def __init__(self, fmt=None, *, base, last, nodes=None, bits=2, rx_domain="sync",
                  timeout=1 << 16, link_parameters=None, cordic_step_cycles=2, node_target=None,
                  policy="sequential", banks=None):
         if node_target is not None and not callable(node_target):
             raise TypeError(f"node_target must be a callable taking the node, not "
                             f"{node_target!r}")
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        fmt = node_formats(fmt)
         self._policy, self._banks = check_policy(policy, banks)
         self._pipelined = self._policy == "pipelined"
         self._tickets = 2 * self._banks if self._pipelined else 1

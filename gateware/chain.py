@@ -65,6 +65,7 @@ from .bus import RegisterBusSignature
 from .mailbox import Mailbox, message_layout
 from .verilog import export_verilog
 from .node import REQUESTS, SLOT_OPS, LinkDynNode
+from linkdyn.model.microprogram import node_formats
 
 __all__ = ["LinkDynChain", "POLICIES", "TASKS", "STAGES", "RESULT_SELECT", "RESULT_FOLLOW",
            "parse_format", "main"]
@@ -102,7 +103,8 @@ class LinkDynChain(wiring.Component):
     n : int
         Number of nodes (joints), ``1 .. MAX_NODES``.
     fmt : QFormat
-        Word format of the nodes (default Q15.16).
+        Formats of the nodes (default :data:`~linkdyn.model.microprogram.NODE_FORMATS`; a
+        QFormat: one format everywhere).
     policy : str
         Update policy, one of :data:`POLICIES` (default ``"sequential"``).
     banks : int, optional
@@ -165,14 +167,13 @@ class LinkDynChain(wiring.Component):
         or a tree.
     """
 
-    def __init__(self, n, fmt=Q15_16, *, policy="sequential", banks=None, cordic_step_cycles=2,
+    def __init__(self, n, fmt=None, *, policy="sequential", banks=None, cordic_step_cycles=2,
                  parents=None, local_loop=False):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Node count must be an integer, not {n!r}")
         if not 1 <= n <= MAX_NODES:
             raise ValueError(f"Node count must be 1 .. {MAX_NODES}, not {n!r}")
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        fmt = node_formats(fmt)
         if policy not in POLICIES:
             raise ValueError(f"Policy must be one of {POLICIES!r}, not {policy!r}")
         self._n = n
@@ -1042,7 +1043,9 @@ def main(argv=None):
                     "robot constants are registers loaded over the bus at run time: one file "
                     "serves every robot with n joints.")
     parser.add_argument("--nodes", type=int, required=True, help="number of nodes n (1..32)")
-    parser.add_argument("--format", default="Q15.16", help="word format (default Q15.16)")
+    parser.add_argument("--format", default=None,
+                        help="one word format everywhere, e.g. Q15.16 (default the node's "
+                             "formats per quantity, linkdyn.model.microprogram.NODE_FORMATS)")
     parser.add_argument("--policy", choices=POLICIES, default="sequential",
                         help="update policy (default sequential)")
     parser.add_argument("--name", default=None,
@@ -1055,7 +1058,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="output Verilog file")
     args = parser.parse_args(argv)
     try:
-        fmt = parse_format(args.format)
+        fmt = node_formats(None if args.format is None else parse_format(args.format))
         parents = None
         if args.parents is not None:
             try:

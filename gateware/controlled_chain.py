@@ -52,7 +52,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -68,6 +68,8 @@ from .bus import RegisterBusSignature
 from .chain import LinkDynChain
 from .controller import ActuatorSignature, JointController, SensorSignature
 from .cordic import CordicArctangent
+from linkdyn.model.controller import WORD as CONTROLLER_WORD
+from linkdyn.model.microprogram import node_formats
 
 __all__ = ["ControlledChain", "WINDOW_KINDS"]
 
@@ -172,14 +174,13 @@ class ControlledChain(wiring.Component):
         If ``n`` is out of range or ``cordic_step_cycles`` is not 1 or 2.
     """
 
-    def __init__(self, n, fmt=Q15_16, *, cordic_step_cycles=2, pipelined=True,
+    def __init__(self, n, fmt=None, *, cordic_step_cycles=2, pipelined=True,
                  local_loop=False):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Node count must be an integer, not {n!r}")
         if not 1 <= n <= MAX_NODES:
             raise ValueError(f"Node count must be 1 .. {MAX_NODES}, not {n!r}")
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        fmt = node_formats(fmt)
         if not isinstance(pipelined, bool):
             raise TypeError(f"pipelined must be a bool, not {pipelined!r}")
         if not isinstance(local_loop, bool):
@@ -605,14 +606,20 @@ class ControlledChain(wiring.Component):
         m.d.sync += step_cycles.eq(step_cycles + 1)
         model_word = Signal(_W)
         word_out = Signal(_W)
+        # The controllers' Q15.16 q, qd, qdd into the nodes' formats, the nodes' tau back
+        # (linkdyn.model.microprogram.rescale_word, word for word as the model does).
+        rmap = spec.registers
+        controller_bits = CONTROLLER_WORD.fraction_bits
         with m.Switch(node):
             for i, joint in enumerate(joints):
                 with m.Case(i):
                     with m.Switch(k):
-                        for index, value in enumerate((joint.model.q, joint.model.qd,
-                                                       joint.model.qdd)):
+                        for index, (name, value) in enumerate(zip(
+                                ("q", "qd", "qdd"),
+                                (joint.model.q, joint.model.qd, joint.model.qdd))):
                             with m.Case(index):
-                                m.d.comb += model_word.eq(value)
+                                m.d.comb += model_word.eq(_rescale(
+                                    value, controller_bits, rmap[name].format.fraction_bits))
 
         def last_node():
             return node == n - 1
@@ -672,7 +679,9 @@ class ControlledChain(wiring.Component):
             with m.State("READ"):
                 m.d.comb += [sq.valid.eq(1), sq.node.eq(node), sq.addr.eq(spec.tau_address)]
                 with m.If(chain.bus.ready):
-                    m.d.sync += [tau_word.eq(chain.bus.rdata),
+                    m.d.sync += [tau_word.eq(_rescale(chain.bus.rdata,
+                                                      rmap["tau"].format.fraction_bits,
+                                                      controller_bits)),
                                  tau_valid.eq((Const(1, n) << node)[:n]), node.eq(node + 1)]
                     with m.If(last_node()):
                         m.next = "OUTPUT"
@@ -710,3 +719,20 @@ class ControlledChain(wiring.Component):
         """At a step's end: the next step's phase, 0 (a chain update) after m - 1 local ones."""
         following = s.local_phase + 1
         m.d.sync += s.local_phase.eq(Mux(following >= s.local_multiple, 0, following))
+
+
+def _rescale(value, from_bits, to_bits):
+    """The expression of :func:`linkdyn.model.microprogram.rescale_word` on a 32-bit word:
+    a saturating left shift, or a right shift rounding half up."""
+    word = value.as_signed() if hasattr(value, "as_signed") else value
+    if to_bits == from_bits:
+        return word
+    if to_bits > from_bits:
+        shift = to_bits - from_bits
+        top = word.as_unsigned()[_W - 1 - shift:]
+        fits = (top == 0) | (top == (1 << (shift + 1)) - 1)
+        return Mux(fits, (word << shift)[:_W].as_signed(),
+                   Mux(word[_W - 1], Const(-(1 << (_W - 1)), signed(_W)),
+                       Const((1 << (_W - 1)) - 1, signed(_W))))
+    shift = from_bits - to_bits
+    return ((word + (1 << (shift - 1))) >> shift)[:_W].as_signed()

@@ -24,6 +24,7 @@ from linkdyn.model.protocol import MAX_NODES, ProtocolSpec
 
 from .actuator import ActuatorCore, check_policy
 from .bus import RegisterBusSignature
+from linkdyn.model.microprogram import node_formats
 
 __all__ = ["LineModel", "DistributedChain", "xorshift32"]
 
@@ -207,15 +208,14 @@ class DistributedChain(wiring.Component):
         For a bad parameter.
     """
 
-    def __init__(self, n, fmt=Q15_16, *, bits=2, delay=3, ber=0.0, seed=1, timeout=1 << 16,
+    def __init__(self, n, fmt=None, *, bits=2, delay=3, ber=0.0, seed=1, timeout=1 << 16,
                  link_parameters=None, cordic_step_cycles=2, node_target=None,
                  policy="sequential", banks=None):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Board count must be an integer, not {n!r}")
         if not 1 <= n <= MAX_NODES:
             raise ValueError(f"Board count must be 1 .. {MAX_NODES}, not {n!r}")
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        fmt = node_formats(fmt)
         self._n = n
         self.spec = ProtocolSpec(n, fmt)
         self.policy, self.banks = check_policy(policy, banks)

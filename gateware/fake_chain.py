@@ -78,7 +78,7 @@ class FakeChain(wiring.Component):
     force_error: In(1)
     hang: In(1)
 
-    def __init__(self, n_nodes, *, fmt=Q15_16, latency=None, wait_states=True):
+    def __init__(self, n_nodes, *, fmt=None, latency=None, wait_states=True):
         self.spec = ProtocolSpec(n_nodes, fmt)
         minimum = 13 * n_nodes + 2
         if latency is None:

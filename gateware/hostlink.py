@@ -88,7 +88,7 @@ class HostLink(wiring.Component):
     tx: Out(1, init=1)
     bus: Out(RegisterBusSignature())
 
-    def __init__(self, n_nodes, *, clock_hz, baudrate=None, divisor=None, fmt=Q15_16,
+    def __init__(self, n_nodes, *, clock_hz, baudrate=None, divisor=None, fmt=None,
                  board_id=0, banks=1, controllers=False, rx_fifo_depth=None, tx_fifo_depth=None, timeout_cycles=None,
                  step_timeout_cycles=None, parents=None, boards=None, local_loop=False):
         if not isinstance(clock_hz, int) or clock_hz <= 0:

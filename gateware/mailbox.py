@@ -35,7 +35,7 @@ __all__ = ["Mailbox", "DIRECTIONS", "message_layout", "message_table"]
 DIRECTIONS = ("forward", "backward")
 
 
-def message_layout(direction, fmt=Q15_16):
+def message_layout(direction, fmt=None):
     """Return the message of a mailbox direction, word by word.
 
     Parameters
@@ -63,7 +63,7 @@ def message_layout(direction, fmt=Q15_16):
     return list(rmap.forward_message if direction == "forward" else rmap.backward_message)
 
 
-def message_table(direction, fmt=Q15_16):
+def message_table(direction, fmt=None):
     """Return the Markdown table of a mailbox message (``docs/chain.md`` shows it).
 
     One row per word: index, the sender's register (its address in the node map), the
@@ -78,7 +78,7 @@ def message_table(direction, fmt=Q15_16):
         doc = reg.doc.replace(" (p_ddot includes -g)", "")
         lines.append(f"| {word} | `{source}` ({reg.address}) | `{target}` "
                      f"({rmap[target].address}) | {doc} | {reg.unit} | "
-                     f"{fmt.name if reg.format.name == 'word' else reg.format.name} |")
+                     f"{rmap.qformat(source).name} ({reg.format.name}) |")
     return "\n".join(lines)
 
 

@@ -64,8 +64,9 @@ from linkdyn.model.microprogram import BANK_COUNTS, LATCHES, SEGMENTS, microprog
 from linkdyn.model.tables import CORDIC
 
 from .cordic import CordicArctangent
-from .mac import MultiplyAccumulate
+from .mac import MultiplyAccumulate, product_alignments
 from .sincos import SineCosineLookup
+from linkdyn.model.microprogram import node_formats
 
 __all__ = ["LinkDynNode", "ScheduleRom", "RegisterPortSignature", "ResultSnoopSignature",
            "InboxSignature", "RequestSignature", "SLOT_OPS", "COUNTER_WIDTH", "REQUESTS",
@@ -399,12 +400,9 @@ class LinkDynNode(wiring.Component):
     #: Cycles from ``ext.addr`` to its word on ``ext.read_data`` (block-RAM read, register).
     ext_read_latency = 2
 
-    def __init__(self, fmt=Q15_16, *, split_joint=False, split_local=False, interlock=False,
+    def __init__(self, fmt=None, *, split_joint=False, split_local=False, interlock=False,
                  inbox=(), banks=1, cordic_step_cycles=2):
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
-        if fmt.width != WORD_WIDTH:
-            raise ValueError(f"fmt must be {WORD_WIDTH} bits wide, not {fmt.width} ({fmt.name})")
+        fmt = node_formats(fmt)
         if isinstance(inbox, str):
             inbox = (inbox,)
         inbox = tuple(inbox)
@@ -743,7 +741,8 @@ class LinkDynNode(wiring.Component):
         m = Module()
         program = self._program
         m.submodules.mac = mac = MultiplyAccumulate(
-            aligns=program.aligns, shifts=program.shifts, max_terms=program.max_terms,
+            aligns=program.aligns, product_aligns=product_alignments(program),
+            shifts=program.shifts, max_terms=program.max_terms,
             tag_width=self._addr_width + self._bank_bits)
         m.submodules.sincos = sincos = SineCosineLookup()
         m.submodules.cordic = cordic = CordicArctangent(step_cycles=self._cordic_step_cycles)

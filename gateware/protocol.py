@@ -402,7 +402,7 @@ class ProtocolEngine(wiring.Component):
     bus: Out(RegisterBusSignature())
     uart_errors: In(UARTErrors)
 
-    def __init__(self, n_nodes, *, fmt=Q15_16, clock_hz=0, baudrate=0, board_id=0, banks=1,
+    def __init__(self, n_nodes, *, fmt=None, clock_hz=0, baudrate=0, board_id=0, banks=1,
                  controllers=False, timeout_cycles=None, step_timeout_cycles=None,
                  counter_width=16, parents=None, boards=None, local_loop=False):
         self.spec = ProtocolSpec(n_nodes, fmt, clock_hz=clock_hz, baudrate=baudrate,

@@ -80,6 +80,8 @@ import numpy as np
 import serial
 
 from ..model.fixedpoint import FixedPointRangeError, QFormat, WORD_WIDTH
+from ..model.controller import WORD as CONTROLLER_WORD
+from ..model.microprogram import NODE_FORMATS, microprogram
 from .board_controller import ControllerCommands
 from ..model.protocol import (
     CONTROL_NODE, CRC_BYTES, DEFAULT_BAUDRATE, INFO_COUNT, INTER_BYTE_TIMEOUT, MAGIC,
@@ -537,12 +539,14 @@ class Board(ControllerCommands):
                                          f"{words['PROTOCOL_VERSION']}, this host "
                                          f"{PROTOCOL_VERSION}")
         word_format = words["WORD_FORMAT"]
-        fraction, integer, width = (word_format & 0xFF, (word_format >> 8) & 0xFF,
-                                    (word_format >> 16) & 0xFF)
-        if width != WORD_WIDTH or 1 + integer + fraction != WORD_WIDTH:
+        fraction, integer, width, per_quantity = (word_format & 0xFF, (word_format >> 8) & 0xFF,
+                                                  (word_format >> 16) & 0xFF, word_format >> 24)
+        if width != WORD_WIDTH or 1 + integer + fraction != WORD_WIDTH or per_quantity > 1:
             raise IncompatibleBoardError(f"the board's word format {word_format:#x} is not a "
                                          f"{WORD_WIDTH}-bit format")
-        fmt = QFormat(integer, fraction)
+        # Formats per quantity: the host's (NODE_FORMATS); MAP_CHECK, below, compares every
+        # register's format with the board's.
+        fmt = NODE_FORMATS if per_quantity else QFormat(integer, fraction)
         nodes = words["NODES"]
         if words["CONTROLLERS"] not in (0, 1, 3):
             raise IncompatibleBoardError(f"the board's CONTROLLERS word is "
@@ -907,8 +911,8 @@ class Board(ControllerCommands):
                 tau_words[0], overflow[0], update[0], latency[0], interval[0])
             if tree is not None:
                 node_words, node_overflow = node_words[0], node_overflow[0]
-        return BoardResult(info.fmt.decode(tau_words), tau_words, overflow, update, latency,
-                           interval, updates, self.statistics.retries - retries_before,
+        tau = microprogram(info.fmt).registers.decode("tau", tau_words)
+        return BoardResult(tau, tau_words, overflow, update, latency, interval, updates, self.statistics.retries - retries_before,
                            node_words, node_overflow)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, *, progress=None, batch=None):
@@ -935,7 +939,10 @@ class Board(ControllerCommands):
         return result.tau
 
     def _step_frames(self, q, qd, qdd, f_ext, info, names=("q", "qd", "qdd")):
-        n, fmt = info.nodes, info.fmt
+        n, rmap = info.nodes, microprogram(info.fmt).registers
+        # The node's registers in their formats; other names (the joint controllers' q_ref,
+        # qd_ref, qdd_ref) are the controllers' Q15.16 words.
+        formats = [rmap.qformat(name) if name in rmap else CONTROLLER_WORD for name in names]
         arrays = []
         for name, value in zip(names, (q, qd, qdd)):
             try:
@@ -961,7 +968,7 @@ class Board(ControllerCommands):
         words = np.empty((count, n, 3 if f_ext is None else 9), dtype=np.int64)
         for k, (name, unit, array) in enumerate(zip(names,
                                                     ("rad", "rad/s", "rad/s^2"), columns)):
-            words[:, :, k] = _encode(fmt, array, name, unit)
+            words[:, :, k] = _encode(formats[k], array, name, unit)
         if f_ext is not None:
             wrench = np.asarray(f_ext, dtype=float)
             if wrench.shape not in ((n, 6), (count, n, 6)) or (single and wrench.ndim != 2):
@@ -971,7 +978,7 @@ class Board(ControllerCommands):
             wrench = np.broadcast_to(wrench, (count, n, 6))
             for c, label in enumerate(("f_ext_x", "f_ext_y", "f_ext_z", "mu_ext_x",
                                        "mu_ext_y", "mu_ext_z")):
-                words[:, :, 3 + c] = _encode(fmt, wrench[:, :, c], label,
+                words[:, :, 3 + c] = _encode(rmap.qformat(label), wrench[:, :, c], label,
                                              "N" if c < 3 else "N·m")
         payloads = (words & 0xFFFFFFFF).astype("<u4").reshape(count, -1)
         return single, [row.tobytes() for row in payloads]
@@ -1295,8 +1302,9 @@ def _check_link_parameters(timeout, retries, settle):
 
 
 def _encode(fmt, values, name, unit):
-    """Encode a (K, n) array as words like :func:`linkdyn.model.rnea_fixed`; name the state
-    and joint of the first value that does not fit."""
+    """Encode a (K, n) array as words of register ``name`` in its format ``fmt`` (a QFormat)
+    like :func:`linkdyn.model.rnea_fixed`; name the state and joint of the first value that
+    does not fit, the register and its format."""
     try:
         return fmt.encode(values, name)
     except FixedPointRangeError:
@@ -1309,7 +1317,7 @@ def _encode(fmt, values, name, unit):
         else:
             k, j = 0, 0
         detail = (f"{name} = {float(values[k, j])!r} {unit} does not fit the board's "
-                  f"{fmt.name} [{fmt.min_value!r}, {fmt.max_value!r}]")
+                  f"{fmt.name} [{fmt.min_value!r}, {fmt.max_value!r}] (register {name})")
         error = FixedPointRangeError(f"state {k}, joint {j + 1}: {detail}")
         error.state, error.joint, error.quantity, error.detail = k, j, name, detail
         raise error from None

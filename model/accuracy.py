@@ -2,7 +2,8 @@
 
 ``python -m linkdyn.model.accuracy [--states 10000] [--out docs/accuracy.md]``
 
-The golden model (:func:`linkdyn.model.golden.rnea_fixed`, Q15.16 words, the fixed-point contract
+The golden model (:func:`linkdyn.model.golden.rnea_fixed`, each register in its quantity's
+format, :data:`~linkdyn.model.microprogram.NODE_FORMATS`, the fixed-point contract
 of docs/architecture.md) is compared with the float model (:func:`linkdyn.model.rnea`, float64)
 on random joint states of real robots (docs/architecture.md, *Verification*, step 2):
 
@@ -23,8 +24,8 @@ fixed seed. :func:`limit_states` puts every joint at a corner of its limits;
 
 The error budget (:func:`error_budget`) says where the error comes from. It runs the node
 microprogram with float registers (:func:`microprogram_float`: same operations, same order as
-the golden model) and switches on one error source at a time (:data:`ERROR_SOURCES`): the Q15.16
-quantisation of ``q``, ``qd``, ``qdd``; of the robot constants; the sine table; the CORDIC; the
+the golden model) and switches on one error source at a time (:data:`ERROR_SOURCES`): the
+quantisation of ``q``, ``qd``, ``qdd`` to their formats; of the robot constants; the sine table; the CORDIC; the
 rounding of every result. With every source off it equals the float model (to about 1e-12 N·m);
 with every source on it reproduces the golden model.
 
@@ -47,7 +48,7 @@ import numpy as np
 
 from .fixedpoint import Q15_16, WORD_WIDTH, wrap
 from .golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
-from .microprogram import Atan, Dot, Lookup
+from .microprogram import NODE_FORMATS, Atan, Dot, Lookup
 from .reference import REFERENCE_URDFS
 from .rnea import link_offset_vector, rnea
 from .robot import Friction
@@ -117,7 +118,7 @@ _CONSTANT_GROUPS = {
 
 
 
-def _source_doc(source, fmt=Q15_16):
+def _source_doc(source, fmt=None):
     """One line on what an error source is, with the formats of the register map."""
     rmap = microprogram(fmt).registers
 
@@ -126,10 +127,10 @@ def _source_doc(source, fmt=Q15_16):
         return f"{bits} fractional bits, step {2.0 ** -bits:.1e}"
 
     docs = {
-        "q": f"rounding of q to {fmt.name} ({form('q')} rad)",
-        "qd": f"rounding of qd to {fmt.name}",
-        "qdd": f"rounding of qdd to {fmt.name}",
-        "gravity": f"rounding of the base acceleration -g to {fmt.name}",
+        "q": f"rounding of q to {rmap.qformat('q').name} ({form('q')} rad)",
+        "qd": f"rounding of qd to {rmap.qformat('qd').name}",
+        "qdd": f"rounding of qdd to {rmap.qformat('qdd').name}",
+        "gravity": f"rounding of the base acceleration -g to {rmap.qformat('p_ddot_in_z').name}",
         "kinematics": f"rounding of r = (a, d sin alpha, d cos alpha) ({form('r_x')} m), "
                       f"sin/cos alpha ({form('sin_alpha')}), the theta offset (phase word) and "
                       f"1/(2 pi) ({form('rate')})",
@@ -346,7 +347,7 @@ def _round_to(value, fraction_bits, wraps):
     return word / scale
 
 
-def microprogram_float(robot, q, qd, qdd, f_ext=None, sources=(), fmt=Q15_16):
+def microprogram_float(robot, q, qd, qdd, f_ext=None, sources=(), fmt=None):
     """Run the node microprogram on float registers, with chosen fixed-point error sources.
 
     The same operations in the same order as :func:`linkdyn.model.golden.rnea_fixed`, but every
@@ -403,15 +404,16 @@ def microprogram_float(robot, q, qd, qdd, f_ext=None, sources=(), fmt=Q15_16):
     batch = np.broadcast_shapes(*(a.shape for a in arrays))[:-1]
     arrays = [np.broadcast_to(a, batch + (n,)) for a in arrays]
 
-    def quantise(value):
-        return fmt.decode(fmt.encode(value))
+    def quantise(value, name):
+        return rmap.decode(name, rmap.encode(name, value))
 
-    inputs = {name: quantise(a) if name in sources else a
+    inputs = {name: quantise(a, name) if name in sources else a
               for name, a in zip(("q", "qd", "qdd"), arrays)}
     if f_ext is not None:
         f_ext = np.broadcast_to(np.asarray(f_ext, dtype=float), batch + (n, 6))
         if F_EXT_SOURCE in sources:
-            f_ext = quantise(f_ext)
+            f_ext = np.concatenate([quantise(f_ext[..., :3], "f_ext_x"),
+                                    quantise(f_ext[..., 3:], "mu_ext_x")], axis=-1)
 
     exact = _constant_values(robot)
     words = encode_robot(robot, fmt)
@@ -427,7 +429,8 @@ def microprogram_float(robot, q, qd, qdd, f_ext=None, sources=(), fmt=Q15_16):
     base_words = encode_base_motion(robot, fmt)
     # The base motion, in the forward message's word order: omega, omega_dot, p_ddot = -g.
     exact_base = np.concatenate([np.zeros(3), np.zeros(3), -robot.gravity_base])
-    base = {receiver: (fmt.decode(base_words[receiver]) if "gravity" in sources else value)
+    base = {receiver: (rmap.decode(receiver, base_words[receiver]) if "gravity" in sources
+                       else value)
             for (_, receiver), value in zip(rmap.forward_message, exact_base)}
 
     rounding = "rounding" in sources
@@ -497,7 +500,7 @@ def _atan(x, cordic):
     return value
 
 
-def error_budget(robot, q, qd, qdd, fmt=Q15_16):
+def error_budget(robot, q, qd, qdd, fmt=None):
     """Return the torque error of each error source alone, and of all of them together.
 
     Parameters
@@ -829,7 +832,7 @@ def report(results, *, states, seed, command, date, cores, trees=None, tree_plot
     tree_plot : str, optional
         Path of the trees' plot relative to the report (:func:`plot_trees`), shown there.
     """
-    fmt = Q15_16
+    fmt = NODE_FORMATS
     program = microprogram(fmt)
     table_error = SINE_TABLE.worst_case_error()
     cordic_error = CORDIC.worst_case_error()
@@ -840,10 +843,22 @@ def report(results, *, states, seed, command, date, cores, trees=None, tree_plot
     w(f"Generated by `{command}` on {date} (machine: {cores} cores). Do not edit by hand: "
       f"rerun the command.")
     w("")
+    rmap = program.registers
     w("The fixed-point golden model (`linkdyn.model.golden.rnea_fixed`: the node microprogram "
-      f"on {fmt.name} words, the fixed-point contract of docs/architecture.md) against the "
-      "float model "
+      "on 32-bit words, each register in its quantity's format (`NODE_FORMATS`: "
+      f"q {rmap.qformat('q').name}, qd {rmap.qformat('qd').name}, qdd "
+      f"{rmap.qformat('qdd').name}, masses {rmap.qformat('m').name}, first moments and "
+      f"inertias {rmap.qformat('I_xx').name}, omega {rmap.qformat('omega_x').name}, "
+      f"omega_dot and p_ddot {rmap.qformat('p_ddot_x').name}, forces, moments and torques "
+      f"{rmap.qformat('tau').name}, sin/cos and r Q1.30; docs/certificate.md, *Formats per "
+      f"quantity*; sine table {SINE_TABLE.size:,} entries), the fixed-point contract of "
+      "docs/architecture.md) against the float model "
       "(`linkdyn.model.rnea`, float64) on the same joint states. Error = fixed - float, N·m.")
+    w("")
+    w("These are sampled errors. The guaranteed bounds of the same node per robot and joint "
+      "(a static analysis of the microprogram), set beside the sampled maxima, how the formats "
+      "were chosen from that error budget, their cost in cycles and LUTs, and RoboPrec's "
+      "approach beside ours: docs/certificate.md.")
     w("")
     w("## States and robots")
     w("")
@@ -1043,8 +1058,12 @@ def cordic_worst_case(limit=1 << 20, cordic=CORDIC):
 
 def _budget_text(results):
     """The explanation under the budget tables, with the measured numbers."""
-    lsb = Q15_16.resolution / 2
-    r_lsb = 2.0 ** -(microprogram(Q15_16).registers["r_x"].format.fraction_bits + 1)
+    rmap = microprogram().registers
+    q_format = rmap.qformat("q")
+    lsb = q_format.resolution / 2
+    qd_lsb = rmap.qformat("qd").resolution / 2
+    inertia_lsb = rmap.qformat("m").resolution / 2
+    r_lsb = 2.0 ** -(rmap["r_x"].format.fraction_bits + 1)
     table_error = SINE_TABLE.worst_case_error()
     lines = ["**Reading the budget.**", ""]
     for name, entry in results.items():
@@ -1072,21 +1091,25 @@ def _budget_text(results):
                     for entry in results.values() for result in entry["cases"].values())
     slopes = ", ".join(
         f"{_TITLES[name]} {entry['cases']['on']['friction_slope']:.4g} N·m·s/rad "
-        f"({_e(entry['cases']['on']['friction_slope'] * lsb)} N·m)"
+        f"({_e(entry['cases']['on']['friction_slope'] * qd_lsb)} N·m)"
         for name, entry in results.items())
     lines += [
         "",
-        f"- *q*: rounding `q` to {Q15_16.name} moves an angle by up to 2^-17 = {lsb:.2e} rad; "
+        f"- *q*: rounding `q` to {q_format.name} moves an angle by up to "
+        f"2^-{q_format.fraction_bits + 1} = {lsb:.2e} rad; "
         f"a gravity torque of G N·m moves by about {lsb:.2e} G (the fixed-point contract of "
         "docs/architecture.md).",
         "- *qd* with friction on: the Coulomb term F_c atan(k qd) has the slope F_c k at "
-        f"qd = 0, so rounding `qd` by up to {lsb:.2e} rad/s costs up to {lsb:.2e} max(F_c k) "
+        f"qd = 0, so rounding `qd` by up to {qd_lsb:.2e} rad/s costs up to {qd_lsb:.2e} max(F_c k) "
         f"N·m; max(F_c k) with friction on: {slopes}. This is the friction model's own "
-        "sensitivity, not the datapath's: a velocity known to 2^-16 rad/s gives the same.",
+        f"sensitivity, not the datapath's: a velocity known to 2^-{rmap.qformat('qd').fraction_bits} "
+        "rad/s gives the same.",
         f"- *kinematics*: `r = (a, d sin alpha, d cos alpha)` is rounded to {r_lsb:.2e} m, "
         f"which moves the moment of a force of F N by up to about {r_lsb:.2e} F N·m per link. "
-        f"*inertia*: m, m c and I are rounded to {lsb:.2e} (kg, kg·m, kg·m²); a 1e-3 kg·m² "
-        f"inertia is then only known to {100 * lsb / 1e-3:.1f} %. "
+        f"*inertia*: m, m c and I are rounded to {inertia_lsb:.2e} kg, "
+        f"{rmap.qformat('mc_x').resolution / 2:.2e} kg·m and "
+        f"{rmap.qformat('I_xx').resolution / 2:.2e} kg·m²; a 1e-3 kg·m² inertia is then known "
+        f"to {100 * rmap.qformat('I_xx').resolution / 2 / 1e-3:.4f} %. "
         "The rows *what if* give the error left with exact "
         "constants (and a table without error): what stays is mostly the rounding of `q` "
         "(row *q*) and, with friction, of `qd`.",
@@ -1095,7 +1118,9 @@ def _budget_text(results):
         f"2^-{SINE_TABLE.entry_bits} = {2.0 ** -SINE_TABLE.entry_bits:.1e}), independently: "
         "every joint's rotation is off by an angle and a scale of that size, applied to the "
         "gravity vector and to the wrenches at every joint.",
-        "- *rounding*: every result is rounded once, to 2^-17 (Q15.16 words) or 2^-31 (Q1.30 "
+        "- *rounding*: every result is rounded once, to half an LSB of its register's format "
+        f"(2^-{rmap.qformat('tau').fraction_bits + 1} for forces, moments and torques, "
+        f"2^-{rmap.qformat('omega_x').fraction_bits + 1} for omega, 2^-31 for the Q1.30 "
         "rotation entries); errors of the forward recursion are multiplied by masses and "
         "lengths in the backward one.",
         "- *all sources together* is below the sum of the maxima (the worst cases of the "

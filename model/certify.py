@@ -99,7 +99,8 @@ import numpy as np
 
 from .fixedpoint import Q15_16, QFormat, WORD_WIDTH
 from .golden import microprogram
-from .microprogram import Atan, Dot, Lookup, Term
+from .microprogram import (QUANTITIES, SELECTIONS, Atan, Dot, Lookup, NodeFormats, Term,
+                           node_formats, quantity_of)
 from .rnea import link_offset_vector
 from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
@@ -118,81 +119,20 @@ DEFAULT_QD_MAX = math.pi
 MARGIN_ABS = 1e-9
 MARGIN_REL = 1e-9
 
-#: Register quantities whose fractional bits ``formats`` may set, with their registers (by
-#: name prefix, see :func:`quantity_of`).
-QUANTITIES = {
-    "q": "joint angle q (rad)",
-    "qd": "joint velocity qd (rad/s)",
-    "qdd": "joint acceleration qdd (rad/s^2)",
-    "wrench_ext": "external wrench f_ext, mu_ext (N, N·m)",
-    "trig": "sin/cos of theta and alpha, rotation entries (Q1.30 now)",
-    "r": "link offset r = (a, d sin alpha, d cos alpha) (m, Q1.30 now)",
-    "mass": "link mass m (kg)",
-    "first_moment": "first moments m c (kg·m)",
-    "inertia": "inertias I about origin i (kg·m^2)",
-    "friction": "friction constants F_c, F_v, F_o, k",
-    "omega": "angular velocity omega, omega_in, omega x r (u), omega x m c (w_mc), I omega (h)",
-    "omega_dot": "angular acceleration omega_dot, omega_dot_in, v",
-    "p_ddot": "linear acceleration p_ddot, p_ddot_in (incl. -g)",
-    "force": "forces f, f_local, f_in, f_out (N)",
-    "moment": "moments mu, mu_local, mu_in, mu_out (N·m)",
-    "torque": "torques tau, tau_coulomb, tau_friction and k qd",
-}
-
+#: Register quantities whose fractional bits ``formats`` may set (the node's quantities, each
+#: in its own format: :data:`linkdyn.model.microprogram.QUANTITIES`).
 _FIXED_KINDS = ("zero", "rate", "theta_offset", "phase", "revolute", "prismatic")
 
 #: The joint type's selections of the microprogram and their quantities: on a revolute node
 #: each is exactly 0 or a copy of another register (``qd``, ``qdd``, ``r_y``, ``r_z``), see
 #: :meth:`_Analysis.exact_terms`.
-_SELECTIONS = {"qd_revolute": "qd", "qdd_revolute": "qdd", "q_prismatic": "q",
-               "qd2_prismatic": "qd", "qdd_prismatic": "qdd", "r_q_y": "r", "r_q_z": "r"}
+_SELECTIONS = SELECTIONS
 
 #: Label of the error symbol of a node's known inertial-parameter errors.
 _KNOWN_PARAMETERS = "inertial"
 
 #: The inertial parameter registers, in the order of :meth:`~linkdyn.model.robot.Link.parameters`.
 _INERTIAL = ("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "I_zz")
-
-
-def quantity_of(name):
-    """Return the quantity of :data:`QUANTITIES` a register belongs to, or ``None`` for the
-    registers whose format is fixed by the hardware (phase, rate, table and CORDIC latches)."""
-    if name in _FIXED_KINDS or name.startswith(("sin_base", "sin_delta", "sin_fraction",
-                                                 "cos_base", "cos_delta", "cos_fraction")) \
-            or name == "atan":
-        return None
-    if name in ("q", "qd", "qdd"):
-        return name
-    if name in _SELECTIONS:
-        return _SELECTIONS[name]
-    if name.startswith(("f_ext", "mu_ext")):
-        return "wrench_ext"
-    if name in ("sin_theta", "cos_theta", "sin_alpha", "cos_alpha", "ct_ca", "st_ca", "ct_sa",
-                "st_sa"):
-        return "trig"
-    if name.startswith("r_"):
-        return "r"
-    if name == "m":
-        return "mass"
-    if name.startswith("mc_"):
-        return "first_moment"
-    if name.startswith("I_"):
-        return "inertia"
-    if name in ("F_c", "F_v", "F_o", "k_friction"):
-        return "friction"
-    if name.startswith("omega_dot") or name.startswith("v_"):
-        return "omega_dot"
-    if name.startswith(("omega", "u_", "w_mc_", "h_")):
-        return "omega"
-    if name.startswith("p_ddot"):
-        return "p_ddot"
-    if name.startswith("f_"):
-        return "force"
-    if name.startswith("mu_"):
-        return "moment"
-    if name in ("tau", "tau_coulomb", "tau_friction", "k_qd"):
-        return "torque"
-    raise ValueError(f"register {name!r} has no quantity")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -566,8 +506,6 @@ def range_formats(certificate, headroom_bits=1):
 
 def _formats(fmt, formats):
     """Fractional bits of every register quantity: the register map's, then the overrides."""
-    if not isinstance(fmt, QFormat):
-        raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
     rmap = microprogram(fmt).registers
     bits = {}
     for reg in rmap:
@@ -600,7 +538,7 @@ def _encode_error(value, fraction_bits, what):
 
 
 def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_max=None,
-            fmt=Q15_16, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True,
+            fmt=None, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True,
             mechanics=True):
     """Certify the fixed-point torque error of a robot's node chain over a box of states.
 
@@ -619,8 +557,9 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
         ``(F, M)``: every component of ``f_ext`` within ``±F`` N and of ``mu_ext`` within
         ``±M`` N·m, on every link (frame i, about origin i, as for :func:`linkdyn.model.rnea`);
         default no external wrench.
-    fmt : QFormat
-        The node's word format (default Q15.16).
+    fmt : NodeFormats, QFormat or None
+        The node's formats (default :data:`~linkdyn.model.microprogram.NODE_FORMATS`, which
+        the golden model and the gateware implement; a QFormat: one format everywhere).
     formats : dict of str to int, optional
         What-if: fractional bits per quantity of :data:`QUANTITIES` (the word stays 32 bits);
         default the register map's formats, which the golden model and gateware implement.
@@ -643,7 +582,7 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     Raises
     ------
     TypeError
-        If ``robot`` is not a Robot or ``fmt`` not a QFormat.
+        If ``robot`` is not a Robot or ``fmt`` neither NodeFormats nor a QFormat.
     NotImplementedError
         If the robot has a prismatic joint (the message names them): the analysis and its
         mechanics bounds are those of revolute joints, so it does not certify prismatic nodes.
@@ -741,7 +680,7 @@ class _Analysis:
                  vector_norms=True, mechanics=True):
         self.vector_norms = vector_norms
         self.mechanics = mechanics and vector_norms
-        self.robot, self.fmt, self.bits, self.wrench = robot, fmt, bits, wrench
+        self.robot, self.fmt, self.bits, self.wrench = robot, node_formats(fmt), bits, wrench
         self.q_min, self.q_max, self.qd_max, self.qdd_max = box
         self.program = microprogram(fmt)
         self.rmap = self.program.registers

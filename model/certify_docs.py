@@ -28,6 +28,8 @@ import numpy as np
 
 from .certify import (QUANTITIES, SEED, certify, range_formats, sampled_error,
                       sine_error_bound)
+from .fixedpoint import Q15_16
+from .microprogram import NODE_FORMATS, microprogram
 from .reference import load_reference_robot
 from .rnea import rnea
 from .tables import SineTable, SINE_TABLE
@@ -69,13 +71,19 @@ TABLE_INDEX_BITS = (9, 10, 11, 12, 13)
 
 
 def what_if_table(index_bits):
-    """The sine table of the what-if: ``2**index_bits`` entries (36 bits beyond the default)."""
+    """The sine table of the what-if: ``2**index_bits`` entries (36 bits but the node's)."""
     if index_bits == SINE_TABLE.index_bits:
         return SINE_TABLE
     return SineTable(index_bits=index_bits, fraction_bits=30 - index_bits, entry_bits=36)
 
 
-def _plot(results, path):
+#: The formats and table before issue 17: Q15.16 everywhere (sines, cosines and r Q1.30), the
+#: 512-entry table.
+BEFORE_FORMATS = Q15_16
+BEFORE_TABLE = SineTable()
+
+
+def _plot(results, path, before_formats):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -84,20 +92,20 @@ def _plot(results, path):
     for ax, (name, (cert, before, sampled)) in zip(axes, results.items()):
         n = len(cert.bound_nm)
         x = np.arange(1, n + 1)
-        ax.bar(x - 0.27, before.bound_nm, 0.27, color="tab:gray",
-               label="certified, previous analysis")
-        ax.bar(x, cert.bound_nm, 0.27, color="tab:red", label="certified, this analysis")
+        ax.bar(x - 0.27, before_formats[name].bound_nm, 0.27, color="tab:gray",
+               label="certified, Q15.16 and 512-entry table (before)")
+        ax.bar(x, cert.bound_nm, 0.27, color="tab:red", label="certified, the node's formats")
         ax.bar(x + 0.27, sampled, 0.27, color="tab:blue", label="sampled maximum")
         ax.axhline(GOAL, color="k", linestyle="--", linewidth=1, label="goal 1e-3 N·m")
         ax.set_yscale("log")
         ax.set_xticks(x)
         ax.set_xlabel("joint")
-        ax.set_title(f"{_TITLES[name]} (Q15.16, default box)")
+        ax.set_title(f"{_TITLES[name]} (default box)")
         ax.grid(True, axis="y", which="both", alpha=0.3)
     axes[0].set_ylabel("|tau_fixed - tau| (N·m)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8)
+    fig.tight_layout(rect=(0, 0.11, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -125,10 +133,11 @@ def _budget(cert, keys):
 def q_sensitivity(robot, states=10_000, seed=SEED):
     """Sampled ``max_x sum_k |d tau_j / d q_k| 2**-17`` per joint (central differences of
     :func:`linkdyn.model.rnea` over random and corner states of the default box): what the
-    rounding of ``q`` to Q15.16 costs at its worst sampled state, to set beside its certified
-    part."""
+    rounding of ``q`` to its format (half an LSB) costs at its worst sampled state, to set
+    beside its certified part."""
     from .certify import box_states
     cert = certify(robot)
+    half = 2.0 ** -(microprogram().registers["q"].format.fraction_bits + 1)
     q, qd, qdd, _ = box_states(cert, states, seed)
     h = 1e-6
     total = np.zeros((len(q), robot.n))
@@ -136,7 +145,7 @@ def q_sensitivity(robot, states=10_000, seed=SEED):
         dq = np.zeros(robot.n)
         dq[k] = h
         total += np.abs(rnea(robot, q + dq, qd, qdd) - rnea(robot, q - dq, qd, qdd)) / (2 * h)
-    return total.max(axis=0) * 2.0 ** -17
+    return total.max(axis=0) * half
 
 
 def subdivision_limits(robot, points=20, seed=SEED):
@@ -155,18 +164,108 @@ def subdivision_limits(robot, points=20, seed=SEED):
     return np.array(quarter.bound_nm), worst
 
 
+def _formats_section(w, robots, results, before_formats, synthesis=None):
+    """The section on the node's formats: the table, how they were chosen, the cost."""
+    import json
+
+    rmap = microprogram().registers
+    allowed = common_range_formats(list(before_formats.values()))
+    w("## Formats per quantity (the node's)")
+    w("")
+    w("Every register of the node is a 32-bit word in the format of its quantity: "
+      "`linkdyn.model.microprogram.NODE_FORMATS`, the one definition the golden model, the "
+      "gateware (each Dot's term alignments and rounding shift are compiled from it), the "
+      "controlled chain's sequencer, the host (`RegisterMap.encode` / `decode`, and "
+      "`FixedPointRangeError` names the register and its format) and docs/protocol.md "
+      "execute. The formats were chosen from this certificate's budget: the Q15.16 "
+      "certificates of the three robots give, per quantity, the most fractional bits the "
+      "certified ranges leave (`range_formats`, one bit of headroom: column *ranges allow*); "
+      "the node takes one or two bits fewer where a quantity may reach further on other "
+      "robots and states (inputs: `q` ±32 rad, which also holds a prismatic joint's "
+      "length in m, `qd` ±32 rad/s, `qdd` ±512 rad/s², the external wrench ±128; masses "
+      "±64 kg; friction with the torques, which the pre-adder adds), and the certificate "
+      "proves the box saturation free with them. `k qd` stays Q15.16, the CORDIC's input.")
+    w("")
+    w("| quantity | what | format | range | step | before | ranges allow |")
+    w("|---|---|---|---:|---:|---|---:|")
+    for quantity, what in QUANTITIES.items():
+        q = NODE_FORMATS.qformat(quantity)
+        old = "Q1.30" if quantity in ("trig", "r") else BEFORE_FORMATS.name
+        w(f"| {quantity} | {what} | {q.name} | ±{2.0 ** q.integer_bits:g} | "
+          f"{2.0 ** -q.fraction_bits:.1e} | {old} | {allowed[quantity]} |")
+    w("")
+    tables = {"512 x 31 bits (before)": BEFORE_TABLE,
+              "2,048 x 31 bits": SineTable(index_bits=11, fraction_bits=19),
+              f"{SINE_TABLE.size:,} x {SINE_TABLE.entry_bits} bits (the node's)": SINE_TABLE}
+    w("The sine table is the other half of the budget: with the node's formats, the "
+      "certified bound for each table (largest joint, N·m):")
+    w("")
+    w("| sine table | worst case | " + " | ".join(_TITLES[n] for n in robots)
+      + " | 18-kbit block RAMs |")
+    w("|---|---:|" + "---:|" * len(robots) + "---:|")
+    for label, table in tables.items():
+        bounds = [certify(robot, table=table).max_bound_nm for robot in robots.values()]
+        blocks = max(1, table.size // 512)
+        w(f"| {label} | {sine_error_bound(table):.2e} | "
+          + " | ".join(f"{b:.2e}" for b in bounds) + f" | {blocks} |")
+    w("")
+    w("A 2,048-entry table would just meet 1e-3 N·m on the Panda; the node's 4,096 entries "
+      "leave a factor of two for other robots and boxes.")
+    w("")
+    w("**Cost.** The word stays 32 bits and the multiplier the same four 18 x 18 blocks; the "
+      "schedule does not change, so neither do the cycles:")
+    w("")
+    before = microprogram(BEFORE_FORMATS)
+    now = microprogram()
+    w("| | " + " | ".join(now.segments) + " | shifts | alignments |")
+    w("|---|" + "---:|" * (len(now.segments) + 2))
+    for label, program in (("Q15.16 (before)", before), ("the node's formats", now)):
+        w(f"| {label} | " + " | ".join(str(seg.cycles) for seg in program.segments.values())
+          + f" | {len(program.shifts)} | {len(program.aligns)} |")
+    w("")
+    w("(cycles per segment; the chain's LATENCY_CYCLES are made of them and stay the same). "
+      "The rounding-shift and alignment multiplexers grow from "
+      f"{len(before.shifts)} and {len(before.aligns)} to {len(now.shifts)} and "
+      f"{len(now.aligns)} entries, the accumulator by the wider products' alignments.")
+    w("")
+    if synthesis is not None and not Path(synthesis).exists():
+        w("(The synthesis figures of one node were not available to this run.)")
+        w("")
+    elif synthesis is not None:
+        figures = json.loads(Path(synthesis).read_text())
+        w("One node synthesised with Yosys (`linkdyn.bench.node.synthesize`):")
+        w("")
+        w("| family | formats | LUTs | flip-flops | DSP / multiplier blocks | block RAMs |")
+        w("|---|---|---:|---:|---:|---:|")
+        for key, r in figures.items():
+            family, formats = key.split("/")
+            label = {"q15_16": "Q15.16 everywhere (the formats before)",
+                     "node_formats": "the node's formats"}[formats]
+            w(f"| {family} | {label} | {r['luts']:,} | {r['ffs']:,} | {r['dsps']} | "
+              f"{r['brams']:g} |")
+        w("")
+        w("(Both rows with the node's 4,096-entry table, so the difference is the formats': "
+          "the wider shift and alignment multiplexers and accumulator. The table's block RAMs "
+          "are the same in both rows: 8 where one held the 512-entry table.)")
+        w("")
+
+
 def main(argv=None):
     """Write the certificate figures of UR5, UR10 and Panda to a Markdown file (+ PNG)."""
     parser = argparse.ArgumentParser(prog="python -m linkdyn.model.certify_docs",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--states", type=int, default=100_000)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--synthesis", type=Path, metavar="JSON",
+                        help="node synthesis figures to report (luts, ffs, dsps, brams per "
+                             "'family/formats', e.g. from linkdyn.bench.node.synthesize)")
     args = parser.parse_args(argv)
     log = lambda text: print(text, file=sys.stderr)  # noqa: E731
     robots = {name: load_reference_robot(name) for name in ROBOTS}
     results, variants, timing, subdivision, sensitivity = {}, {}, {}, {}, {}
-    weightless = {}
+    weightless, before_formats = {}, {}
     for name, robot in robots.items():
+        before_formats[name] = certify(robot, fmt=BEFORE_FORMATS, table=BEFORE_TABLE)
         start = time.perf_counter()
         cert = certify(robot)
         middle = time.perf_counter()
@@ -193,7 +292,7 @@ def main(argv=None):
         sensitivity[name] = q_sensitivity(robot)
     png = args.out.with_suffix(".png")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    _plot(results, png)
+    _plot(results, png, before_formats)
     formats = common_range_formats([c for c, _, _ in results.values()])
     whatif = {}
     for index_bits in TABLE_INDEX_BITS:
@@ -261,7 +360,8 @@ def main(argv=None):
       "symbol whose coefficients are affine forms of the state, so their directions are kept "
       "where the box is narrow.")
     w("")
-    w("## Certified bound and sampled maximum (Q15.16, the current formats)")
+    _formats_section(w, robots, results, before_formats, args.synthesis)
+    w("## Certified bound and sampled maximum (the node's formats)")
     w("")
     for name, (cert, before, sampled) in results.items():
         n = len(cert.bound_nm)
@@ -272,6 +372,8 @@ def main(argv=None):
         w("| | " + " | ".join(f"joint {i + 1}" for i in range(n)) + " |")
         w("|---|" + "---:|" * n)
         w("| certified bound (N·m) | " + " | ".join(f"{v:.2e}" for v in cert.bound_nm) + " |")
+        w("| certified, Q15.16 before (N·m) | " + " | ".join(
+            f"{v:.2e}" for v in before_formats[name].bound_nm) + " |")
         w("| previous analysis (N·m) | " + " | ".join(f"{v:.2e}" for v in before.bound_nm)
           + " |")
         w("| previous / this | " + " | ".join(
@@ -284,12 +386,12 @@ def main(argv=None):
               + " |")
         w("")
         hot = cert.hot_registers
-        words = [h for h in cert.registers if h["limit"][1] > 100]  # word-format registers
+        words = [h for h in cert.registers if h["limit"][1] > 2.5]  # all but the Q1.30 ones
         top = max(words, key=lambda h: h["use"])
-        w(f"Closest to saturation among the Q15.16 registers: node {top['node']} "
+        w(f"Closest to saturation among the registers beyond Q1.30: node {top['node']} "
           f"`{top['register']}`, |x| + |e| up to {top['use'] * top['limit'][1]:.4g} of "
           f"{top['limit'][1]:.6g} ({top['use']:.1%}); overall: node {hot[0]['node']} "
-          f"`{hot[0]['register']}` ({hot[0]['use']:.1%} of its Q1.30 word).")
+          f"`{hot[0]['register']}` ({hot[0]['use']:.1%} of its word).")
         w("")
     w(f"![certified bound (previous and this analysis) and sampled maximum per joint]"
       f"({png.name})")
@@ -297,18 +399,28 @@ def main(argv=None):
     gains = [b / a for c, p, _ in results.values() for a, b in zip(c.bound_nm, p.bound_nm)]
     ratios = [b / x for c, _, sampled in results.values() for b, x in zip(c.bound_nm, sampled)]
     worst_sampled = {name: float(np.max(s)) for name, (_, _, s) in results.items()}
-    w(f"This analysis is {min(gains):.1f}x to {max(gains):.1f}x tighter than the previous one, "
-      f"and still sound. Goals of issue 17: bound <= 1e-3 N·m on every joint: **not met** (the "
-      f"bound is {min(c.max_bound_nm for c, _, _ in results.values()):.1e} to "
-      f"{max(c.max_bound_nm for c, _, _ in results.values()):.1e} N·m at the worst joint); "
-      "sampled maximum never above the bound: **met**; bound at most 4x the sampled maximum: "
-      f"**not met** ({min(ratios):.0f}x to {max(ratios):.0f}x).")
-    w("")
-    w("**1e-3 N·m cannot be certified with the Q15.16 word everywhere**, by any analysis: the "
-      "sampled error itself is above it (largest sampled error "
+    met_bound = all(c.max_bound_nm <= GOAL for c, _, _ in results.values())
+    met_sampled = all(max(s) <= GOAL / 2 for _, _, s in results.values())
+    met_ratio = max(ratios) <= 4
+    w(f"The mechanics analysis is {min(gains):.1f}x to {max(gains):.1f}x tighter than the "
+      "previous one, and sound. Goals of issue 17, UR5, UR10 and Panda in the default box: "
+      f"certified bound <= 1e-3 N·m on every joint: **{'met' if met_bound else 'not met'}** "
+      f"(largest bound "
+      + ", ".join(f"{_TITLES[k]} {c.max_bound_nm:.2e}" for k, (c, _, _) in results.items())
+      + " N·m); sampled maximum <= 5e-4 N·m: "
+      f"**{'met' if met_sampled else 'not met'}** ("
       + ", ".join(f"{_TITLES[k]} {v:.2e}" for k, v in worst_sampled.items())
-      + " N·m), and a sound bound is never below an error that occurs. Which term dominates, "
-      "per the budget above, at each robot's worst joint:")
+      + " N·m); sampled maximum never above the bound: **met** (checked per state); bound "
+      f"at most 4x the sampled maximum: **{'met' if met_ratio else 'not met'}** "
+      f"({min(ratios):.0f}x to {max(ratios):.0f}x per joint).")
+    w("")
+    if not met_ratio:
+        w("Why the bound stays well above the sampled maximum: the sampled errors with the "
+          "node's formats are the typical sum of many independent roundings (they partly "
+          "cancel), while the certificate adds every rounding at its worst, with the norms "
+          "of whole turns of every frame; the terms that lead it, per robot's worst joint:")
+    else:
+        w("The terms that lead the bound at each robot's worst joint:")
     w("")
     for name, (cert, _, _) in results.items():
         j = int(np.argmax(cert.bound_nm))
@@ -318,17 +430,16 @@ def main(argv=None):
           + "; ".join(f"{label} {v:.1e} ({v / cert.bound_nm[j]:.0%})"
                       for v, label in parts[:4]) + ".")
     w("")
-    w("The rounding of `q` to 16 fractional bits (half an LSB, 7.6e-6 rad, turns every frame "
-      "of the chain) leads; then the encoding of the inertial parameters (2^-17 of a kg·m² is "
-      "several percent of a wrist link's inertia, and it is multiplied by `omega_dot` and "
-      "`omega^2`), the Dot roundings to 16 fractional bits (forces and moments), and the sine "
-      "table. Those are the quantities to give more fractional bits (formats per quantity, "
-      "below).")
+    w("With Q15.16 everywhere (before) 1e-3 N·m could not be certified by any analysis: the "
+      "sampled error itself was above it (docs/accuracy.md before issue 17: 1.47e-3 UR5, "
+      "1.84e-3 UR10, 1.49e-3 N·m Panda), led by the rounding of `q` to 16 fractional bits.")
     w("")
     w("### The q rounding: certified part against its sampled sensitivity")
     w("")
-    w("The rounding of `q` enters the torque as `sum_k d tau_j / d q_k e_k`, `|e_k| <= 2^-17`. "
-      "Its certified part against `max_x sum_k |d tau_j / d q_k| 2^-17` over 10^4 sampled "
+    q_bits = microprogram().registers["q"].format.fraction_bits
+    w("The rounding of `q` enters the torque as `sum_k d tau_j / d q_k e_k`, "
+      f"`|e_k| <= 2^-{q_bits + 1}`. Its certified part against "
+      f"`max_x sum_k |d tau_j / d q_k| 2^-{q_bits + 1}` over 10^4 sampled "
       "states (central differences of `rnea`):")
     w("")
     for name, (cert, _, _) in results.items():
@@ -416,9 +527,9 @@ def main(argv=None):
       "|x| + |e| over all nodes, plus one bit of headroom); one set for all three robots takes "
       "the fewest per quantity. The analysis then runs again with those formats (it proves "
       "them saturation free in the box) and with sine tables of 512 to 8,192 entries (36-bit "
-      "entries beyond the current 512 x 31 bits): a real computation, not an estimate.")
+      "entries; the node's table is 4,096 x 31 bits): a real computation, not an estimate.")
     w("")
-    w("| quantity | what | fractional bits now | what-if |")
+    w("| quantity | what | fractional bits (the node's) | what-if |")
     w("|---|---|---:|---:|")
     now = next(iter(results.values()))[0].formats
     for quantity, what in QUANTITIES.items():
@@ -444,15 +555,11 @@ def main(argv=None):
         for name, cert in whatif[k].items():
             w(f"- {_TITLES[name]}: " + ", ".join(f"{v:.2e}" for v in cert.bound_nm) + ".")
         w("")
-        w(f"Formats alone are not enough: with the current table the bound stays at "
+        w(f"Formats alone are not enough: with the 512-entry table the bound stays at "
           f"{max(c.max_bound_nm for c in whatif[9].values()):.1e} N·m, the table's "
-          f"{sine_error_bound(SINE_TABLE):.2e} (per sine and cosine, every joint) dominates "
-          f"it. A {1 << k:,} x 36-bit table is {(1 << k) * 36 / 1024:.0f} kbit (the current "
-          "one fits one 18-kbit block RAM). The what-if assumes the node aligns sum terms of "
-          "mixed formats and that its accumulator and shifter hold the wider products (e.g. "
-          f"`q * rate`: {formats['q']} + 32 fractional bits). The gateware and the golden "
-          "model still use the current formats (changing them changes every bit-exact test "
-          "and is a separate step).")
+          f"{sine_error_bound(what_if_table(9)):.2e} (per sine and cosine, every joint) "
+          "dominates it. The node's formats are these with one or two bits more headroom, "
+          "and its table has 4,096 entries (section *Formats per quantity*).")
     else:
         w("The certified 1e-3 N·m is **not reached** with these formats and tables.")
     w("")

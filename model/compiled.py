@@ -33,6 +33,7 @@ import numpy as np
 from .fixedpoint import Q15_16, QFormat, WORD_WIDTH, round_shift, saturate, wrap
 from .microprogram import SEGMENTS, Atan, Dot, Lookup, microprogram
 from .tables import CORDIC, SINE_TABLE
+from .microprogram import node_formats
 
 __all__ = ["CompiledSegment", "compile_segment", "compiled_microprogram", "dot_source"]
 
@@ -180,7 +181,7 @@ class CompiledSegment:
         return overflow
 
 
-def compile_segment(segment, fmt=Q15_16):
+def compile_segment(segment, fmt=None):
     """Compile one segment of the microprogram of a word format (cached).
 
     Parameters
@@ -201,8 +202,7 @@ def compile_segment(segment, fmt=Q15_16):
     """
     if segment not in SEGMENTS:
         raise ValueError(f"segment must be one of {SEGMENTS}, not {segment!r}")
-    if not isinstance(fmt, QFormat):
-        raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
+    fmt = node_formats(fmt)
     return _compile(segment, fmt)
 
 
@@ -237,6 +237,6 @@ def _compile(segment, fmt):
     return CompiledSegment(segment, tuple(steps), tuple(sources), lockstep)
 
 
-def compiled_microprogram(fmt=Q15_16):
+def compiled_microprogram(fmt=None):
     """Return ``{segment name: CompiledSegment}`` for every segment of a word format (cached)."""
     return {name: compile_segment(name, fmt) for name in SEGMENTS}

@@ -19,6 +19,7 @@ from .microprogram import SEGMENTS, Atan, Dot, Lookup, microprogram  # re-export
 from .rnea import link_offset_vector
 from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
+from .microprogram import node_formats
 
 __all__ = ["microprogram", "encode_robot", "encode_links", "encode_base_motion", "run_segment",
            "rnea_fixed", "FixedResult", "FixedPointRangeError", "GoldenChain", "ExecutorTables",
@@ -31,7 +32,7 @@ def _phase_word(turns):
     return int(wrap(word))
 
 
-def encode_robot(robot, fmt=Q15_16):
+def encode_robot(robot, fmt=None):
     """Return the constant words every node of a robot is loaded with.
 
     Parameters
@@ -64,7 +65,7 @@ def encode_robot(robot, fmt=Q15_16):
     return encode_links(robot.links, fmt)
 
 
-def encode_links(links, fmt=Q15_16, labels=None):
+def encode_links(links, fmt=None, labels=None):
     """Return the constant words of nodes that run the given links (mounts ignored).
 
     The per-node part of :func:`encode_robot`, also used by the golden model of a tree
@@ -141,7 +142,7 @@ def _encode_wide(value, fraction_bits, what):
     return int(word)
 
 
-def encode_base_motion(robot, fmt=Q15_16, base_motion=None):
+def encode_base_motion(robot, fmt=None, base_motion=None):
     """Return node 1's forward-mailbox words: the base motion, in DH frame 0.
 
     Parameters
@@ -161,10 +162,12 @@ def encode_base_motion(robot, fmt=Q15_16, base_motion=None):
     """
     if base_motion is None:
         base_motion = (np.zeros(3), np.zeros(3), -robot.gravity_base)
+    rmap = microprogram(fmt).registers
     words = {}
     for quantity, vector in zip(("omega", "omega_dot", "p_ddot"), base_motion):
         for c, value in zip("xyz", np.asarray(vector, dtype=float)):
-            words[f"{quantity}_in_{c}"] = int(fmt.encode(value, f"base {quantity} {c}"))
+            name = f"{quantity}_in_{c}"
+            words[name] = int(rmap.encode(name, value, f"base {quantity} {c}"))
     return words
 
 
@@ -206,7 +209,7 @@ def _dot(regs, program, op, batch_shape):
     return saturate(result)
 
 
-def run_segment(regs, segment, fmt=Q15_16):
+def run_segment(regs, segment, fmt=None):
     """Interpret one segment of the microprogram on a node's registers, in place.
 
     Parameters
@@ -272,14 +275,15 @@ def _check_constants(constants, n, rmap):
 
 
 def _joint_words(fmt, value, name, batch_shape, n):
+    rmap = microprogram(fmt).registers
     array = np.broadcast_to(np.asarray(value, dtype=float), batch_shape + (n,))
     words = np.empty(array.shape, dtype=np.int64)
     for i in range(n):
-        words[..., i] = fmt.encode(array[..., i], f"node {i + 1} {name}")
+        words[..., i] = rmap.encode(name, array[..., i], f"node {i + 1} {name}")
     return words
 
 
-def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
+def rnea_fixed(robot, q, qd, qdd, fmt=None, f_ext=None, base_motion=None,
                keep_registers=False, constants=None):
     """Compute the inverse dynamics with the node microprogram in fixed point, node by node.
 
@@ -352,7 +356,8 @@ def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
             if f_ext is None:
                 regs[reg.name] = np.zeros(batch_shape, dtype=np.int64)
             else:
-                regs[reg.name] = fmt.encode(f_ext[..., i, k], f"node {i + 1} {reg.name}")
+                regs[reg.name] = rmap.encode(reg.name, f_ext[..., i, k],
+                                             f"node {i + 1} {reg.name}")
         for source, target in rmap.forward_message:
             value = previous[target] if i == 0 else previous[source]
             regs[target] = np.broadcast_to(np.asarray(value, dtype=np.int64),
@@ -371,9 +376,9 @@ def rnea_fixed(robot, q, qd, qdd, fmt=Q15_16, f_ext=None, base_motion=None,
         overflow[..., i] |= run_segment(regs, "distal", fmt)
 
     tau_words = np.stack([nodes[i]["tau"] for i in range(n)], axis=-1)
-    base_wrench = fmt.decode(np.stack([nodes[0][f"{q}_out_{c}"] for q in ("f", "mu")
-                                       for c in "xyz"], axis=-1))
-    return FixedResult(fmt.decode(tau_words), tau_words, overflow, base_wrench,
+    base_wrench = rmap.decode_wrench(np.stack([nodes[0][f"{q}_out_{c}"] for q in ("f", "mu")
+                                               for c in "xyz"], axis=-1))
+    return FixedResult(rmap.decode("tau", tau_words), tau_words, overflow, base_wrench,
                        nodes if keep_registers else None)
 
 
@@ -405,8 +410,7 @@ def executor_tables(fmt):
     TypeError
         If ``fmt`` is not a QFormat.
     """
-    if not isinstance(fmt, QFormat):
-        raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
+    fmt = node_formats(fmt)
     rmap = microprogram(fmt).registers
     return ExecutorTables(compiled_microprogram(fmt),
                           [reg.name for reg in rmap.of_kind("input")[3:]],
@@ -454,16 +458,18 @@ class GoldenChain:
         If the robot is a tree or has a mount (see :func:`encode_robot`).
     """
 
-    def __init__(self, robot, fmt=Q15_16, base_motion=None):
+    def __init__(self, robot, fmt=None, base_motion=None):
         tables = executor_tables(fmt)
         self.robot = robot
-        self.fmt = fmt
+        self.fmt = node_formats(fmt)
+        self.registers = microprogram(fmt).registers
         self.constants = encode_robot(robot, fmt)
         self._base = encode_base_motion(robot, fmt, base_motion)
         self._segments = tables.segments
         self._wrench_inputs = tables.wrench_inputs
         self._forward = tables.forward
         self._backward = tables.backward
+        self._input_formats = {}
         self.last_nodes = None
 
     def _words(self, values, names, shape):
@@ -472,18 +478,28 @@ class GoldenChain:
         for array, name in zip(arrays, names):
             if array.shape != shape:
                 raise ValueError(f"{name} must have shape {shape}, not {array.shape}")
+        rmap = self.registers
+        formats = self._input_formats.get(names)
+        if formats is None:
+            # One QFormat per input array (and wrench component): encoded in one call each.
+            formats = self._input_formats[names] = (
+                [rmap.qformat(name) for name in names] if len(shape) == 1
+                else [[rmap.qformat(reg) for reg in self._wrench_inputs]])
         try:
-            return self.fmt.encode(np.stack(arrays), "input").tolist()
+            if len(shape) == 1:
+                return [f.encode(array, "input").tolist() for f, array in zip(formats, arrays)]
+            return [np.stack([f.encode(arrays[0][:, k], "input")
+                              for k, f in enumerate(formats[0])], axis=-1).tolist()]
         except FixedPointRangeError:
             pass
         # Find the first offender in rnea_fixed's order and name it as rnea_fixed does.
         for array, name in zip(arrays, names):
             for i in range(self.robot.n):
                 if len(shape) == 1:
-                    self.fmt.encode(array[i], f"node {i + 1} {name}")
+                    rmap.encode(name, array[i], f"node {i + 1} {name}")
                 else:
                     for k, reg in enumerate(self._wrench_inputs):
-                        self.fmt.encode(array[i, k], f"node {i + 1} {reg}")
+                        rmap.encode(reg, array[i, k], f"node {i + 1} {reg}")
         raise AssertionError("unreachable: the inputs were refused as a whole")
 
     def step(self, q, qd, qdd, f_ext=None, keep_registers=False):
@@ -543,13 +559,14 @@ class GoldenChain:
             if distal.run([regs])[0]:
                 overflow[i] = True
         self.last_nodes = nodes
-        fmt = self.fmt
+        rmap = self.registers
         tau_words = np.array([regs["tau"] for regs in nodes], dtype=np.int64)
-        base_wrench = fmt.decode(np.array([nodes[0][f"{q}_out_{c}"] for q in ("f", "mu")
-                                           for c in "xyz"], dtype=np.int64))
+        base_wrench = rmap.decode_wrench(np.array([nodes[0][f"{q}_out_{c}"] for q in ("f", "mu")
+                                                   for c in "xyz"], dtype=np.int64))
         registers = None
         if keep_registers:
             registers = [{name: np.asarray(word, dtype=np.int64) for name, word in regs.items()}
                          for regs in nodes]
-        return FixedResult(fmt.decode(tau_words), tau_words, np.array(overflow, dtype=bool),
+        return FixedResult(rmap.decode("tau", tau_words), tau_words,
+                           np.array(overflow, dtype=bool),
                            base_wrench, registers)

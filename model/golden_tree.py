@@ -37,6 +37,7 @@ import numpy as np
 
 from .fixedpoint import Q15_16, saturate
 from .golden import encode_base_motion, encode_links, executor_tables
+from .microprogram import microprogram, node_formats
 from .robot import Link, Robot
 
 __all__ = ["NodeTree", "node_tree", "encode_tree", "merge_backward", "TreeResult",
@@ -134,7 +135,7 @@ def node_tree(robot):
     return NodeTree(tuple(parents), tuple(link_node), tuple(mount_node), tuple(links))
 
 
-def encode_tree(robot, fmt=Q15_16):
+def encode_tree(robot, fmt=None):
     """Return the constant words of every node of a robot's tree (:func:`node_tree` order).
 
     Parameters
@@ -251,11 +252,12 @@ class GoldenTree:
         If a constant or the base motion does not fit its format.
     """
 
-    def __init__(self, robot, fmt=Q15_16, base_motion=None):
+    def __init__(self, robot, fmt=None, base_motion=None):
         tables = executor_tables(fmt)
         self.tree = node_tree(robot)
         self.robot = robot
-        self.fmt = fmt
+        self.fmt = node_formats(fmt)
+        self.registers = microprogram(fmt).registers
         self.constants = encode_tree(robot, fmt)
         self.base_words = encode_base_motion(robot, fmt, base_motion)
         self._segments = tables.segments
@@ -300,11 +302,12 @@ class GoldenTree:
         inputs = [dict.fromkeys(names, 0) for _ in range(self.tree.n)]
         for i, node in enumerate(self.tree.link_node):
             for name, array in zip(("q", "qd", "qdd"), arrays):
-                inputs[node][name] = int(self.fmt.encode(array[i], f"node {node + 1} {name}"))
+                inputs[node][name] = int(self.registers.encode(name, array[i],
+                                                               f"node {node + 1} {name}"))
             if f_ext is not None:
                 for k, name in enumerate(self._wrench_inputs):
-                    inputs[node][name] = int(self.fmt.encode(f_ext[i, k],
-                                                             f"node {node + 1} {name}"))
+                    inputs[node][name] = int(self.registers.encode(name, f_ext[i, k],
+                                                                   f"node {node + 1} {name}"))
         return inputs
 
     def step(self, q, qd, qdd, f_ext=None, keep_registers=False):
@@ -375,11 +378,12 @@ class GoldenTree:
                 link_overflow[i] |= node_overflow[mount]
         base_wrench = np.zeros(6)
         for root in tree.roots:
-            base_wrench += fmt.decode(np.array([nodes[root][f"{q}_out_{c}"] for q in ("f", "mu")
-                                                for c in "xyz"], dtype=np.int64))
+            base_wrench += self.registers.decode_wrench(np.array(
+                [nodes[root][f"{q}_out_{c}"] for q in ("f", "mu") for c in "xyz"], dtype=np.int64))
         registers = None
         if keep_registers:
             registers = [{name: np.asarray(word, dtype=np.int64) for name, word in regs.items()}
                          for regs in nodes]
-        return TreeResult(fmt.decode(tau_words), tau_words, link_overflow, base_wrench,
+        return TreeResult(self.registers.decode("tau", tau_words), tau_words, link_overflow,
+                          base_wrench,
                           node_tau, node_overflow, registers)

@@ -41,12 +41,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
+import numpy as np
 from functools import cached_property, lru_cache
 
 from .fixedpoint import Q15_16, QFormat, WORD_WIDTH
 from .tables import CORDIC, SINE_TABLE
 
 __all__ = [
+    "QUANTITIES", "quantity_of", "NodeFormats", "NODE_FORMATS", "node_formats", "rescale_word",
     "RegisterFormat", "Register", "RegisterMap", "Term", "mul", "add", "Dot", "Lookup", "Atan",
     "MacTiming", "MAC_TIMING", "Segment", "Slot", "Microprogram", "build_microprogram",
     "microprogram",
@@ -80,6 +83,262 @@ LATCHES = ("sin_base", "sin_delta", "sin_fraction", "cos_base", "cos_delta", "co
            "atan")
 
 
+#: The quantities of the node's registers, each with its own 32-bit fixed-point format
+#: (:class:`NodeFormats`), with the registers they hold (by name, see :func:`quantity_of`).
+QUANTITIES = {
+    "q": "joint position q (rad; m for a prismatic joint)",
+    "qd": "joint velocity qd (rad/s; m/s)",
+    "qdd": "joint acceleration qdd (rad/s^2; m/s^2)",
+    "wrench_ext": "external wrench f_ext, mu_ext (N, N·m)",
+    "trig": "sin/cos of theta and alpha, rotation entries",
+    "r": "link offset r = (a, d sin alpha, d cos alpha) (m)",
+    "mass": "link mass m (kg)",
+    "first_moment": "first moments m c (kg·m)",
+    "inertia": "inertias I about origin i (kg·m^2)",
+    "friction": "friction constants F_c, F_v, F_o, k",
+    "omega": "angular velocity omega, omega_in, omega x r (u), omega x m c (w_mc), I omega (h)",
+    "omega_dot": "angular acceleration omega_dot, omega_dot_in, v",
+    "p_ddot": "linear acceleration p_ddot, p_ddot_in (incl. -g)",
+    "force": "forces f, f_local, f_in, f_out (N)",
+    "moment": "moments mu, mu_local, mu_in, mu_out (N·m)",
+    "torque": "torques tau, tau_coulomb, tau_friction",
+}
+
+#: Registers whose format is fixed by the hardware (no quantity): the constant zero, the phase
+#: path, the 0/1 joint-type words and ``k_qd``, the CORDIC's Q15.16 input.
+_FIXED_REGISTERS = ("zero", "rate", "theta_offset", "phase", "revolute", "prismatic", "k_qd")
+
+#: The joint type's selections of the microprogram and the quantity each copies.
+SELECTIONS = {"qd_revolute": "qd", "qdd_revolute": "qdd", "q_prismatic": "q",
+              "qd2_prismatic": "qd", "qdd_prismatic": "qdd", "r_q_y": "r", "r_q_z": "r"}
+
+
+def quantity_of(name):
+    """Return the quantity of :data:`QUANTITIES` a register belongs to.
+
+    Parameters
+    ----------
+    name : str
+        Register name, e.g. ``"omega_in_x"``.
+
+    Returns
+    -------
+    str or None
+        The quantity, or ``None`` for the registers whose format is fixed by the hardware
+        (zero, phase, rate, joint type, table and CORDIC latches).
+
+    Raises
+    ------
+    ValueError
+        If the name belongs to no quantity.
+    """
+    if name in _FIXED_REGISTERS or name in LATCHES:
+        return None
+    if name in ("q", "qd", "qdd"):
+        return name
+    if name in SELECTIONS:
+        return SELECTIONS[name]
+    if name.startswith(("f_ext", "mu_ext")):
+        return "wrench_ext"
+    if name in ("sin_theta", "cos_theta", "sin_alpha", "cos_alpha", "ct_ca", "st_ca", "ct_sa",
+                "st_sa"):
+        return "trig"
+    if name.startswith("r_"):
+        return "r"
+    if name == "m":
+        return "mass"
+    if name.startswith("mc_"):
+        return "first_moment"
+    if name.startswith("I_"):
+        return "inertia"
+    if name in ("F_c", "F_v", "F_o", "k_friction"):
+        return "friction"
+    if name.startswith("omega_dot") or name.startswith("v_"):
+        return "omega_dot"
+    if name.startswith(("omega", "u_", "w_mc_", "h_")):
+        return "omega"
+    if name.startswith("p_ddot"):
+        return "p_ddot"
+    if name.startswith("f_"):
+        return "force"
+    if name.startswith("mu_"):
+        return "moment"
+    if name in ("tau", "tau_coulomb", "tau_friction"):
+        return "torque"
+    raise ValueError(f"register {name!r} has no quantity")
+
+
+@dataclass(frozen=True)
+class NodeFormats:
+    """The number format of every quantity of a node: fractional bits of its 32-bit word.
+
+    Each field is the number of fractional bits of the quantity of :data:`QUANTITIES` of the
+    same name (a register of ``b`` fractional bits holds ``[-2**(31-b), 2**(31-b))`` in steps
+    of ``2**-b``). :data:`NODE_FORMATS` are the node's formats, chosen from the certified error
+    budget (:mod:`linkdyn.model.certify`, docs/certificate.md); :meth:`uniform` gives every
+    quantity but ``trig`` and ``r`` (always Q1.30) one format, as the nodes had before (Q15.16).
+
+    Parameters
+    ----------
+    q, qd, qdd, wrench_ext, trig, r, mass, first_moment, inertia, friction, omega, omega_dot,
+    p_ddot, force, moment, torque : int
+        Fractional bits, 0 ..  31.
+    name : str
+        Name in reports (default from the bits).
+
+    Raises
+    ------
+    ValueError
+        If a count is not an integer in 0 .. 31, or ``friction`` and ``torque`` differ (the
+        program adds ``tau_coulomb + F_o`` in the MAC's pre-adder, which takes one format).
+    """
+
+    q: int
+    qd: int
+    qdd: int
+    wrench_ext: int
+    mass: int
+    first_moment: int
+    inertia: int
+    friction: int
+    omega: int
+    omega_dot: int
+    p_ddot: int
+    force: int
+    moment: int
+    torque: int
+    trig: int = WORD_WIDTH - 2
+    r: int = WORD_WIDTH - 2
+    name: str = ""
+
+    def __post_init__(self):
+        for quantity in QUANTITIES:
+            value = getattr(self, quantity)
+            if not isinstance(value, int) or isinstance(value, bool) \
+                    or not 0 <= value <= WORD_WIDTH - 1:
+                raise ValueError(f"fractional bits of {quantity!r} must be an integer in "
+                                 f"0..{WORD_WIDTH - 1}, not {value!r}")
+        if self.friction != self.torque:
+            raise ValueError(f"friction and torque must have the same fractional bits (the "
+                             f"pre-adder sums tau_coulomb + F_o), not {self.friction} and "
+                             f"{self.torque}")
+        if not self.name:
+            object.__setattr__(self, "name", "per-quantity " + ",".join(
+                str(getattr(self, quantity)) for quantity in QUANTITIES))
+
+    @classmethod
+    def uniform(cls, fmt):
+        """Return the formats with every quantity in ``fmt`` but ``trig`` and ``r`` (Q1.30).
+
+        Raises
+        ------
+        TypeError
+            If ``fmt`` is not a QFormat.
+        ValueError
+            If ``fmt`` is not :data:`WORD_WIDTH` bits wide.
+        """
+        if not isinstance(fmt, QFormat):
+            raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
+        if fmt.width != WORD_WIDTH:
+            raise ValueError(f"fmt must be a {WORD_WIDTH}-bit format, not {fmt.name} "
+                             f"({fmt.width} bits)")
+        bits = {q: fmt.fraction_bits for q in QUANTITIES if q not in ("trig", "r")}
+        return cls(**bits, name=fmt.name)
+
+    @property
+    def width(self):
+        """int: the word width, :data:`WORD_WIDTH`."""
+        return WORD_WIDTH
+
+    @property
+    def bits(self):
+        """dict of str to int: fractional bits per quantity, in :data:`QUANTITIES` order."""
+        return {quantity: getattr(self, quantity) for quantity in QUANTITIES}
+
+    def qformat(self, quantity):
+        """Return the :class:`~linkdyn.model.fixedpoint.QFormat` of a quantity.
+
+        Raises
+        ------
+        ValueError
+            If ``quantity`` is not one of :data:`QUANTITIES`.
+        """
+        if quantity not in QUANTITIES:
+            raise ValueError(f"unknown quantity {quantity!r}; known: {tuple(QUANTITIES)!r}")
+        bits = getattr(self, quantity)
+        return QFormat(WORD_WIDTH - 1 - bits, bits)
+
+    def with_bits(self, **bits):
+        """Return a copy with some quantities' fractional bits replaced (name recomputed)."""
+        values = {**self.bits, **bits}
+        return NodeFormats(**values)
+
+
+#: The node's formats (issue 17), chosen from the certified error budget of UR5, UR10 and
+#: Panda in the default box with one or two bits of headroom over the certified ranges, the
+#: inputs wider (docs/certificate.md, *Formats per quantity*): ``q`` Q5.26 (±32 rad, or m),
+#: ``qd`` Q5.26, ``qdd`` Q9.22, the external wrench Q7.24, mass Q6.25, first moments and
+#: inertias Q4.27, ``omega`` Q6.25, ``omega_dot`` and ``p_ddot`` Q10.21, forces, moments and
+#: torques (and friction) Q12.19; sines, cosines and ``r`` Q1.30.
+NODE_FORMATS = NodeFormats(q=26, qd=26, qdd=22, wrench_ext=24, mass=25, first_moment=27,
+                           inertia=27, friction=19, omega=25, omega_dot=21, p_ddot=21,
+                           force=19, moment=19, torque=19, name="LinkDyn formats")
+
+
+def rescale_word(word, from_bits, to_bits):
+    """Convert a 32-bit word between fractional bit counts, as the controlled chain does.
+
+    ``to_bits > from_bits``: a left shift that saturates to the 32-bit range (a value beyond
+    the finer format is clamped); ``to_bits < from_bits``: a right shift that rounds half up
+    (:func:`~linkdyn.model.fixedpoint.round_shift`, never out of range). The controlled chain
+    (:mod:`linkdyn.gateware.controlled_chain`, :mod:`linkdyn.sim.controlled_chain_model`) hands
+    the joint controllers' Q15.16 ``q, qd, qdd`` to the nodes' registers and the nodes' ``tau``
+    back with it.
+
+    Parameters
+    ----------
+    word : int
+        Signed word.
+    from_bits, to_bits : int
+        Fractional bits of ``word`` and of the result, 0 .. 31.
+
+    Returns
+    -------
+    int
+        The signed result word.
+    """
+    word = int(word)
+    if to_bits >= from_bits:
+        shifted = word << (to_bits - from_bits)
+        return max(-(1 << (WORD_WIDTH - 1)), min((1 << (WORD_WIDTH - 1)) - 1, shifted))
+    shift = from_bits - to_bits
+    return (word + (1 << (shift - 1))) >> shift
+
+
+def node_formats(fmt=None):
+    """Return the :class:`NodeFormats` of ``fmt``.
+
+    Parameters
+    ----------
+    fmt : NodeFormats, QFormat or None
+        ``None``: :data:`NODE_FORMATS`; a QFormat: :meth:`NodeFormats.uniform`.
+
+    Raises
+    ------
+    TypeError
+        If ``fmt`` is neither.
+    ValueError
+        If a QFormat is not :data:`WORD_WIDTH` bits wide.
+    """
+    if fmt is None:
+        return NODE_FORMATS
+    if isinstance(fmt, NodeFormats):
+        return fmt
+    if isinstance(fmt, QFormat):
+        return NodeFormats.uniform(fmt)
+    raise TypeError(f"fmt must be NodeFormats or a QFormat, not {fmt!r}")
+
+
 @dataclass(frozen=True)
 class RegisterFormat:
     """The number format class of a register: how many of its word's bits are fractional.
@@ -87,8 +346,10 @@ class RegisterFormat:
     Parameters
     ----------
     name : str
-        ``"word"`` (the node's number format, default Q15.16), ``"trig"`` (Q1.30: sines,
-        cosines, rotation entries, and the link offset ``r`` in m, which must be below 2 m), ``"phase"`` (turns, ``2**-32`` turn per LSB), ``"rate"``
+        a quantity of :data:`QUANTITIES` (its fractional bits from :class:`NodeFormats`:
+        ``"q"``, ``"omega"``, ``"trig"`` (sines, cosines, rotation entries), ``"r"`` (the link
+        offset in m, which must be below 2 m) ...), ``"count"`` (integers: the joint type, the
+        constant zero), ``"phase"`` (turns, ``2**-32`` turn per LSB), ``"rate"``
         (``1/(2 pi)`` turn per rad, 32 fractional bits), ``"entry"`` and ``"fraction"`` (sine
         table operands), ``"atan"`` (Q1.30).
     fraction_bits : int
@@ -328,45 +589,42 @@ class RegisterMap:
 
     Parameters
     ----------
-    fmt : QFormat
-        The node's word format (``"word"`` registers); its width must be :data:`WORD_WIDTH`.
+    fmt : NodeFormats, QFormat or None
+        The formats of the node's quantities (:func:`node_formats`: default
+        :data:`NODE_FORMATS`, a QFormat for one format everywhere); every register has its
+        quantity's format (:func:`quantity_of`) or one the hardware fixes.
 
     Raises
     ------
-    ValueError
-        If the format is not :data:`WORD_WIDTH` bits wide.
+    TypeError, ValueError
+        From :func:`node_formats`.
     """
 
-    def __init__(self, fmt=Q15_16):
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"fmt must be a QFormat, not {fmt!r}")
-        if fmt.width != WORD_WIDTH:
-            raise ValueError(f"the node word must be {WORD_WIDTH} bits wide, not {fmt.width} "
-                             f"({fmt.name})")
-        self.fmt = fmt
-        word = RegisterFormat("word", fmt.fraction_bits)
-        trig = RegisterFormat("trig", WORD_WIDTH - 2)
+    def __init__(self, fmt=None):
+        self.fmt = node_formats(fmt)
         self.formats = {
-            "word": word,
-            "trig": trig,
+            **{quantity: RegisterFormat(quantity, bits)
+               for quantity, bits in self.fmt.bits.items()},
             "phase": RegisterFormat("phase", 32, wraps=True),
             "rate": RegisterFormat("rate", 32),
             "entry": RegisterFormat("entry", SINE_TABLE.entry_fraction_bits),
             "fraction": RegisterFormat("fraction", SINE_TABLE.fraction_bits),
             "atan": RegisterFormat("atan", 30),
             "count": RegisterFormat("count", 0),
+            "cordic": RegisterFormat("cordic", 16),
         }
         self._registers = {}
         address = 0
 
         def define(kind, name, form, unit, doc):
             nonlocal address
+            form = self._form(name, form)
             self._registers[name] = Register(name, address, kind, self.formats[form], unit, doc)
             address += 1
 
         xyz = "xyz"
         # Constants: loaded once per robot (encode_robot), never written by the program.
-        define("constant", "zero", "word", "", "constant 0")
+        define("constant", "zero", "count", "", "constant 0")
         define("constant", "rate", "rate", "turn/rad",
                "revolute / (2 pi): converts rad to turns (0 for a prismatic joint)")
         define("constant", "theta_offset", "phase", "turn", "DH joint angle offset")
@@ -432,9 +690,74 @@ class RegisterMap:
         if name in self._registers:
             raise ValueError(f"register {name!r} is defined twice")
         self._registers[name] = Register(name, self._next_address, "scratch",
-                                         self.formats[form], unit, doc)
+                                         self.formats[self._form(name, form)], unit, doc)
         self._next_address += 1
         return name
+
+    @staticmethod
+    def _form(name, form):
+        """The format class of a register: its quantity's (:func:`quantity_of`), or ``form``
+        for the registers whose format the hardware fixes."""
+        if form in ("word", "trig"):
+            quantity = quantity_of(name)
+            if quantity is None:
+                raise ValueError(f"register {name!r} has no quantity")
+            return quantity
+        return form
+
+    def qformat(self, name):
+        """Return the :class:`~linkdyn.model.fixedpoint.QFormat` register ``name`` is encoded in.
+
+        The host encodes and decodes every register in its own format with this
+        (``rmap.qformat("q").encode(q, "node 1 q")``).
+
+        Raises
+        ------
+        KeyError
+            If there is no such register.
+        ValueError
+            If the register's word has no integer part to speak of (phase and rate words,
+            32 fractional bits: they are not host values).
+        """
+        bits = self[name].format.fraction_bits
+        if bits > WORD_WIDTH - 1:
+            raise ValueError(f"register {name!r} ({self[name].format.name}) has "
+                             f"{bits} fractional bits: not a host value")
+        return QFormat(WORD_WIDTH - 1 - bits, bits)
+
+    def encode(self, name, value, what=None):
+        """Encode host values as words of register ``name``, in its format (half up).
+
+        Parameters
+        ----------
+        name : str
+            Register name (``"q"``, ``"f_ext_x"``, ``"omega_in_z"`` ...).
+        value : float or array_like
+            Values in the register's unit.
+        what : str, optional
+            How the error message names the value (default the register's name).
+
+        Returns
+        -------
+        numpy.ndarray of int64
+
+        Raises
+        ------
+        FixedPointRangeError
+            If a value is not finite or does not fit; the message names ``what`` (the register)
+            and the format with its range.
+        """
+        return self.qformat(name).encode(value, name if what is None else what)
+
+    def decode(self, name, words):
+        """Return the float values of words of register ``name`` (its format)."""
+        return self.qformat(name).decode(words)
+
+    def decode_wrench(self, words):
+        """Decode ``(..., 6)`` words ``f_out_xyz, mu_out_xyz`` (N, N·m) in their formats."""
+        words = np.asarray(words)
+        return np.concatenate([self.decode("f_out_x", words[..., :3]),
+                               self.decode("mu_out_x", words[..., 3:])], axis=-1)
 
     def define_latches(self):
         """Add the latch registers (after the scratch registers)."""
@@ -584,7 +907,7 @@ def _program(rmap):
     scratch("cos_theta", "trig", "", "cos theta")
     for name in ("ct_ca", "st_ca", "ct_sa", "st_sa"):
         scratch(name, "trig", "", f"rotation entry {name}")
-    scratch("k_qd", "word", "", "k qd, the atan argument")
+    scratch("k_qd", "cordic", "", "k qd, the atan argument (Q15.16, the CORDIC's input)")
     # The joint type's selections (docs/trees.md, *Prismatic nodes*): exact products with the
     # 0/1 words revolute and prismatic, so a revolute node's words are those of a node without
     # them.
@@ -733,8 +1056,8 @@ class Microprogram:
 
     Parameters
     ----------
-    fmt : QFormat
-        Word format of the node (default Q15.16).
+    fmt : NodeFormats, QFormat or None
+        Formats of the node's quantities (:func:`node_formats`, default :data:`NODE_FORMATS`).
     timing : MacTiming
         Pipeline timing the schedule is made for.
 
@@ -746,8 +1069,8 @@ class Microprogram:
         The four segments, see :data:`SEGMENTS`.
     """
 
-    def __init__(self, fmt=Q15_16, timing=MAC_TIMING):
-        self.fmt = fmt
+    def __init__(self, fmt=None, timing=MAC_TIMING):
+        self.fmt = node_formats(fmt)
         self.timing = timing
         self.registers = RegisterMap(fmt)
         program = _program(self.registers)
@@ -957,12 +1280,12 @@ class Microprogram:
         return "\n".join(lines)
 
 
-def build_microprogram(fmt=Q15_16, timing=MAC_TIMING):
+def build_microprogram(fmt=None, timing=MAC_TIMING):
     """Return the :class:`Microprogram` for a word format and pipeline timing."""
     return Microprogram(fmt, timing)
 
 
-def microprogram(fmt=Q15_16):
+def microprogram(fmt=None):
     """Return the (cached) :class:`Microprogram` for a word format (the default pipeline timing).
 
     The one microprogram the golden model and the gateware share: built once per format by
@@ -971,14 +1294,15 @@ def microprogram(fmt=Q15_16):
 
     Parameters
     ----------
-    fmt : QFormat
-        Word format of the nodes (default Q15.16).
+    fmt : NodeFormats, QFormat or None
+        Formats of the nodes' quantities (:func:`node_formats`, default :data:`NODE_FORMATS`;
+        a QFormat and its :meth:`NodeFormats.uniform` give the same program).
 
     Returns
     -------
     Microprogram
     """
-    return _cached_microprogram(fmt)
+    return _cached_microprogram(node_formats(fmt))
 
 
 @lru_cache(maxsize=None)

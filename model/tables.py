@@ -3,16 +3,19 @@
 Sine and cosine (source paper Sect. 3.1): a quarter-wave table in block RAM, mirrored and negated
 for the other quadrants, with linear interpolation between entries (the fixed-point contract of
 docs/architecture.md: a plain 1,024-entry table has a step of 1.5e-3 rad, far too coarse for
-1e-3 N·m). The default table has 512 entries of 31 bits, one Spartan-6 RAMB16 (512 x 36) or ECP5 DP16KD: its worst-case error,
-1.2e-6, is set by the interpolation, not by the entries (an 18-bit, 1,024-entry table in the same
-block RAM would err by 4e-6 from its entries).
+1e-3 N·m). A table of 512 entries of 31 bits (the :class:`SineTable` default), one Spartan-6
+RAMB16 (512 x 36) or ECP5 DP16KD, errs by 1.2e-6, set by the interpolation, not by the entries
+(an 18-bit, 1,024-entry table in the same block RAM would err by 4e-6 from its entries); the
+node's table :data:`SINE_TABLE` has 4,096 entries (1.8e-8, chosen from the certified error
+budget, docs/certificate.md).
 
 The angle enters as a *phase word*: a 32-bit two's-complement word counting turns in units of
 ``2**-32`` turn (so 2 pi wraps around exactly). Its bits are split as::
 
     [31:30] quadrant   [29:21] table index (9 bits)   [20:0] interpolation fraction (21 bits)
 
-for the default :class:`SineTable` (``index_bits=9``, ``fraction_bits=21``). Within a quadrant
+for the 512-entry :class:`SineTable` (``index_bits=9``, ``fraction_bits=21``; the node's table
+has ``index_bits=12``, ``fraction_bits=18``, the same rules with 12 and 18 bits). Within a quadrant
 the position ``u = phase mod 2**30`` runs from 0 to 2**30; the quadrant rule is::
 
     quadrant 0: +S(u)    1: +S(2**30 - u)    2: -S(u)    3: -S(2**30 - u)
@@ -161,8 +164,11 @@ class SineTable:
                          np.max(np.abs(cos - np.cos(angle)))))
 
 
-#: The default table: 512 entries of 31 bits, 21-bit interpolation fraction.
-SINE_TABLE = SineTable()
+#: The node's table: 4,096 entries of 31 bits, 18-bit interpolation fraction (worst case
+#: 1.8e-8, eight 18-kbit block RAMs), chosen from the certified error budget (issue 17,
+#: docs/certificate.md): with the 512-entry :class:`SineTable` default (1.2e-6) the table alone
+#: keeps the certified torque bound of the Panda above 1e-3 N·m.
+SINE_TABLE = SineTable(index_bits=12, fraction_bits=18)
 
 
 @dataclass(frozen=True)

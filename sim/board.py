@@ -411,7 +411,7 @@ class SimulatedBoard:
     """
 
     def __init__(self, nodes=None, robot=None, *, clock_hz=DEFAULT_CLOCK_HZ, baudrate=None,
-                 divisor=None, chain=None, simulator=None, line="bytes", fmt=Q15_16,
+                 divisor=None, chain=None, simulator=None, line="bytes", fmt=None,
                  build_root=None, startup_timeout=120.0, trace=False, controllers=False,
                  parents=None, boards=None, link_bitrate=None, link_ber=0.0,
                  link_cuts=(), board_modules=True, policy=None, local_loop=False):

@@ -59,7 +59,7 @@ def _instance(module, instance, ports, nets):
     return f"  {module} {instance} (\n    {connections}\n  );\n"
 
 
-def distributed_board_verilog(n, *, clock_hz, divisor, fmt=Q15_16, bits=2, delay=3, ber=0.0,
+def distributed_board_verilog(n, *, clock_hz, divisor, fmt=None, bits=2, delay=3, ber=0.0,
                               seed=1, timeout=1 << 16, link_parameters=None,
                               name="linkdyn_board", policy="sequential", banks=None):
     """Return the Verilog of a distributed board core of ``n`` boards, one module per board.

@@ -546,11 +546,13 @@ async def _updates(link, robot, updates, part):
         f_ext = None if update.get("f_ext") is None else np.asarray(update["f_ext"], dtype=float)
         wrench = None
         if f_ext is not None:
-            wrench = [[int(fmt.encode(f_ext[i, c], f"node {i + 1} wrench {c}"))
+            names = [reg.name for reg in spec.registers.of_kind("input")[3:]]
+            wrench = [[int(spec.registers.encode(names[c], f_ext[i, c],
+                                                 f"node {i + 1} wrench {c}"))
                        for c in range(6)] for i in range(spec.n_nodes)]
-        payload = P.step_payload(spec, [int(w) for w in fmt.encode(q, "q")],
-                                 [int(w) for w in fmt.encode(qd, "qd")],
-                                 [int(w) for w in fmt.encode(qdd, "qdd")], wrench)
+        payload = P.step_payload(spec, *([int(w) for w in spec.registers.encode(name, value)]
+                                         for name, value in (("q", q), ("qd", qd),
+                                                             ("qdd", qdd))), wrench)
         reply = await link.request(P.encode_request(P.Command.STEP, payload, seq=k & 0xFF))
         assert reply.ok, f"STEP {k}: {P.ErrorCode(reply.status).name}"
         result = P.StepResult.from_payload(reply.payload, spec.n_nodes)

@@ -168,14 +168,19 @@ class CaseData:
         return len(self.q)
 
 
-def _saturating_states(robot, count):
-    """States at the edge of Q15.16: huge accelerations, velocities and wrenches."""
+def _saturating_states(robot, count, fmt=None):
+    """States at the edge of the input formats: huge accelerations, velocities and wrenches
+    (180 rad/s, 30,000 rad/s^2 and 30,000 N, or 90 % of what the register's format holds)."""
     n = robot.n
+    rmap = microprogram(fmt).registers
+    qd_max = min(180.0, 0.9 * rmap.qformat("qd").max_value)
+    qdd_max = min(30000.0, 0.9 * rmap.qformat("qdd").max_value)
+    force = min(30000.0, 0.9 * rmap.qformat("f_ext_x").max_value)
     patterns = [
-        (np.full(n, 180.0), np.full(n, 30000.0), 0.0),
-        (np.full(n, -180.0), np.full(n, -30000.0), 0.0),
-        (np.zeros(n), np.zeros(n), 30000.0),
-        (np.full(n, 1.0), np.zeros(n), -30000.0),
+        (np.full(n, qd_max), np.full(n, qdd_max), 0.0),
+        (np.full(n, -qd_max), np.full(n, -qdd_max), 0.0),
+        (np.zeros(n), np.full(n, qdd_max), force),
+        (np.full(n, 1.0), np.full(n, -qdd_max), -force),
     ]
     q = np.tile(np.linspace(-1.0, 1.0, n), (count, 1))
     qd = np.empty((count, n))
@@ -187,7 +192,7 @@ def _saturating_states(robot, count):
     return q, qd, qdd, f_ext
 
 
-def build_case(spec, fmt=Q15_16):
+def build_case(spec, fmt=None):
     """Return the :class:`CaseData` of a case (module docstring).
 
     The golden model (:func:`linkdyn.model.golden.rnea_fixed`) gives the expected words.
@@ -220,13 +225,16 @@ def build_case(spec, fmt=Q15_16):
         raise ValueError(f"wrench must be 'none', 'mixed' or 'random', not {wrench!r}")
     saturate = int(spec.get("saturate", 0))
     if saturate:
-        extra = _saturating_states(robot, saturate)
+        extra = _saturating_states(robot, saturate, fmt)
         q, qd, qdd, f_ext = (np.concatenate([a, b]) for a, b in zip((q, qd, qdd, f_ext), extra))
     result = rnea_fixed(robot, q, qd, qdd, fmt, f_ext=f_ext, keep_registers=True)
     rmap = microprogram(fmt).registers
     input_names = [reg.name for reg in rmap.of_kind("input")]
-    words = np.concatenate([np.stack([fmt.encode(a) for a in (q, qd, qdd)], axis=-1),
-                            fmt.encode(f_ext)], axis=-1).astype(np.int64)
+    words = np.concatenate(
+        [np.stack([rmap.encode(name, a) for name, a in zip(("q", "qd", "qdd"), (q, qd, qdd))],
+                  axis=-1),
+         np.stack([rmap.encode(name, f_ext[..., c]) for c, name in enumerate(input_names[3:])],
+                  axis=-1)], axis=-1).astype(np.int64)
     inputs = [[dict(zip(input_names, (int(w) for w in words[s, i]))) for i in range(n)]
               for s in range(len(q))]
     base_wrench = np.stack([result.registers[0][f"{quantity}_out_{c}"]

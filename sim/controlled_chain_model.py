@@ -34,7 +34,9 @@ import numpy as np
 from linkdyn.model import protocol as P
 from linkdyn.model.controller import REGISTERS, SPECIAL_REGISTERS, JointControllerModel
 from linkdyn.model.controller_compiled import FastJointController
+from linkdyn.model.controller import WORD as CONTROLLER_WORD
 from linkdyn.model.fixedpoint import signed_word
+from linkdyn.model.microprogram import rescale_word
 
 from .chain_model import ChainModel
 
@@ -203,8 +205,11 @@ class ControlledChainModel(P.RegisterTarget):
             q, qd = (int(v) for v in self.sensor[i])
             q_ref, qd_ref, qdd_ref = (int(v) for v in self.reference[i])
             model = joint.feedback(q, qd, q_ref, qd_ref, qdd_ref)
-            for k, value in enumerate(model):
-                memory[i][base + k] = int(value) & _MASK
+            # The controllers' Q15.16 words in the nodes' formats (and tau back, below).
+            for k, (name, value) in enumerate(zip(("q", "qd", "qdd"), model)):
+                memory[i][base + k] = rescale_word(
+                    signed_word(int(value) & _MASK), CONTROLLER_WORD.fraction_bits,
+                    spec.registers[name].format.fraction_bits) & _MASK
         if local:
             self.chain.local_update()
         else:
@@ -212,7 +217,9 @@ class ControlledChainModel(P.RegisterTarget):
         for i, joint in enumerate(self.joints):
             if not local:
                 joint.strobe(message=True)
-            tau = signed_word(memory[i][spec.tau_address])
+            tau = rescale_word(signed_word(memory[i][spec.tau_address]),
+                               spec.registers["tau"].format.fraction_bits,
+                               CONTROLLER_WORD.fraction_bits)
             i_ref, _ = joint.output(tau)
             self.record[i] = (signed_word(joint.read("tau_cmd")), signed_word(i_ref & _MASK),
                               joint.read("fault"), *self.sensor[i])

@@ -33,6 +33,7 @@ import numpy as np
 
 from linkdyn.model.controller import decode_fault
 from linkdyn.model.fixedpoint import Q15_16
+from linkdyn.model.microprogram import microprogram
 from linkdyn.model.protocol import RECORD_WORDS, controller_word
 
 from .loop import GainSet, controller_configs
@@ -263,8 +264,12 @@ class GatewareController:
         q_words = Q15_16.encode(np.asarray(q, dtype=float), "q")
         qd_words = Q15_16.encode(np.asarray(qd, dtype=float), "qd")
         n = self.robot.n
+        # The wrench goes to the nodes' registers: in its own format (the sensors are the
+        # controllers' Q15.16 words).
         wrench = np.zeros((n, 6), dtype=np.int64) if f_ext is None else \
-            Q15_16.encode(np.asarray(f_ext, dtype=float).reshape(n, 6), "f_ext")
+            microprogram().registers.encode("f_ext_x",
+                                            np.asarray(f_ext, dtype=float).reshape(n, 6),
+                                            "f_ext")
         session.write_wrench(wrench)
         session.set_sensors(q_words, qd_words)
         result = session.board.control(q_ref, qd_ref, qdd_ref, window=1, progress=False)

@@ -29,6 +29,7 @@ from linkdyn.model.controller import ControllerConfig
 from linkdyn.model.controller_compiled import FastJointController
 from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import GoldenChain
+from linkdyn.model.microprogram import rescale_word
 from linkdyn.model.kinematics import link_frames, tool_pose
 
 __all__ = ["GainSet", "GoldenController", "controller_configs", "LoopLog", "run_closed_loop",
@@ -122,6 +123,7 @@ class GoldenController:
         # The controller program compiled (equal word for word to JointControllerModel).
         self.joints = [FastJointController(config.encode()) for config in self.configs]
         self.chain = GoldenChain(robot)
+        self._tau_bits = self.chain.registers["tau"].format.fraction_bits
         self.tau_words = np.zeros(robot.n, dtype=np.int64)
 
     def step(self, q, qd, q_ref, qd_ref, qdd_ref, f_ext=None):
@@ -159,7 +161,9 @@ class GoldenController:
         self.tau_words = result.tau_words
         tau = np.zeros(self.robot.n)
         for i, joint in enumerate(self.joints):
-            _, enable = joint.output(int(result.tau_words[i]))
+            # the node's tau (its own format) in the controller's Q15.16, as the chain hands it
+            _, enable = joint.output(rescale_word(int(result.tau_words[i]), self._tau_bits,
+                                                  Q15_16.fraction_bits))
             tau[i] = Q15_16.decode(joint.regs["tau_cmd"]) if enable else 0.0
         return tau
 

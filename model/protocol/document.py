@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from ..fixedpoint import Q15_16
+from ..microprogram import QUANTITIES
 from .frames import (
     CRC16, CRC_BYTES, DEFAULT_BAUDRATE, ERROR_DOCS, INTER_BYTE_TIMEOUT, PROTOCOL_VERSION,
     REPLY_HEADER, REPLY_SYNC, REQUEST_HEADER, REQUEST_SYNC, STEP_TIMEOUT, Command, ErrorCode,
@@ -55,15 +56,16 @@ def _frame_table(header, reply):
 BATCH_EXAMPLE_BANKS = 4
 
 
-def generate_markdown(n_nodes=6, fmt=Q15_16):
+def generate_markdown(n_nodes=6, fmt=None):
     """Return the text of ``docs/protocol.md``, generated from this module.
 
     Parameters
     ----------
     n_nodes : int
         Node count used for the example sizes.
-    fmt : QFormat
-        Node word format of the register map.
+    fmt : NodeFormats, QFormat or None
+        Formats of the register map (default
+        :data:`~linkdyn.model.microprogram.NODE_FORMATS`).
     """
     spec = ProtocolSpec(n_nodes, fmt)
     pipelined = ProtocolSpec(n_nodes, fmt, banks=BATCH_EXAMPLE_BANKS)
@@ -255,8 +257,24 @@ def generate_markdown(n_nodes=6, fmt=Q15_16):
     w("")
     w("## Node register map")
     w("")
-    w(f"Every node has the same map (word format {fmt.name}; formats give the fractional bits "
-      "of the 32-bit word). Access: `r` read, `w` write, `w0` writable on node 0 only.")
+    formats = spec.fmt
+    w(f"Every node has the same map ({formats.name}). Every register is a signed 32-bit word "
+      "in the format of its quantity (`linkdyn.model.microprogram.NODE_FORMATS`, chosen from "
+      "the certified error budget, docs/certificate.md): the host encodes and decodes each "
+      "register in its own format, `RegisterMap.encode(name, value)` / `decode(name, words)`. "
+      "Access: `r` read, `w` write, `w0` writable on node 0 only.")
+    w("")
+    w("| quantity | format | fractional bits | range | step | registers |")
+    w("|---|---|---:|---|---|---|")
+    for quantity, what in QUANTITIES.items():
+        q = formats.qformat(quantity)
+        w(f"| {quantity} | {q.name} | {q.fraction_bits} | ±{2.0 ** q.integer_bits:g} | "
+          f"2^-{q.fraction_bits} | {what} |")
+    w("")
+    w("Formats the hardware fixes: `phase` (turns, 2^-32 turn per LSB, wraps), `rate` (32 "
+      "fractional bits), `count` (integers: the joint type, the constant zero), `cordic` "
+      "(Q15.16, `k qd`, the CORDIC's input). WORD_FORMAT (INFO) gives the format of `tau` and "
+      "bit 24 set for formats per quantity; MAP_CHECK covers every register's format.")
     w("")
     w("| address | name | kind | format | unit | access | meaning |")
     w("|---:|---|---|---|---|---|---|")

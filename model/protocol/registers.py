@@ -19,6 +19,7 @@ from .controller_map import (CONTROLLER_BASE, CONTROLLER_WORDS, RECORD_WORDS, RE
                              controller_word)
 from .frames import PROTOCOL_VERSION, WORD_BYTES, Command, ErrorCode
 from .link_map import LINK_WINDOW, LINK_WORDS_MAP
+from ..microprogram import node_formats
 
 __all__ = [
     "CONTROL_NODE", "MAX_NODES", "ControlField", "ControlRegister", "CONTROL_FIELDS",
@@ -353,8 +354,9 @@ class ProtocolSpec:
     ----------
     n_nodes : int
         Number of nodes, ``1 .. MAX_NODES``.
-    fmt : QFormat
-        Word format of the nodes (default Q15.16).
+    fmt : NodeFormats, QFormat or None
+        Formats of the nodes' quantities (default
+        :data:`~linkdyn.model.microprogram.NODE_FORMATS`; a QFormat: one format everywhere).
     clock_hz : int
         System clock frequency, Hz (reported by INFO).
     baudrate : int
@@ -400,14 +402,13 @@ class ProtocolSpec:
     (:data:`~linkdyn.model.protocol.link_map.LINK_WORDS_MAP`) is read-only on every node.
     """
 
-    def __init__(self, n_nodes, fmt=Q15_16, *, clock_hz=0, baudrate=0, board_id=0, banks=1,
+    def __init__(self, n_nodes, fmt=None, *, clock_hz=0, baudrate=0, board_id=0, banks=1,
                  controllers=False, parents=None, boards=None, local_loop=False):
         if not isinstance(n_nodes, int) or isinstance(n_nodes, bool):
             raise TypeError(f"Node count must be an integer, not {n_nodes!r}")
         if not 1 <= n_nodes <= MAX_NODES:
             raise ValueError(f"Node count must be 1 .. {MAX_NODES}, not {n_nodes!r}")
-        if not isinstance(fmt, QFormat):
-            raise TypeError(f"Word format must be a QFormat, not {fmt!r}")
+        fmt = node_formats(fmt)
         for name, value, bits in (("clock_hz", clock_hz, 32), ("baudrate", baudrate, 32),
                                   ("board_id", board_id, 32)):
             if not isinstance(value, int) or isinstance(value, bool):
@@ -618,8 +619,17 @@ class ProtocolSpec:
 
     @property
     def word_format(self):
-        """int: the WORD_FORMAT build-info word."""
-        return (self.fmt.fraction_bits | (self.fmt.integer_bits << 8) | (WORD_WIDTH << 16))
+        """int: the WORD_FORMAT build-info word.
+
+        Bits 0-7 the fractional bits of ``tau``, 8-15 its integer bits, 16-23 the word width,
+        bit 24 set when the quantities have formats of their own (:class:`NodeFormats` not
+        uniform; MAP_CHECK covers every register's format).
+        """
+        bits = self.fmt.bits
+        uniform = len({v for k, v in bits.items() if k not in ("trig", "r")}) == 1
+        tau = bits["torque"]
+        return (tau | ((WORD_WIDTH - 1 - tau) << 8) | (WORD_WIDTH << 16)
+                | (0 if uniform else 1 << 24))
 
     @property
     def map_check(self):

@@ -15,6 +15,7 @@ from amaranth.sim import Simulator
 
 from linkdyn.gateware.chain import LinkDynChain
 from linkdyn.model import Link, Robot
+from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import microprogram
 from linkdyn.model.golden_tree import GoldenTree, node_tree
 from linkdyn.sim.chain_testbench import BusHost
@@ -96,7 +97,9 @@ def _fork():
 @pytest.mark.parametrize("policy", ["sequential", "pipelined"])
 def test_a_saturated_merge_flags_the_branch_point_and_clamps_as_the_golden_tree(policy):
     robot = _fork()
-    golden = GoldenTree(robot)
+    # Q15.16 everywhere: the children's 20,000 N fit its f_ext and force words (the node's
+    # formats hold 128 N of external force, far below their 4,096 N forces).
+    golden = GoldenTree(robot, Q15_16)
     zeros = np.zeros(3)
     wrench = np.zeros((3, 6))
     wrench[1, 0] = wrench[2, 0] = 20000.0   # each child fits the word, their sum does not
@@ -105,7 +108,7 @@ def test_a_saturated_merge_flags_the_branch_point_and_clamps_as_the_golden_tree(
     inputs = [golden.node_inputs(zeros, zeros, zeros, f) for f in (wrench, calm, wrench)]
     expected = golden_updates(golden, inputs)
     assert [mask for _, mask in expected] == [1, 0, 1]
-    chain = LinkDynChain(golden.tree.n, parents=golden.tree.parents, policy=policy)
+    chain = LinkDynChain(golden.tree.n, Q15_16, parents=golden.tree.parents, policy=policy)
     records = simulate_tree(chain, golden.constants, golden.base_words, inputs,
                             pipelined=policy == "pipelined")
     assert [(r.tau, r.overflow) for r in records] == [tuple(e) for e in expected]

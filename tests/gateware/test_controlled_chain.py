@@ -426,7 +426,7 @@ def test_panda_controlled_chain_many_steps_long():
 @pytest.mark.parametrize("args,kwargs,error,match", [
     ((0,), {}, ValueError, "Node count must be 1 .. 32, not 0"),
     (("2",), {}, TypeError, "Node count must be an integer, not '2'"),
-    ((2, "Q15.16"), {}, TypeError, "Word format must be a QFormat"),
+    ((2, "Q15.16"), {}, TypeError, "fmt must be NodeFormats or a QFormat"),
     ((2,), {"pipelined": 1}, TypeError, "pipelined must be a bool, not 1"),
     ((2,), {"cordic_step_cycles": 3}, ValueError, "cordic_step_cycles must be 1 or 2, not 3"),
 ])

@@ -29,6 +29,7 @@ from linkdyn.sim.node_testbench import (NodeState, output_names, read_registers,
                                         write_registers)
 from linkdyn.model import load_robot
 from linkdyn.model.fixedpoint import Q15_16, QFormat
+from linkdyn.model.microprogram import NODE_FORMATS
 from linkdyn.model.golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
 
 #: Random states per robot in the default run (spread over all of its links).
@@ -80,14 +81,14 @@ def random_states(robot, count, rng):
     return q, qd, qdd, f_ext
 
 
-def node_states(robot, result, nodes_of_state):
+def node_states(robot, result, nodes_of_state, fmt=NODE_FORMATS):
     """The words to write into node ``nodes_of_state[s]`` for state ``s``, from the golden
     model: mailboxes are the neighbours' words (the base motion for node 1, zero past the
     last node)."""
     n = robot.n
     regs = result.registers
-    constants = encode_robot(robot)
-    base = encode_base_motion(robot)
+    constants = encode_robot(robot, fmt)
+    base = encode_base_motion(robot, fmt)
     states = []
     previous_node = None
     for s, i in enumerate(nodes_of_state):
@@ -111,21 +112,22 @@ def node_states(robot, result, nodes_of_state):
     return states
 
 
-def check_against_golden(robot, q, qd, qdd, f_ext, nodes_of_state, measure_every=50):
-    """Run every state through its node; assert every sent word, the overflow flag and the
-    cycle counts equal the golden model. Return the golden result."""
-    result = rnea_fixed(robot, q, qd, qdd, f_ext=f_ext, keep_registers=True)
+def check_against_golden(robot, q, qd, qdd, f_ext, nodes_of_state, measure_every=50,
+                         fmt=NODE_FORMATS):
+    """Run every state through its node (formats ``fmt``); assert every sent word, the
+    overflow flag and the cycle counts equal the golden model. Return the golden result."""
+    result = rnea_fixed(robot, q, qd, qdd, fmt, f_ext=f_ext, keep_registers=True)
     # Run the states node by node (constants are written once per node).
     order = sorted(range(len(nodes_of_state)), key=lambda s: (nodes_of_state[s], s))
-    states = node_states(robot, result, nodes_of_state)
+    states = node_states(robot, result, nodes_of_state, fmt)
     states = [states[s] for s in order]
     previous = None
     for state, s in zip(states, order):
-        state.constants = (encode_robot(robot)[nodes_of_state[s]]
+        state.constants = (encode_robot(robot, fmt)[nodes_of_state[s]]
                            if nodes_of_state[s] != previous else None)
         previous = nodes_of_state[s]
     # The simulations are split over the CPUs (two on the project's machines).
-    runs = simulate_node_parallel(Q15_16, states, measure_every=measure_every)
+    runs = simulate_node_parallel(fmt, states, measure_every=measure_every)
     names = output_names(REGISTERS)
     for run, s in zip(runs, order):
         i = nodes_of_state[s]
@@ -232,7 +234,8 @@ def test_node_matches_golden_model_on_edge_cases(name):
 @pytest.mark.parametrize("name", ["ur5", "puma560"])
 def test_node_saturates_like_the_golden_model(name):
     """Accelerations and wrenches at the edge of Q15.16: results clamp, the flag is set, and
-    the clamped words are the golden model's."""
+    the clamped words are the golden model's (the node built for Q15.16 everywhere, whose
+    inputs hold these values)."""
     robot = load(name)
     n = robot.n
     q = np.tile(np.linspace(-1.0, 1.0, n), (4, 1))
@@ -244,7 +247,7 @@ def test_node_saturates_like_the_golden_model(name):
     rows = [s for s in range(4) for _ in range(n)]
     nodes = [i for _ in range(4) for i in range(n)]
     result = check_against_golden(robot, q[rows], qd[rows], qdd[rows], f_ext[rows], nodes,
-                                  measure_every=1)
+                                  measure_every=1, fmt=Q15_16)
     overflow = result.overflow[np.arange(len(rows)), nodes]
     assert overflow.all(), "every node of these states saturates somewhere"
     clamped = [(s, i, name) for s, i in zip(range(len(rows)), nodes)
@@ -372,7 +375,8 @@ def test_overflow_is_sticky_until_the_next_forward_request():
     n = robot.n
     q = np.zeros((2, n))
     qd = np.zeros((2, n))
-    qdd = np.array([np.full(n, 30000.0), np.zeros(n)])
+    # 90 % of the qdd word on every joint: node 4's omega_dot (three parallel axes) saturates
+    qdd = np.array([np.full(n, 0.9 * REGISTERS.qformat("qdd").max_value), np.zeros(n)])
     result = rnea_fixed(robot, q, qd, qdd, keep_registers=True)
     assert result.overflow[0, 3] and not result.overflow[1, 3]
     states = node_states(robot, result, [3, 3])

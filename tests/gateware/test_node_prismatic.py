@@ -16,7 +16,7 @@ import pytest
 from linkdyn.gateware import LinkDynNode
 from linkdyn.gateware.chain import LinkDynChain
 from linkdyn.model import Link, Robot, load_robot
-from linkdyn.model.fixedpoint import Q15_16
+from linkdyn.model.microprogram import NODE_FORMATS
 from linkdyn.model.golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
 from linkdyn.model.golden_tree import GoldenTree, node_tree
 from linkdyn.model.robot import JointLimits
@@ -68,7 +68,7 @@ def _check_node(robot, q, qd, qdd, f_ext=None):
     result = rnea_fixed(robot, q, qd, qdd, f_ext=f_ext, keep_registers=True)
     # Alternate the nodes (revolute, prismatic, ...) on one node: only the constants change.
     cases = [(s, i) for s in range(len(q)) for i in range(robot.n)]
-    runs = simulate_node(LinkDynNode(Q15_16), None, _node_states(robot, result, cases),
+    runs = simulate_node(LinkDynNode(NODE_FORMATS), None, _node_states(robot, result, cases),
                          measure_every=7)
     names = output_names(REGISTERS)
     for run, (s, i) in zip(runs, cases):

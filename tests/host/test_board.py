@@ -16,8 +16,9 @@ from linkdyn.host import (
 from linkdyn.model import FixedPointRangeError, load_robot
 from linkdyn.model import protocol as P
 from linkdyn.model.golden import encode_base_motion, encode_robot
+from linkdyn.model.microprogram import NODE_FORMATS
 
-from support.host import ReferenceSerial, fake_chain_tau_words, words
+from support.host import ReferenceSerial, fake_chain_tau_words, tau_values, words
 
 ROBOT = load_robot("ur5")
 
@@ -35,9 +36,12 @@ def _states(count, seed=0, scale=1.0):
 
 def _expected(q, qd, qdd, wrench=None):
     spec = P.ProtocolSpec(6)
-    wrench_words = None if wrench is None else words(np.broadcast_to(wrench, q.shape + (6,)))
+    # (f_ext and mu_ext share the wrench format)
+    wrench_words = None if wrench is None else words(np.broadcast_to(wrench, q.shape + (6,)),
+                                                     "f_ext_x")
     return fake_chain_tau_words(spec, encode_robot(ROBOT), encode_base_motion(ROBOT),
-                                words(q), words(qd), words(qdd), wrench_words)
+                                words(q, "q"), words(qd, "qd"), words(qdd, "qdd"),
+                                wrench_words)
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -45,8 +49,8 @@ def _expected(q, qd, qdd, wrench=None):
 def test_info_decodes_and_checks_the_build_information():
     with _board() as board:
         info = board.info()
-        assert (info.nodes, info.fmt.name, info.clock_hz, info.baudrate) == (
-            6, "Q15.16", 12_000_000, 3_000_000)
+        assert (info.nodes, info.fmt, info.clock_hz, info.baudrate) == (
+            6, NODE_FORMATS, 12_000_000, 3_000_000)
         assert info.map_check == P.ProtocolSpec(6).map_check
         assert "6 nodes" in str(info)
     assert board.closed
@@ -82,7 +86,7 @@ def test_load_robot_loads_every_constant_and_reads_it_back():
 def test_load_robot_checks_the_node_count_and_the_number_format():
     seven = replace(ROBOT, links=ROBOT.links + (replace(ROBOT.links[-1], name="extra"),))
     parameters = ROBOT.parameters().copy()
-    parameters[20:30] *= 20_000.0                # link 3: 47 t, does not fit Q15.16
+    parameters[20:30] *= 20_000.0                # link 3: 47 t, does not fit the mass format
     heavy = ROBOT.with_parameters(parameters)
     with _board() as board:
         with pytest.raises(ValueError, match="has 7 joints, the board 6 nodes"):
@@ -113,7 +117,7 @@ def test_inverse_dynamics_returns_torques_in_newton_metres():
     with _board() as board:
         board.load_robot(ROBOT)
         tau = board.inverse_dynamics(q, qd, qdd)
-    np.testing.assert_array_equal(tau, _expected(q, qd, qdd)[0] / 65536.0)
+    np.testing.assert_array_equal(tau, tau_values(_expected(q, qd, qdd)[0]))
 
 
 def test_external_wrench_is_sent_and_cleared_again():
@@ -129,8 +133,8 @@ def test_external_wrench_is_sent_and_cleared_again():
 
 def test_saturated_torques_are_never_returned_as_plain_values():
     q, qd, qdd = _states(4)
-    q[2] = 30_000.0                       # the fake update's sum leaves the word range
-    qd[2] = 30_000.0
+    q[2] = 30.0                           # the fake update's sum leaves the word range (q and qd
+    qd[2] = 30.0                          # are Q5.26 words: 30 * 2**26 each)
     with _board() as board:
         board.load_robot(ROBOT)
         with pytest.raises(SaturationError, match="state 2 joint 1") as caught:
@@ -247,7 +251,8 @@ def test_bad_inputs_raise_clear_exceptions_before_anything_is_sent():
         big = qd.copy()
         big[2, 4] = 40_000.0
         with pytest.raises(FixedPointRangeError,
-                           match=r"state 2, joint 5: qd = 40000.0 rad/s does not fit .*Q15.16"):
+                           match=r"state 2, joint 5: qd = 40000.0 rad/s does not fit the "
+                                 r"board's Q5\.26 .*\(register qd\)"):
             board.rnea(q, big, qdd)
         nan = qdd.copy()
         nan[1, 0] = np.nan

@@ -31,9 +31,9 @@ def test_loading_a_robot_keeps_its_certificate_for_the_default_box(recwarn):
 
 
 def test_a_robot_that_may_saturate_in_its_box_is_loaded_with_a_warning_naming_the_register():
-    # 300 rad/s allowed on every joint: omega x (omega x r) overflows Q15.16 somewhere.
+    # 30 rad/s allowed on every joint (within the qd word, Q5.26): omega overflows its Q6.25.
     fast = replace(UR5, links=tuple(
-        replace(link, limits=replace(link.limits or JointLimits(), qd_max=300.0))
+        replace(link, limits=replace(link.limits or JointLimits(), qd_max=30.0))
         for link in UR5.links))
     with _board() as board:
         with pytest.warns(CertificateWarning, match=r"may saturate in the default box of "

@@ -15,7 +15,7 @@ from linkdyn.host.cli import main
 from linkdyn.model import Robot, save_robot
 
 from support.host import (
-    CHAIN, NODES, ROBOT, expected, make_board, random_states, simulator_or_none,
+    CHAIN, NODES, ROBOT, expected, make_board, random_states, simulator_or_none, tau_values,
 )
 
 pytestmark = pytest.mark.skipif(simulator_or_none() is None, reason="no HDL simulator "
@@ -48,7 +48,7 @@ def _read(path):
 def test_info_load_and_status_commands(port, capsys):
     assert main(["info", "--port", port]) == 0
     out = capsys.readouterr().out
-    assert "6 nodes, Q15.16" in out and "3,000,000 baud" in out
+    assert "6 nodes, LinkDyn formats" in out and "3,000,000 baud" in out
     assert main(["load", "--port", port, "--robot", "ur5"]) == 0
     assert "loaded 'ur5' (6 joints)" in capsys.readouterr().out
     assert main(["status", "--port", port, "--clear"]) == 0
@@ -69,14 +69,14 @@ def test_torques_command_writes_the_board_torques_and_a_plot(port, tmp_path, cap
     assert header == ["t"] + [f"tau{i}" for i in range(1, 7)] + ["overflow"]
     np.testing.assert_array_equal(values[:, 0], t)
     tau_words, _ = expected(ROBOT, q, qd, qdd)
-    np.testing.assert_array_equal(values[:, 1:7], tau_words / 65536.0)
+    np.testing.assert_array_equal(values[:, 1:7], tau_values(tau_words))
     assert not values[:, 7].any()
     assert (tmp_path / "tau.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_torques_command_flags_saturated_rows_and_exits_1(port, tmp_path, capsys):
     q, qd, qdd = random_states(3, seed=11)
-    q[2] = qd[2] = 30_000.0
+    q[2] = qd[2] = 30.0                 # fits the q and qd words (Q5.26), saturates omega
     _write_states(tmp_path / "states.csv", np.zeros(3), q, qd, qdd)
     status = main(["torques", "--port", port, "--robot", "ur5", "--input",
                    str(tmp_path / "states.csv"), "--output", str(tmp_path / "tau.csv")])
@@ -101,7 +101,7 @@ def test_board_commands_report_user_errors(port, tmp_path, capsys):
     assert main(["torques", "--port", port, "--input", str(tmp_path / "big.csv"),
                  "--output", str(tmp_path / "tau.csv")]) == 2
     assert (f"input file {str(tmp_path / 'big.csv')!r} state 2 (data row 2), column 'qdd4': "
-            "qdd = 1000000.0 rad/s^2 does not fit the board's Q15.16") in capsys.readouterr().err
+            "qdd = 1000000.0 rad/s^2 does not fit the board's Q9.22") in capsys.readouterr().err
     assert main(["load", "--port", port, "--robot", "no-such-robot"]) == 2
     assert "unknown robot" in capsys.readouterr().err
 
@@ -135,7 +135,7 @@ def test_torques_refuses_a_board_without_a_robot(tmp_path, capsys):
         assert main(["torques", "--port", board.port, "--robot", "ur5", "--input",
                      str(tmp_path / "states.csv"), "--output", str(tmp_path / "tau.csv")]) == 0
     _, values = _read(tmp_path / "tau.csv")
-    np.testing.assert_array_equal(values[:, 1:7], expected(ROBOT, q, qd, qdd)[0] / 65536.0)
+    np.testing.assert_array_equal(values[:, 1:7], tau_values(expected(ROBOT, q, qd, qdd)[0]))
 
 
 def test_sim_board_refuses_a_robot_that_does_not_fit_before_building(tmp_path, capsys):
@@ -144,7 +144,7 @@ def test_sim_board_refuses_a_robot_that_does_not_fit_before_building(tmp_path, c
     assert main(["sim-board", "--nodes", str(NODES), "--robot", str(tmp_path / "heavy.json")]) \
         == 2
     err = capsys.readouterr().err
-    assert "constant m = 1000000.0 does not fit Q15.16" in err and "Traceback" not in err
+    assert "constant m = 1000000.0 does not fit Q6.25" in err and "Traceback" not in err
     assert "building" not in err
 
 

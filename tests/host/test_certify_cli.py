@@ -9,6 +9,7 @@ import pytest
 from linkdyn.host.cli import main
 from linkdyn.model import load_robot
 from linkdyn.model.certify import certify, sampled_error
+from linkdyn.model.microprogram import NODE_FORMATS
 
 
 def test_certify_writes_the_certificate_the_report_and_the_plot(tmp_path, capsys):
@@ -24,7 +25,7 @@ def test_certify_writes_the_certificate_the_report_and_the_plot(tmp_path, capsys
     assert data["box"]["qdd_max"] == [5.0] * robot.n
     assert data["box"]["wrench_max"] == [20.0, 2.0]
     assert data["box"]["qd_max"] == [link.limits.qd_max for link in robot.links]
-    assert data["formats"]["word"] == "Q15.16" and data["formats"]["q"] == 16
+    assert data["formats"]["word"] == NODE_FORMATS.name and data["formats"]["q"] == NODE_FORMATS.q
     report = (out / "certificate.md").read_text(encoding="utf-8")
     sampled, _ = sampled_error(robot, expected, 300)
     assert "| certified bound (N·m) | " + " | ".join(f"{v:.3e}" for v in expected.bound_nm) \
@@ -37,7 +38,7 @@ def test_certify_writes_the_certificate_the_report_and_the_plot(tmp_path, capsys
 
 
 def test_certify_names_a_possible_saturation_with_status_1(tmp_path, capsys):
-    status = main(["certify", "--robot", "ur5", "--qd-max", "300", "--states", "0",
+    status = main(["certify", "--robot", "ur5", "--qd-max", "30", "--states", "0",
                    "--out", str(tmp_path / "fast")])
     assert status == 1
     assert "saturation free: NO (first: node" in capsys.readouterr().out

@@ -88,7 +88,7 @@ def test_info_shows_the_joint_controllers(board, capsys):
     _, argv = board
     assert main(["info", "--port", argv[2]]) == 0
     out = capsys.readouterr().out
-    assert "6 nodes, Q15.16" in out and ", joint controllers," in out
+    assert "6 nodes, LinkDyn formats" in out and ", joint controllers," in out
     assert "joint controllers: CONTROL 18 request words, 35 reply words" in out
 
 

@@ -43,7 +43,7 @@ def test_simulated_board_answers_info_on_a_pseudo_terminal(simulated_board):
     with Board.open(simulated_board.port, 3_000_000, timeout=5) as board:
         info = board.info()
     assert (info.nodes, info.clock_hz, info.baudrate, info.fmt.name) == (
-        NODES, 12_000_000, 3_000_000, "Q15.16")
+        NODES, 12_000_000, 3_000_000, "LinkDyn formats")
     assert info.map_check == P.ProtocolSpec(NODES).map_check
 
 
@@ -87,8 +87,8 @@ def test_simulated_board_streams_several_requests_back_to_back(board, simulated_
 
 def test_saturation_on_the_board_is_never_returned_as_a_plain_value(board):
     q, qd, qdd = random_states(3, seed=4)
-    qd[1] = 30_000.0
-    q[1] = 30_000.0
+    qd[1] = 30.0                          # within the qd word (Q5.26): omega saturates
+    q[1] = 30.0
     with pytest.raises(SaturationError) as caught:
         board.inverse_dynamics(q, qd, qdd)
     flags = caught.value.result.overflow

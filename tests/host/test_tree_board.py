@@ -116,4 +116,4 @@ def test_host_api_and_command_line_load_and_run_the_tree_on_a_board_built_from_t
         rows = list(csv.reader(file))
     assert rows[0] == [f"tau{i}" for i in range(1, robot.n + 1)] + ["overflow"]
     tau = np.array(rows[1:], dtype=float)[:, :robot.n]
-    assert np.array_equal(golden.fmt.encode(tau), np.array([e.tau_words for e in expected]))
+    assert np.array_equal(golden.registers.encode("tau", tau), np.array([e.tau_words for e in expected]))

@@ -15,7 +15,6 @@ import pytest
 
 from linkdyn.host.board import Board, CertificateWarning, IncompatibleBoardError
 from linkdyn.model import load_robot
-from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden_tree import GoldenTree, node_tree
 from linkdyn.sim.tree_cases import baxter_revolute, random_tree, tree_states, two_arm_tree
 
@@ -58,6 +57,11 @@ def _robots():
 def test_host_computes_a_tree_robot_as_the_golden_tree(robot):
     golden = GoldenTree(robot)
     q, qd, qdd = tree_states(robot, 16, 20261201)
+    # URDF velocity limits beyond the qd word (Baxter's head: 10,000 rad/s, a placeholder)
+    # are sampled within pi rad/s; the others stay within their limits.
+    beyond = [(link.limits.qd_max or 0.0) > golden.registers.qformat("qd").max_value
+              for link in robot.links]
+    qd = np.where(beyond, np.clip(qd, -np.pi, np.pi), qd)
     with _tree_board(robot) as board:
         info = board.info()
         assert info.parents == golden.tree.parents and not info.is_chain
@@ -70,7 +74,7 @@ def test_host_computes_a_tree_robot_as_the_golden_tree(robot):
     assert np.array_equal(result.tau_words, tau_words)
     assert np.array_equal(result.overflow, overflow)
     assert np.array_equal(result.node_tau_words, node_words)
-    assert np.array_equal(result.tau, golden.fmt.decode(tau_words))
+    assert np.array_equal(result.tau, golden.registers.decode("tau", tau_words))
     assert np.array_equal(single.tau_words, tau_words[3])
     assert single.node_tau_words.shape == (golden.tree.n,)
 
@@ -93,18 +97,20 @@ def test_host_passes_external_wrenches_of_the_links_to_their_nodes():
 
 
 def test_a_saturating_branch_point_flags_the_links_of_its_node():
-    # Huge masses on both arms: the torso (node 0, the branch point) saturates.
+    # Heavy arms (three times the masses, within the mass format) accelerated at 450 rad/s^2
+    # (within the qdd format): the torso (node 0, the branch point) saturates.
     robot = two_arm_tree()
-    heavy = tuple(replace(link, mass=link.mass * 400.0, com=link.com, inertia=link.inertia)
+    heavy = tuple(replace(link, mass=link.mass * 3.0, com=link.com, inertia=link.inertia)
                   if i else link for i, link in enumerate(robot.links))
     robot = replace(robot, links=heavy)
     golden = GoldenTree(robot)
     q, qd, qdd = tree_states(robot, 4, 9)
+    qdd = np.sign(qdd) * 450.0
     with _tree_board(robot) as board:
         board.load_robot(robot)
         result = board.rnea(q, qd, qdd)
     tau_words, overflow, _ = _golden(golden, q, qd, qdd)
-    assert overflow.any()                       # the case saturates somewhere
+    assert overflow.any() and overflow[:, 0].any()   # saturates, the torso's links too
     assert np.array_equal(result.tau_words, tau_words)
     assert np.array_equal(result.overflow, overflow)
     assert result.saturated
@@ -193,6 +199,7 @@ def test_a_chain_board_reports_the_chain_and_loads_as_before():
         result = board.rnea(q, q, q)
     assert result.node_tau_words is None and result.node_overflow is None
     from linkdyn.model.golden import encode_base_motion, encode_robot
-    expected, _ = fake_chain_tau_words(port.spec, encode_robot(robot),
-                                       encode_base_motion(robot), *(Q15_16.encode(q),) * 3)
+    rmap = port.spec.registers
+    expected, _ = fake_chain_tau_words(port.spec, encode_robot(robot), encode_base_motion(robot),
+                                       *(rmap.encode(name, q) for name in ("q", "qd", "qdd")))
     assert np.array_equal(result.tau_words, expected)

@@ -17,6 +17,7 @@ from linkdyn.model.accuracy import TYPICAL_FRICTION, cordic_worst_case
 from linkdyn.model.certify import (Certificate, box_states, certify, cordic_error_bound, main,
                                    range_formats, sampled_error, sine_error_bound)
 from linkdyn.model.golden import microprogram, rnea_fixed
+from linkdyn.model.microprogram import NODE_FORMATS
 from linkdyn.model.reference import load_reference_robot
 from linkdyn.model.tables import SINE_TABLE, SineTable
 
@@ -85,12 +86,14 @@ def test_bound_holds_with_friction_and_external_wrench(ur5):
     assert not overflow.any()
     assert np.all(sampled <= np.array(certificate.bound_nm))
     # With friction on, qd near 0 makes atan(k qd) steep: the Coulomb term's sensitivity to
-    # the qd rounding (F_c k 2^-17 = 1.5e-3 N·m) is in the bound.
-    assert certificate.sources["input qd"][-1] > 2.0 * 100.0 * 2.0 ** -17 * 0.99
+    # the qd rounding (F_c k times half an LSB of qd's format) is in the bound.
+    half = 2.0 ** -(microprogram().registers["qd"].format.fraction_bits + 1)
+    assert certificate.sources["input qd"][-1] > 2.0 * 100.0 * half * 0.99
 
 
 def test_saturation_is_named_and_the_golden_model_saturates_there(ur5):
-    certificate = certify(ur5, qd_max=300.0)
+    # 30 rad/s on every joint fits the qd word (Q5.26) but not omega's (Q6.25, 64 rad/s)
+    certificate = certify(ur5, qd_max=30.0)
     assert not certificate.saturation_free
     first = certificate.saturations[0]
     assert first["register"] in {r.name for r in microprogram().registers}
@@ -115,12 +118,12 @@ def test_a_box_within_the_limits_is_saturation_free_and_a_smaller_box_has_a_smal
 
 def test_formats_what_if_is_computed(ur5):
     base = certify(ur5)
-    finer = certify(ur5, formats={"q": 20})
-    # The q rounding enters linearly: 4 more bits divide its part by 16.
-    ratio = np.array(base.sources["input q"]) / np.array(finer.sources["input q"])
+    coarser = certify(ur5, formats={"q": 22})
+    # The q rounding enters linearly: 4 fewer bits multiply its part by 16.
+    ratio = np.array(coarser.sources["input q"]) / np.array(base.sources["input q"])
     assert np.allclose(ratio, 16.0, rtol=1e-6)
-    assert finer.formats["q"] == 20 and base.formats["q"] == 16
-    assert all(f < b for f, b in zip(finer.bound_nm, base.bound_nm))
+    assert coarser.formats["q"] == 22 and base.formats["q"] == NODE_FORMATS.q == 26
+    assert all(b < c for b, c in zip(base.bound_nm, coarser.bound_nm))
 
 
 def test_proven_table_and_cordic_bounds_cover_their_exhaustive_maxima():
@@ -137,7 +140,7 @@ def test_certificate_json(ur5, tmp_path):
     assert data["saturation_free"] is True
     assert data["box"]["qdd_max"] == [10.0] * ur5.n
     assert data["box"]["wrench_max"] is None
-    assert data["formats"]["q"] == 16 and data["formats"]["word"] == "Q15.16"
+    assert data["formats"]["q"] == 26 and data["formats"]["word"] == NODE_FORMATS.name
     assert len(data["hot_registers"]) == 10
 
 
@@ -179,7 +182,7 @@ def test_command_line_reports_errors(tmp_path, capsys):
     assert "error" in capsys.readouterr().err
     assert main(["--robot", "ur5", "--qdd-max", "-1", "--out", str(tmp_path / "x")]) == 2
     assert ">= 0" in capsys.readouterr().err
-    assert main(["--robot", "ur5", "--qd-max", "300", "--states", "0",
+    assert main(["--robot", "ur5", "--qd-max", "30", "--states", "0",
                  "--out", str(tmp_path / "y")]) == 1  # saturation possible: status 1
 
 
@@ -191,7 +194,7 @@ def test_range_formats_are_proven_saturation_free_and_shrink_the_bound(ur5):
     assert all(formats[k] >= base.formats[k] for k in formats)
     finer = certify(ur5, formats=formats)
     assert finer.saturation_free
-    assert finer.max_bound_nm < base.max_bound_nm / 5
-    # The sine table then dominates: a finer table lowers the bound further.
-    table = SineTable(index_bits=12, fraction_bits=18, entry_bits=36)
-    assert certify(ur5, formats=formats, table=table).max_bound_nm < finer.max_bound_nm / 10
+    assert finer.max_bound_nm < base.max_bound_nm
+    # The sine table is a large part of the rest: a finer table lowers the bound further.
+    table = SineTable(index_bits=14, fraction_bits=16, entry_bits=36)
+    assert certify(ur5, formats=formats, table=table).max_bound_nm < finer.max_bound_nm / 2

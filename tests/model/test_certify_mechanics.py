@@ -16,6 +16,7 @@ import pytest
 from linkdyn.model.certify import (_INERTIAL, _Analysis, _formats, box_states, certify,
                                    default_box)
 from linkdyn.model.fixedpoint import Q15_16
+from linkdyn.model.microprogram import NODE_FORMATS, microprogram
 from linkdyn.model.certify import sampled_error
 from linkdyn.model.golden import encode_robot, rnea_fixed
 from linkdyn.model.reference import load_reference_robot
@@ -38,16 +39,18 @@ def test_inertial_wrench_about_the_previous_origin_is_bounded_by_the_link_consta
     # w x I w with p = R^T p_in + wd x r + w x (w x r); the bounds use |c'|, ||I'|| and the
     # eigenvalue spread of I' about origin i-1 (link_mechanics) of the parameters the node's
     # words encode, which are the golden model's words.
-    analysis = _Analysis(robot, Q15_16, _formats(Q15_16, None), "affine", default_box(robot),
-                         None)
+    analysis = _Analysis(robot, NODE_FORMATS, _formats(NODE_FORMATS, None), "affine",
+                         default_box(robot), None)
     words = encode_robot(robot)
+    rmap = microprogram().registers
+    bits = np.array([rmap[name].format.fraction_bits for name in _INERTIAL])
     rng = np.random.default_rng(11)
     for node, link in enumerate(robot.links):
         mech = analysis.link_mechanics(node)
         encoded, delta = analysis.encoded_parameters(node)
-        assert np.array_equal(encoded * 2.0 ** 16, [words[node][name] for name in _INERTIAL])
+        assert np.array_equal(encoded * 2.0 ** bits, [words[node][name] for name in _INERTIAL])
         assert np.allclose(encoded - delta, link.parameters(), rtol=0, atol=1e-15)
-        assert np.all(np.abs(delta) <= 2.0 ** -17)
+        assert np.all(np.abs(delta) <= 2.0 ** -(bits + 1))
         r = link_offset_vector(link)
         m, mc = encoded[0], encoded[1:4]
         xx, xy, xz, yy, yz, zz = encoded[4:10]

@@ -24,6 +24,7 @@ from linkdyn.model.fixedpoint import (Q15_16, WORD_WIDTH, FixedPointRangeError, 
 from linkdyn.model.golden import _dot, microprogram
 from linkdyn.model.microprogram import Dot, add, mul
 from linkdyn.model.tables import SINE_TABLE
+from linkdyn.model.microprogram import NODE_FORMATS, QUANTITIES
 
 PROPERTY = settings(derandomize=True, deadline=None, max_examples=150)
 WORD_MIN, WORD_MAX = -(1 << 31), (1 << 31) - 1
@@ -237,7 +238,7 @@ def test_wrap_edges_of_the_phase_word():
 # The dot product of a microprogram instruction (golden _dot)
 # ----------------------------------------------------------------------------------------------
 
-PROGRAM = microprogram(Q15_16)
+PROGRAM = microprogram(Q15_16)    # one format everywhere: the Q15.16 cases of this file
 RMAP = PROGRAM.registers
 DOTS = [op for segment in PROGRAM.segments.values() for op in segment.ops
         if isinstance(op, Dot)]
@@ -290,7 +291,12 @@ def test_the_program_has_the_dots_this_file_expects():
     assert len(DOTS) > 40 and PROGRAM.max_terms == max(len(op.terms) for op in DOTS)
     assert sum(len(op.terms) for op in DOTS) == sum(
         segment.mac_terms for segment in PROGRAM.segments.values())
-    assert {RMAP[op.dst].format.name for op in DOTS} == {"word", "trig", "phase"}
+    # every quantity a Dot writes has its own format class; phase words wrap, k qd is the
+    # CORDIC's Q15.16; with one format everywhere the classes have 16, 30 or 32 bits
+    assert {RMAP[op.dst].format.name for op in DOTS} == {
+        "q", "qd", "qdd", "trig", "r", "omega", "omega_dot", "p_ddot", "force", "moment",
+        "torque", "phase", "cordic"}
+    assert {RMAP[op.dst].format.fraction_bits for op in DOTS} == {16, 30, 32}
 
 
 @pytest.mark.parametrize("op", DOTS, ids=lambda op: op.dst)
@@ -326,7 +332,7 @@ def test_program_dots_equal_exact_arithmetic_property(case):
     check_dot(op, sets)
 
 
-WORD_REGISTERS = [reg.name for reg in RMAP if reg.format.name == "word"
+WORD_REGISTERS = [reg.name for reg in RMAP if reg.format.fraction_bits == 16
                   and reg.kind in ("constant", "input", "forward_in", "backward_in")
                   and reg.name != "zero"]
 
@@ -392,8 +398,11 @@ def test_dot_saturates_with_the_overflow_flag_and_phase_dots_wrap():
 
 def test_register_formats_are_the_documented_ones():
     bits = {name: form.fraction_bits for name, form in RMAP.formats.items()}
-    assert bits == {"word": 16, "trig": 30, "phase": 32, "rate": 32,
+    assert bits == {**{q: 16 for q in QUANTITIES if q not in ("trig", "r")},
+                    "trig": 30, "r": 30, "phase": 32, "rate": 32,
                     "entry": SINE_TABLE.entry_fraction_bits,
-                    "fraction": SINE_TABLE.fraction_bits, "atan": 30, "count": 0}
+                    "fraction": SINE_TABLE.fraction_bits, "atan": 30, "count": 0, "cordic": 16}
+    node = {name: form.fraction_bits for name, form in microprogram().registers.formats.items()}
+    assert {q: node[q] for q in QUANTITIES} == NODE_FORMATS.bits
     assert [name for name, form in RMAP.formats.items() if form.wraps] == ["phase"]
     assert WORD_WIDTH == 32

@@ -24,7 +24,7 @@ from linkdyn.model.accuracy import (ERROR_SOURCES, ROBOTS, limit_states,
                                     main, measured_bounds, microprogram_float, random_states,
                                     random_wrenches)
 from linkdyn.model.fixedpoint import Q15_16, FixedPointRangeError
-from linkdyn.model.golden import encode_robot, rnea_fixed
+from linkdyn.model.golden import encode_robot, microprogram, rnea_fixed
 from linkdyn.model.tables import CORDIC
 
 from support.robots import robot_case
@@ -38,37 +38,36 @@ MAX_WORD, MIN_WORD = Q15_16.max_word, Q15_16.min_word
 #: 2,000 states at the limits (``limits``) and at the zero state (``zero``).
 BOUNDS = {
     "ur5": {
-        "off": dict(joints=(0.0011, 0.00148, 0.000815, 0.00048, 0.00053, 0.00029),
-                    limits=0.00166, zero=6.11e-05,
-                    wrench=(0.00129, 0.00158, 0.000928, 0.000486, 0.000535, 0.000293)),
-        "on": dict(joints=(0.00145, 0.00148, 0.00163, 0.00127, 0.00146, 0.0015),
-                   limits=0.00166, zero=6.11e-05,
-                   wrench=(0.00192, 0.00158, 0.00159, 0.0013, 0.00145, 0.0015)),
+        "off": dict(joints=(9.25e-06, 1.05e-05, 6.23e-06, 4.61e-06, 2.96e-06, 1.1e-06),
+                    limits=4.61e-06, zero=5.44e-06,
+                    wrench=(9.9e-06, 1.01e-05, 7.11e-06, 4.48e-06, 2.98e-06, 1.18e-06)),
+        "on": dict(joints=(1.8e-05, 1.55e-05, 1.61e-05, 1.46e-05, 1.38e-05, 1.12e-05),
+                   limits=4.71e-06, zero=5.44e-06,
+                   wrench=(1.45e-05, 1.5e-05, 1.54e-05, 1.51e-05, 1.42e-05, 1.13e-05)),
     },
     "ur10": {
-        "off": dict(joints=(0.00164, 0.00185, 0.00101, 0.000585, 0.00069, 0.000591),
-                    limits=0.00181, zero=0.00017,
-                    wrench=(0.00208, 0.00202, 0.00106, 0.000636, 0.000694, 0.000586)),
-        "on": dict(joints=(0.00205, 0.00195, 0.00189, 0.00127, 0.00136, 0.00162),
-                   limits=0.00181, zero=0.00017,
-                   wrench=(0.00212, 0.00202, 0.00177, 0.00125, 0.00132, 0.00162)),
+        "off": dict(joints=(1.75e-05, 1.85e-05, 9.4e-06, 4.65e-06, 2.82e-06, 1.06e-06),
+                    limits=6.47e-06, zero=1.69e-06,
+                    wrench=(1.58e-05, 1.84e-05, 1.04e-05, 4.86e-06, 2.88e-06, 1.06e-06)),
+        "on": dict(joints=(1.87e-05, 1.94e-05, 1.52e-05, 1.43e-05, 1.34e-05, 1.34e-05),
+                   limits=6.47e-06, zero=1.69e-06,
+                   wrench=(1.82e-05, 1.9e-05, 1.53e-05, 1.39e-05, 1.54e-05, 1.33e-05)),
     },
     "puma560": {
-        "off": dict(joints=(0.000973, 0.000856, 0.00049, 0.000428, 0.000299, 0.000237),
-                    limits=0.00105, zero=0.000101,
-                    wrench=(0.00116, 0.00113, 0.000588, 0.000455, 0.000291, 0.000243)),
-        "on": dict(joints=(0.0122, 0.00487, 0.00294, 0.00053, 0.000448, 0.000238),
-                   limits=0.00107, zero=0.000101,
-                   wrench=(0.0121, 0.00482, 0.00316, 0.000565, 0.000462, 0.000243)),
+        "off": dict(joints=(1.04e-05, 8.52e-06, 6.87e-06, 3.76e-06, 3.04e-06, 1.06e-06),
+                    limits=7.82e-06, zero=3.1e-06,
+                    wrench=(9.98e-06, 9.8e-06, 6.85e-06, 4.45e-06, 2.89e-06, 1.07e-06)),
+        "on": dict(joints=(0.000129, 4.54e-05, 2.85e-05, 7.81e-06, 5.73e-06, 6.6e-06),
+                   limits=1.14e-05, zero=3.1e-06,
+                   wrench=(0.000126, 4.63e-05, 3.12e-05, 7.91e-06, 6.48e-06, 6.48e-06)),
     },
     "panda": {
-        "off": dict(joints=(0.000924, 0.00149, 0.000917, 0.000964, 0.00056, 0.000559, 0.000402),
-                    limits=0.00175, zero=0.000162,
-                    wrench=(0.00116, 0.00178, 0.000998, 0.000999, 0.000604, 0.000566,
-                            0.000398)),
-        "on": dict(joints=(0.00137, 0.00177, 0.00189, 0.00147, 0.00144, 0.00138, 0.00139),
-                   limits=0.00176, zero=0.000162,
-                   wrench=(0.00159, 0.00183, 0.00159, 0.00142, 0.00146, 0.00138, 0.0014)),
+        "off": dict(joints=(1.1e-05, 1.54e-05, 9.33e-06, 7.61e-06, 4.51e-06, 3.62e-06, 1.11e-06),
+                    limits=1.02e-05, zero=1.02e-06,
+                    wrench=(1.09e-05, 1.67e-05, 8.33e-06, 8.2e-06, 4.32e-06, 3.47e-06, 1.13e-06)),
+        "on": dict(joints=(1.76e-05, 1.72e-05, 1.75e-05, 1.9e-05, 1.7e-05, 1.54e-05, 1.5e-05),
+                   limits=1.16e-05, zero=1.02e-06,
+                   wrench=(1.38e-05, 1.92e-05, 1.48e-05, 1.77e-05, 1.77e-05, 1.5e-05, 1.4e-05)),
     },
 }
 
@@ -119,9 +118,13 @@ def test_zero_state_gravity_only_matches_float(robots, name):
     reference = rnea(robot, zero, zero, zero)
     assert fixed.tau.shape == (robot.n,) and not fixed.overflow.any()
     assert np.max(np.abs(fixed.tau - reference)) <= BOUNDS[name]["off"]["zero"]
-    # At rest the friction term (F_o = 0) is below half an LSB: the same words.
-    on = rnea_fixed(robot_case(robots, name, "on"), zero, zero, zero)
-    assert np.array_equal(on.tau_words, fixed.tau_words)
+    # At rest the friction term (F_o = 0) is F_c atan(0) of the CORDIC, whose residual angle
+    # is not exactly 0: a word of the tau format's LSBs, or none (below half an LSB).
+    friction = robot_case(robots, name, "on")
+    on = rnea_fixed(friction, zero, zero, zero)
+    atan_zero = int(CORDIC.atan(np.array([0]))[0])
+    coulomb = [round_half_up(words["F_c"] * atan_zero, 30) for words in encode_robot(friction)]
+    assert np.array_equal(on.tau_words - fixed.tau_words, coulomb)
 
 
 @pytest.mark.parametrize("name, case", CASES)
@@ -155,7 +158,7 @@ def test_torque_beyond_q15_16_saturates_and_flags_that_node_only(q, word):
     state = np.array([q, 0.0])
     reference = rnea(arm, state, [0, 0], [0, 0])
     assert abs(reference[0]) > 44_000 and abs(reference[1]) < 20_000
-    fixed = rnea_fixed(arm, state, [0, 0], [0, 0])
+    fixed = rnea_fixed(arm, state, [0, 0], [0, 0], fmt=Q15_16)
     assert fixed.overflow.tolist() == [True, False]
     assert fixed.tau_words[0] == word
     assert fixed.tau[0] == Q15_16.decode(word)
@@ -169,7 +172,7 @@ def test_huge_acceleration_saturates_with_the_float_sign(robots, joint, qdd, wor
     acceleration[joint] = qdd
     reference = rnea(robot, np.zeros(6), np.zeros(6), acceleration)
     assert abs(reference[joint]) > 32_768
-    fixed = rnea_fixed(robot, np.zeros(6), np.zeros(6), acceleration)
+    fixed = rnea_fixed(robot, np.zeros(6), np.zeros(6), acceleration, fmt=Q15_16)
     assert fixed.overflow[joint] and fixed.tau_words[joint] == word
     assert not fixed.overflow[-1]  # the hand's node computes nothing out of range
 
@@ -177,14 +180,14 @@ def test_huge_acceleration_saturates_with_the_float_sign(robots, joint, qdd, wor
 def test_overflow_is_per_state_in_a_batch():
     arm = heavy_planar_arm()
     q = np.array([[0.0, 0.0], [math.pi / 2, 0.0], [math.pi, 0.0]])  # arm up: no torque
-    fixed = rnea_fixed(arm, q, np.zeros(2), np.zeros(2))
+    fixed = rnea_fixed(arm, q, np.zeros(2), np.zeros(2), fmt=Q15_16)
     assert fixed.overflow.tolist() == [[True, False], [False, False], [True, False]]
     assert fixed.tau_words[:, 0].tolist()[0::2] == [MAX_WORD, MIN_WORD]
 
 
 @pytest.mark.parametrize("quantity, joint, value, pattern", [
-    ("q", 2, 1e6, r"node 3 q = .*1000000\.0.* does not fit Q15\.16"),
-    ("qd", 0, -4e4, r"node 1 qd = .*-40000\.0.* does not fit Q15\.16"),
+    ("q", 2, 1e6, r"node 3 q = .*1000000\.0.* does not fit Q5\.26"),     # NODE_FORMATS.q
+    ("qd", 0, -4e4, r"node 1 qd = .*-40000\.0.* does not fit Q5\.26"),
     ("qdd", 5, math.nan, r"node 6 qdd = .*nan.* is not finite"),
 ])
 def test_inputs_that_do_not_fit_raise_naming_node_and_quantity(robots, quantity, joint, value,
@@ -215,9 +218,9 @@ def test_robot_constant_that_does_not_fit_raises_from_encode_robot(change, patte
     lower = replace(arm.links[1], **change)
     robot = replace(arm, links=(arm.links[0], lower))
     with pytest.raises(FixedPointRangeError, match=pattern):
-        encode_robot(robot)
+        encode_robot(robot, Q15_16)      # the heavy arm's 3,000 kg fit Q15.16, not NODE_FORMATS
     with pytest.raises(FixedPointRangeError, match=pattern):
-        rnea_fixed(robot, [0.1, 0.2], [0, 0], [0, 0])
+        rnea_fixed(robot, [0.1, 0.2], [0, 0], [0, 0], fmt=Q15_16)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -241,17 +244,21 @@ def test_friction_adds_exactly_the_documented_friction_word(robots, name):
     difference = (rnea_fixed(on, q, qd, qdd).tau_words
                   - rnea_fixed(off, q, qd, qdd).tau_words)
     constants = encode_robot(on)
-    qd_words = Q15_16.encode(qd)
+    rmap = microprogram().registers
+    bits = {name: rmap[name].format.fraction_bits for name in ("qd", "k_friction", "k_qd", "tau")}
+    qd_words = rmap.encode("qd", qd)
     for j, words in enumerate(constants):
         for s in range(len(q)):
             v = int(qd_words[s, j])
-            k_qd = round_half_up(words["k_friction"] * v, 16)
+            k_qd = round_half_up(words["k_friction"] * v,
+                                 bits["k_friction"] + bits["qd"] - bits["k_qd"])
             atan = int(CORDIC.atan(np.array([k_qd]))[0])
             coulomb = round_half_up(words["F_c"] * atan, 30)
-            friction = round_half_up((coulomb + words["F_o"]) * 2 ** 16 + words["F_v"] * v, 16)
+            friction = round_half_up((coulomb + words["F_o"]) * 2 ** bits["qd"]
+                                     + words["F_v"] * v, bits["qd"])
             assert difference[s, j] == friction, (s, j)
     friction_float = rnea(on, q, qd, qdd) - rnea(off, q, qd, qdd)
-    assert np.max(np.abs(Q15_16.decode(difference) - friction_float)) <= \
+    assert np.max(np.abs(rmap.decode("tau", difference) - friction_float)) <= \
         BOUNDS[name]["on"]["joints"][0] + BOUNDS[name]["off"]["joints"][0]
 
 
@@ -326,7 +333,8 @@ def test_base_wrench_is_the_weight_at_rest_and_holds_tau_1(robots):
     assert np.max(np.abs(still.base_wrench[:, :2])) < 1e-3
     # Without friction tau_1 is the z moment about the base, word for word.
     fixed = rnea_fixed(robot, q, qd, qdd)
-    assert np.array_equal(Q15_16.encode(fixed.base_wrench[:, 5]), fixed.tau_words[:, 0])
+    assert np.array_equal(microprogram().registers.encode("tau", fixed.base_wrench[:, 5]),
+                          fixed.tau_words[:, 0])
 
 
 def test_regressor_is_unaffected_by_the_golden_model(robots):
@@ -354,7 +362,8 @@ def test_float_interpreter_brackets_the_golden_model(robots, name):
     assert np.max(np.abs(microprogram_float(robot, q, qd, qdd) - rnea(robot, q, qd, qdd))) \
         < 1e-9
     everything = microprogram_float(robot, q, qd, qdd, sources=ERROR_SOURCES)
-    assert np.array_equal(Q15_16.encode(everything), rnea_fixed(robot, q, qd, qdd).tau_words)
+    assert np.array_equal(microprogram().registers.encode("tau", everything),
+                          rnea_fixed(robot, q, qd, qdd).tau_words)
     with pytest.raises(ValueError, match="unknown error sources"):
         microprogram_float(robot, q, qd, qdd, sources={"cosmic rays"})
 

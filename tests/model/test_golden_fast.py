@@ -156,7 +156,7 @@ def test_golden_chain_refuses_bad_input_as_rnea_fixed_does(robots):
         chain.step(zero, zero, zero, np.zeros((6, 3)))
     with pytest.raises(TypeError, match="robot must be a Robot"):
         GoldenChain("ur5")
-    with pytest.raises(TypeError, match="fmt must be a QFormat"):
+    with pytest.raises(TypeError, match="fmt must be NodeFormats or a QFormat"):
         GoldenChain(robot, fmt="Q15.16")
 
 

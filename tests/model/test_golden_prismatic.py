@@ -91,7 +91,7 @@ def test_a_prismatic_node_keeps_theta_and_moves_r():
     assert not regs["qd_revolute"].any() and not regs["qdd_revolute"].any()
     assert np.array_equal(regs["qd2_prismatic"], 2 * regs["qd"])
     assert np.array_equal(regs["qdd_prismatic"], regs["qdd"])
-    d = (regs["q"] * 2.0 ** -16 + link.d)                            # d = q + d_offset
+    d = (microprogram().registers.decode("q", regs["q"]) + link.d)   # d = q + d_offset
     for c, trig in (("y", math.sin(link.alpha)), ("z", math.cos(link.alpha))):
         assert np.max(np.abs(regs[f"r_q_{c}"] * 2.0 ** -30 - d * trig)) < 2e-9
     assert np.array_equal(regs["tau"], regs["f_out_z"] + regs["tau_friction"])

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from linkdyn.model import Link, Robot, load_robot, rnea
-from linkdyn.model.fixedpoint import QFormat, FixedPointRangeError
+from linkdyn.model.fixedpoint import Q15_16, QFormat, FixedPointRangeError
+from linkdyn.model.microprogram import microprogram
 from linkdyn.model.golden import GoldenChain, rnea_fixed
 from linkdyn.model.golden_tree import GoldenTree, encode_tree, merge_backward, node_tree
 from linkdyn.model.library import truncate
@@ -57,8 +58,9 @@ def test_chain_saturation_gives_the_chain_golden_words_and_flags():
     q = np.zeros((3, 6))
     qdd = np.zeros((3, 6))
     qdd[0, 1], qdd[1, 1], qdd[2, 0] = 30000.0, -30000.0, 5000.0
-    batch = rnea_fixed(robot, q, q, qdd)
-    tree = GoldenTree(robot)
+    # (Q15.16 everywhere: these accelerations fit its qdd word and saturate its tau)
+    batch = rnea_fixed(robot, q, q, qdd, fmt=Q15_16)
+    tree = GoldenTree(robot, Q15_16)
     for k in range(3):
         result = tree.step(q[k], q[k], qdd[k])
         assert result.tau_words.tolist() == batch.tau_words[k].tolist()
@@ -80,16 +82,20 @@ def test_two_arm_tree_is_laid_out_on_14_nodes_with_one_mount_node():
     assert constants[7]["m"] == 0 and constants[7]["I_zz"] == 0
 
 
-def _check_within_budget(robot, states, seed, f_ext=None):
+def _check_within_budget(robot, states, seed, f_ext=None, qd_max=None):
     q, qd, qdd = tree_states(robot, states, seed)
+    if qd_max is not None:
+        qd = np.clip(qd, -qd_max, qd_max)
     golden = GoldenTree(robot)
     error = np.abs(_fixed(golden, q, qd, qdd, f_ext)
                    - rnea(robot, q, qd, qdd, f_ext=f_ext))
     budget = tree_error_budget(robot, q, qd, qdd)
     if f_ext is not None:
-        # The wrench's own rounding (2^-17 per component) reaches every ancestor with a lever
-        # of at most the robot's reach; the budget's path term covers it with one more node.
-        budget = budget + 6 * 2.0 ** -17 * 4
+        # The wrench's own rounding (half an LSB of its format per component) reaches every
+        # ancestor with a lever of at most the robot's reach; the budget's path term covers it
+        # with one more node.
+        half = 2.0 ** -(microprogram().registers["f_ext_x"].format.fraction_bits + 1)
+        budget = budget + 6 * half * 4
     worst = np.unravel_index(np.argmax(error / budget), error.shape)
     assert np.all(error <= budget), (robot.name, worst, error[worst], budget[worst])
     return error.max(), (error / budget).max()
@@ -115,7 +121,10 @@ def test_baxter_without_fingers_matches_float_rnea_within_the_budget():
         pytest.skip("example-robot-data is not installed")
     tree = node_tree(robot)
     assert robot.n == 15 and tree.n == 17 and len(tree.roots) == 3
-    _check_within_budget(robot, STATES, 5)
+    # The URDF's head limit of 10,000 rad/s is a placeholder beyond the qd word (Q5.26, ±32
+    # rad/s): the states use pi rad/s there (the arms' limits, 1.5 and 4 rad/s, stay).
+    _check_within_budget(robot, STATES, 5, qd_max=np.minimum(
+        [link.limits.qd_max for link in robot.links], np.pi))
 
 
 # (links, seed): nodes <= 16 (mount nodes included); seeds chosen so that the normal run has
@@ -179,7 +188,7 @@ def test_a_saturated_merge_flags_the_parent_only_and_clamps_its_wrench():
                   parents=(-1, 0, 0))
     f_ext = np.zeros((3, 6))
     f_ext[1, 0] = f_ext[2, 0] = 20000.0
-    golden = GoldenTree(robot)
+    golden = GoldenTree(robot, Q15_16)    # (Q15.16 everywhere: 20,000 N fit its f_ext word)
     zeros = np.zeros(3)
     result = golden.step(zeros, zeros, zeros, f_ext, keep_registers=True)
     root = result.registers[0]
@@ -211,8 +220,8 @@ def test_another_word_format_runs_the_tree_within_its_budget():
     q, qd, qdd = tree_states(robot, 10, 9)
     error = np.abs(_fixed(golden, q, qd, qdd) - rnea(robot, q, qd, qdd))
     assert np.all(error <= tree_error_budget(robot, q, qd, qdd, fraction_bits=20))
-    # four more fractional bits shrink every source but the sine table's (1.2e-6, the same)
-    coarse = np.abs(_fixed(GoldenTree(robot), q, qd, qdd) - rnea(robot, q, qd, qdd))
+    # four more fractional bits than Q15.16 shrink every source but the sine table's (the same)
+    coarse = np.abs(_fixed(GoldenTree(robot, Q15_16), q, qd, qdd) - rnea(robot, q, qd, qdd))
     assert error.max() < coarse.max()
 
 

@@ -74,7 +74,10 @@ def test_spec_sizes_and_access_follow_the_register_map():
     assert spec.access(P.CONTROL_NODE, 0) == P.Access(True, True, "chain")
     assert spec.access(P.CONTROL_NODE, 0x07) == P.Access(True, False, "engine")
     assert not spec.access(P.CONTROL_NODE, 0x16).exists
-    assert spec.build_info()["WORD_FORMAT"] == 16 | (15 << 8) | (32 << 16)
+    # tau's format (Q12.19) and bit 24: formats per quantity (MAP_CHECK covers the others)
+    assert spec.build_info()["WORD_FORMAT"] == 19 | (12 << 8) | (32 << 16) | (1 << 24)
+    assert P.ProtocolSpec(6, QFormat(15, 16)).build_info()["WORD_FORMAT"] == \
+        16 | (15 << 8) | (32 << 16)
 
 
 def test_map_check_changes_with_the_word_format():
@@ -87,7 +90,7 @@ def test_spec_checks_its_parameters():
         P.ProtocolSpec(0)
     with pytest.raises(TypeError, match="Node count must be an integer"):
         P.ProtocolSpec("6")
-    with pytest.raises(TypeError, match="Word format must be a QFormat"):
+    with pytest.raises(TypeError, match="fmt must be NodeFormats or a QFormat"):
         P.ProtocolSpec(6, "Q15.16")
     with pytest.raises(ValueError, match="board_id must be"):
         P.ProtocolSpec(6, board_id=-1)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from support.chain import run_chain
-from linkdyn.model.fixedpoint import Q15_16
+from linkdyn.model.microprogram import microprogram
 from linkdyn.sim.chain_cases import build_case
 
 pinocchio = pytest.importorskip("pinocchio")
@@ -42,7 +42,8 @@ def test_chain_torques_agree_with_pinocchio_runner(name, urdf, n):
     spec = {"robot": name, "states": STATES, "seed": 981, "gravity": 9.81}
     summary = run_chain(n, "sequential", [spec], sim=os.environ.get("SIM", "verilator"),
                         tag="pinocchio")
-    tau_chain = Q15_16.decode(np.array(summary["results"][0]["tau"], dtype=np.int64))
+    tau_chain = microprogram().registers.decode(
+        "tau", np.array(summary["results"][0]["tau"], dtype=np.int64))
     case = build_case(spec)
     assert tau_chain.shape == (STATES, n)
     model = pinocchio.buildModelFromUrdf(str(path))

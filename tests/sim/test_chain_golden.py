@@ -65,7 +65,11 @@ def test_chain_matches_golden_model_runner(n, policy):
     assert summary["checked"] == expected
     for case, result in zip(cases, summary["cases"]):
         assert result["checked"] == case["states"] + case["saturate"]
-        assert result["saturating_states"] >= 1, "the saturating states set flags"
+        if n >= 3:
+            # (a random robot of one or two links saturates no register with inputs within
+            # the node's formats, e.g. qd <= 32 rad/s, qdd <= 512 rad/s^2: its saturating
+            # states are then ordinary ones, still checked word for word)
+            assert result["saturating_states"] >= 1, "the saturating states set flags"
     assert summary["base_wrenches_checked"] >= expected // 10
     if policy == "pipelined" and n > 1:
         # Updates overlapped: the interval is shorter than one update's latency.

@@ -10,6 +10,7 @@ from linkdyn.model import protocol as P
 from linkdyn.model.controller import ControllerConfig, JointControllerModel
 from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import GoldenChain, encode_base_motion, encode_robot
+from linkdyn.model.microprogram import rescale_word
 from linkdyn.model.reference import load_reference_robot
 from linkdyn.sim.controlled_chain_model import ControlledChainModel
 
@@ -64,7 +65,10 @@ def test_control_step_equals_controllers_around_the_golden_chain(name):
         result = chain.step(*Q15_16.decode(model_in))
         for i, j in enumerate(joints):
             j.strobe(reference=True, message=True)
-            i_ref, _ = j.output(int(result.tau_words[i]))
+            # The node's tau (its own format) to the controller's Q15.16, as the chain hands it.
+            i_ref, _ = j.output(rescale_word(int(result.tau_words[i]),
+                                             spec.registers["tau"].format.fraction_bits,
+                                             Q15_16.fraction_bits))
             record = [model.read(i, w.address)[1] for w in P.RECORD_WORDS]
             assert record == [j.read("tau_cmd"), i_ref & _MASK, j.read("fault"),
                               _words(q)[i] & _MASK, _words(qd)[i] & _MASK]

@@ -19,6 +19,7 @@ from linkdyn.sim.fake_chain_model import FakeChainModel
 from linkdyn.model import load_robot, rnea_fixed
 from linkdyn.model import protocol as P
 from linkdyn.model.fixedpoint import Q15_16, signed_word
+from linkdyn.model.microprogram import microprogram
 from linkdyn.sim.runner import SimulatorMissing, simulator
 
 #: The chain of the simulated board (the ``--chain`` of ``linkdyn sim-board``).
@@ -193,9 +194,14 @@ def fake_chain_tau_words(spec, robot_words, base_words, q, qd, qdd, wrench=None)
 
 
 
-def words(values, fmt=Q15_16):
-    """Encode an array of floats as words (as the host does)."""
-    return fmt.encode(values)
+def words(values, register, fmt=None):
+    """Encode an array of floats as words of ``register`` in its format (as the host does)."""
+    return microprogram(fmt).registers.encode(register, values)
+
+
+def tau_values(tau_words, fmt=None):
+    """Decode ``tau`` words in the register's format (as the host does), N·m."""
+    return microprogram(fmt).registers.decode("tau", tau_words)
 
 
 class FaultyLine:

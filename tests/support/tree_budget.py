@@ -1,7 +1,9 @@
 """The first-order error budget of the fixed-point tree (docs/trees.md, *The fixed-point tree*).
 
 The golden model's error against the float model comes from the roundings of the contract
-(docs/accuracy.md, *Error budget*): q, qd, qdd rounded to the word (half an LSB, ``2^-17``), the
+(docs/accuracy.md, *Error budget*), each half an LSB of its register's format (written below
+for Q15.16, ``2^-17``; :func:`tree_error_budget` takes each quantity's own): q, qd, qdd rounded
+to the word, the
 sine table's interpolation error on every angle, the inertial constants rounded to the word, and
 the rounding of every result. To first order each is a small perturbation of one input of the
 float model, so its effect on ``tau_i`` is at most the magnitude of the float model's
@@ -45,7 +47,9 @@ from functools import lru_cache
 import numpy as np
 
 from linkdyn.model import regressor, rnea
+from linkdyn.model.fixedpoint import QFormat
 from linkdyn.model.golden_tree import node_tree
+from linkdyn.model.microprogram import microprogram
 from linkdyn.model.tables import SINE_TABLE
 
 __all__ = ["LSB", "tree_error_budget", "scaled_rnea"]
@@ -56,19 +60,28 @@ LSB = 2.0 ** -17
 _STEP = 1e-6  # central-difference step (rad, rad/s, rad/s^2; m, m/s, m/s^2 for a prismatic q)
 
 
-def tree_error_budget(robot, q, qd, qdd, fraction_bits=16):
+def tree_error_budget(robot, q, qd, qdd, fraction_bits=None):
     """Return the first-order error budget of every joint torque, N·m, shape ``(states, n)``,
-    for node words with ``fraction_bits`` fractional bits (Q15.16: 16)."""
+    for node words with ``fraction_bits`` fractional bits everywhere (Q15.16: 16), or by default
+    the formats per quantity of the register map (:data:`NODE_FORMATS`): each rounding above
+    with half an LSB of its own register's format."""
     q, qd, qdd = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (q, qd, qdd))
     n = robot.n
-    lsb = 2.0 ** -(fraction_bits + 1)
-    angle = lsb + _table_error()
+    rmap = microprogram(None if fraction_bits is None
+                        else QFormat(31 - fraction_bits, fraction_bits)).registers
+
+    def half(name):
+        return 2.0 ** -(rmap[name].format.fraction_bits + 1)
+
+    angle = half("q") + _table_error()
+    inputs = ((0, angle), (1, half("qd") + half("omega_x")),
+              (2, half("qdd") + half("omega_dot_x")))
     prismatic = [link.joint_type == "prismatic" for link in robot.links]
     budget = np.zeros(q.shape)
-    for index, eps in ((0, angle), (1, 2 * lsb), (2, 2 * lsb)):
+    for index, eps in inputs:
         for k in range(n):
             if index == 0 and prismatic[k]:
-                eps = lsb
+                eps = half("q")
             elif index == 0:
                 eps = angle
             up = [q.copy(), qd.copy(), qdd.copy()]
@@ -92,7 +105,8 @@ def tree_error_budget(robot, q, qd, qdd, fraction_bits=16):
         budget += (np.abs(scaled_rnea(robot, q, qd, qdd, scale)
                           - scaled_rnea(robot, q, qd, qdd, -scale)) / (2 * _STEP)
                    * _table_error())
-    budget += np.abs(regressor(robot, q, qd, qdd)).sum(axis=-1) * lsb
+    budget += np.abs(regressor(robot, q, qd, qdd)).sum(axis=-1) * max(
+        half("m"), half("mc_x"), half("I_xx"))
     tree = node_tree(robot)
     reach = np.zeros(n)
     for i in range(n):
@@ -104,7 +118,7 @@ def tree_error_budget(robot, q, qd, qdd, fraction_bits=16):
             j = tree.parents[j]
         below = sum(1 for j in range(tree.n) if _descends(tree.parents, j, node)) - 1
         reach[i] = path + below
-    return budget + 6 * lsb * reach
+    return budget + 6 * max(half("f_x"), half("mu_x")) * reach
 
 
 def _descends(parents, j, ancestor):
