@@ -115,9 +115,6 @@ def register(subparsers):
     sim.add_argument("--chain", choices=("linkdyn", "fake"), default="linkdyn",
                      help="the chain behind the host link: the LinkDyn chain (default) or the "
                           "FakeChain stand-in of the host-link tests")
-    sim.add_argument("--policy", choices=("sequential", "pipelined"), default="sequential",
-                     help="update policy of the LinkDyn chain (docs/chain.md): pipelined builds "
-                          "4 register banks, and the host sends BATCH requests")
     sim.add_argument("--controllers", action="store_true",
                      help="build the board with a joint controller beside every node (the "
                           "CONTROL command; drive it with `linkdyn control`); the joints' "
@@ -131,8 +128,9 @@ def register(subparsers):
                           "the default of --nodes): board 0 has the UART, the boards "
                           "are joined by simulated neighbour links")
     sim.add_argument("--policy", choices=("sequential", "pipelined"), default="sequential",
-                     help="update policy of the LinkDyn chain (with --boards: over the links; "
-                          "default sequential)")
+                     help="update policy of the LinkDyn chain (docs/chain.md; with --boards: "
+                          "over the links): pipelined builds 4 register banks, and the host "
+                          "sends BATCH requests; default sequential")
     sim.add_argument("--link-bitrate", type=float, default=None, metavar="BIT/S",
                      help="with --boards: line rate of the links, a multiple of the "
                           "simulated clock of 1, 2, 5 or 10 (default twice the clock)")

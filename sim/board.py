@@ -359,7 +359,8 @@ class SimulatedBoard:
         With ``boards``: ``(hop, cut_cycle, restore_cycle)``: hop ``hop`` (board ``hop`` to
         ``hop + 1``) is cut while the board's cycle counter is in ``[cut_cycle,
         restore_cycle)`` (simulated cycles; the simulation pauses while the line is idle).
-        :meth:`cut_link` / :meth:`restore_link` cut and restore at run time.
+        :meth:`cut_link` / :meth:`restore_link` cut and restore at run time,
+        :meth:`noise_link` puts random bits on a hop.
     board_modules : bool
         With ``boards``: export every board as its own Verilog module (board 0's host link,
         the base, middle and last actuator cores, the lines) joined by a generated top
@@ -481,6 +482,7 @@ class SimulatedBoard:
         self.link_bits, self.link_ber, self.link_cuts = _check_links(
             nodes, boards, clock_hz, link_bitrate, link_ber, link_cuts, controllers, chain)
         self._cut = 0
+        self._noise = 0
         # With controllers the base's control-step front end spans the boards: one design.
         self.board_modules = bool(board_modules) and boards is not None and not controllers
         self.nodes = nodes
@@ -650,6 +652,21 @@ class SimulatedBoard:
         self._cut &= ~(1 << self._check_hop(hop))
         self._write_links()
 
+    def noise_link(self, hop, on=True):
+        """Put random bits on both lines of hop ``hop`` (``on=True``) or the signal back
+        (``on=False``), from the host's next bytes on (``boards`` only): the receivers see the
+        line models' generator bits instead of their neighbour's (random bytes into a link
+        port; :class:`~linkdyn.gateware.distributed.LineModel`'s ``noise``).
+
+        Raises
+        ------
+        ValueError
+            If the board is not distributed or ``hop`` is out of range.
+        """
+        bit = 1 << self._check_hop(hop)
+        self._noise = (self._noise | bit) if on else (self._noise & ~bit)
+        self._write_links()
+
     def _check_hop(self, hop):
         if self.boards is None:
             raise ValueError("the simulated board is not distributed (boards=None)")
@@ -662,7 +679,7 @@ class SimulatedBoard:
             return
         path = self._run_dir / "links.json"
         temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps({"cut": self._cut, "noise": 0}))
+        temporary.write_text(json.dumps({"cut": self._cut, "noise": self._noise}))
         os.replace(temporary, path)
 
     # -- the joints' sensor ports ----------------------------------------------------------------
