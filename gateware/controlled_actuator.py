@@ -61,8 +61,12 @@ from linkdyn.model.protocol import (
     STATUS_OVERFLOW, ProtocolSpec, control_register,
 )
 
+from linkdyn.model.controller import WORD as CONTROLLER_WORD
+from linkdyn.model.microprogram import node_formats
+
 from .actuator import NodeTarget
 from .bus import RegisterBusSignature
+from .controlled_chain import rescale_expression
 from .controller import ActuatorSignature, JointController, SensorSignature
 from .distributed import DistributedChain
 
@@ -124,14 +128,20 @@ class BoardController(wiring.Component):
     target : NodeTarget
     """
 
-    def __init__(self, node, *, pipelined=True):
+    def __init__(self, node, *, fmt=None, pipelined=True):
         if not isinstance(pipelined, bool):
             raise TypeError(f"pipelined must be a bool, not {pipelined!r}")
         self.target = NodeTarget(node)
         self.controller = JointController(pipelined=pipelined)
-        spec = ProtocolSpec(1)
+        spec = ProtocolSpec(1, node_formats(fmt))
         self._input_address = spec.input_address
         self._tau_address = spec.tau_address
+        # The controller's words are Q15.16; the node's q, qd, qdd and tau have their own
+        # formats (linkdyn.model.microprogram.rescale_word, as ControlledChainModel does).
+        controller_bits = CONTROLLER_WORD.fraction_bits
+        self._model_bits = [(controller_bits, spec.registers[name].format.fraction_bits)
+                            for name in ("q", "qd", "qdd")]
+        self._tau_bits = (spec.registers["tau"].format.fraction_bits, controller_bits)
         super().__init__({
             "bus": In(RegisterBusSignature()),
             "ext_addr": Out(node.addr_width),
@@ -209,7 +219,8 @@ class BoardController(wiring.Component):
         model = [joint.model.q, joint.model.qd, joint.model.qdd]
         model_words = [Signal(_W, name=f"model_{name}") for name in ("q", "qd", "qdd")]
         with m.If(joint.model.valid):
-            m.d.sync += [w.eq(v) for w, v in zip(model_words, model)]
+            m.d.sync += [w.eq(rescale_expression(v, *bits))
+                         for w, v, bits in zip(model_words, model, self._model_bits)]
         model_word = Signal(_W)
         with m.Switch(k):
             for index, value in enumerate(model_words):
@@ -329,7 +340,7 @@ class BoardController(wiring.Component):
             with m.State("READ_TAU"):
                 m.d.comb += own.valid.eq(1)
                 with m.If(target.bus.ready):
-                    m.d.sync += tau.eq(target.bus.rdata)
+                    m.d.sync += tau.eq(rescale_expression(target.bus.rdata, *self._tau_bits))
                     m.next = "OUTPUT"
             with m.State("OUTPUT"):
                 with m.If(~joint.busy):
@@ -409,7 +420,7 @@ class ControlledDistributedChain(wiring.Component):
         For a bad parameter; ValueError for a policy other than ``"sequential"``.
     """
 
-    def __init__(self, n, fmt=Q15_16, *, policy="sequential", pipelined=True,
+    def __init__(self, n, fmt=None, *, policy="sequential", pipelined=True,
                  **chain_parameters):
         if not isinstance(n, int) or isinstance(n, bool):
             raise TypeError(f"Board count must be an integer, not {n!r}")
@@ -421,11 +432,12 @@ class ControlledDistributedChain(wiring.Component):
         if not isinstance(pipelined, bool):
             raise TypeError(f"pipelined must be a bool, not {pipelined!r}")
         self._n = n
+        fmt = node_formats(fmt)
         self.spec = ProtocolSpec(n, fmt, controllers=True, boards=n)
         self.boards = []
 
         def board(node):
-            controller = BoardController(node, pipelined=pipelined)
+            controller = BoardController(node, fmt=fmt, pipelined=pipelined)
             self.boards.append(controller)
             return controller
 

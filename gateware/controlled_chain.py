@@ -71,7 +71,7 @@ from .cordic import CordicArctangent
 from linkdyn.model.controller import WORD as CONTROLLER_WORD
 from linkdyn.model.microprogram import node_formats
 
-__all__ = ["ControlledChain", "WINDOW_KINDS"]
+__all__ = ["ControlledChain", "rescale_expression", "WINDOW_KINDS"]
 
 #: Kinds of the controller window's words, in encoding order: the controller's register port,
 #: the reference words, fault_clear, the record words, the sensor words.
@@ -618,7 +618,7 @@ class ControlledChain(wiring.Component):
                                 ("q", "qd", "qdd"),
                                 (joint.model.q, joint.model.qd, joint.model.qdd))):
                             with m.Case(index):
-                                m.d.comb += model_word.eq(_rescale(
+                                m.d.comb += model_word.eq(rescale_expression(
                                     value, controller_bits, rmap[name].format.fraction_bits))
 
         def last_node():
@@ -679,7 +679,7 @@ class ControlledChain(wiring.Component):
             with m.State("READ"):
                 m.d.comb += [sq.valid.eq(1), sq.node.eq(node), sq.addr.eq(spec.tau_address)]
                 with m.If(chain.bus.ready):
-                    m.d.sync += [tau_word.eq(_rescale(chain.bus.rdata,
+                    m.d.sync += [tau_word.eq(rescale_expression(chain.bus.rdata,
                                                       rmap["tau"].format.fraction_bits,
                                                       controller_bits)),
                                  tau_valid.eq((Const(1, n) << node)[:n]), node.eq(node + 1)]
@@ -721,7 +721,7 @@ class ControlledChain(wiring.Component):
         m.d.sync += s.local_phase.eq(Mux(following >= s.local_multiple, 0, following))
 
 
-def _rescale(value, from_bits, to_bits):
+def rescale_expression(value, from_bits, to_bits):
     """The expression of :func:`linkdyn.model.microprogram.rescale_word` on a 32-bit word:
     a saturating left shift, or a right shift rounding half up."""
     word = value.as_signed() if hasattr(value, "as_signed") else value
