@@ -30,7 +30,7 @@ from linkdyn.gateware.controlled_chain import ControlledChain
 from linkdyn.model import load_robot
 from linkdyn.model import protocol as P
 from linkdyn.model.controller import WORD, ControllerConfig
-from linkdyn.model.fixedpoint import Q15_16, signed_word
+from linkdyn.model.fixedpoint import signed_word
 from linkdyn.model.golden import encode_base_motion, encode_robot
 from linkdyn.model.local_loop import LocalLoopChain
 from linkdyn.model.robot import JointLimits
@@ -108,9 +108,9 @@ def measure_chain(name, updates=3, seed=1):
 
     async def state(ctx, values):
         for i in range(n):
-            for k in range(3):
+            for k, name in enumerate(("q", "qd", "qdd")):
                 await write(ctx, i, spec.input_address + k,
-                            int(Q15_16.encode(values[k][i], "input")) & _MASK)
+                            int(spec.registers.encode(name, values[k][i])) & _MASK)
 
     async def bench(ctx):
         for i, words in enumerate(encode_robot(robot)):

@@ -20,7 +20,7 @@ from amaranth.sim import Simulator
 from linkdyn.gateware.chain import LinkDynChain, main
 from linkdyn.model import load_robot
 from linkdyn.model import protocol as P
-from linkdyn.model.fixedpoint import Q15_16, signed_word
+from linkdyn.model.fixedpoint import signed_word
 from linkdyn.model.golden import encode_base_motion, encode_robot
 from linkdyn.model.local_loop import LocalLoopChain
 from linkdyn.sim.chain_cases import random_robot
@@ -93,9 +93,9 @@ def _run_scenario(robot, seed, chain_updates, local_updates, *, suppress=True):
 
     async def write_state(ctx, q, qd, qdd):
         for i in range(n):
-            for k, value in enumerate((q[i], qd[i], qdd[i])):
+            for k, (name, value) in enumerate(zip(("q", "qd", "qdd"), (q[i], qd[i], qdd[i]))):
                 await lock.write(ctx, i, spec.input_address + k,
-                                 int(Q15_16.encode(value, "input")) & _MASK)
+                                 int(rmap.encode(name, value)) & _MASK)
 
     async def results(ctx):
         tau = [signed_word(await lock.read(ctx, i, spec.tau_address)) for i in range(n)]
@@ -202,7 +202,7 @@ def test_without_the_option_control_local_does_nothing_and_the_option_is_checked
 def test_export_command_builds_the_local_loop_and_refuses_it_for_a_pipelined_chain(tmp_path,
                                                                                     capsys):
     assert main(["--nodes", "2", "--local-loop", "--out", str(tmp_path / "c.v")]) == 0
-    assert "2 nodes, Q15.16, sequential, local loop" in capsys.readouterr().out
+    assert "2 nodes, LinkDyn formats, sequential, local loop" in capsys.readouterr().out
     assert "local_update" in (tmp_path / "c.v").read_text()
     assert main(["--nodes", "2", "--out", str(tmp_path / "d.v")]) == 0
     assert "local_update" not in (tmp_path / "d.v").read_text()

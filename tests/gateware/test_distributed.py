@@ -27,6 +27,7 @@ from linkdyn.gateware.actuator import ActuatorCore, LINK_DOWN, LINK_WINDOW, LINK
 from linkdyn.gateware.distributed import DistributedChain, LineModel, xorshift32
 from linkdyn.gateware.protocol import ProtocolEngine
 from linkdyn.model.golden import microprogram
+from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.protocol import (
     CONTROL_NODE, STATUS_BUSY, STATUS_DONE, Command, ProtocolSpec, ReferenceEngine,
     control_register, decode_reply, encode_request, load_robot_payload, read_payload,
@@ -92,12 +93,15 @@ async def _wait_done(ctx, host, limit=200_000):
 
 @pytest.mark.parametrize("n, bits", [(1, 2), (2, 2)])
 def test_distributed_chain_matches_golden_model_in_the_amaranth_simulator(n, bits):
-    # The last two of the 4 saturating states set overflow flags (checked below).
+    # The last two of the 4 saturating states set overflow flags (checked below). The Q15.16
+    # program: with the node's formats no input a 1- or 2-link random robot can be given
+    # saturates a register (qd <= 32 rad/s, qdd <= 512 rad/s^2), and the flags' path over the
+    # links is what this checks.
     case = build_case({"robot": f"random:{n}:{30 + n}", "states": 2 if n == 1 else 0,
-                       "seed": 30 + n, "wrench": "random", "saturate": 4})
+                       "seed": 30 + n, "wrench": "random", "saturate": 4}, Q15_16)
     assert case.overflow.any()
-    records = simulate(DistributedChain(n, bits=bits), case.constants, case.base_motion,
-                       case.inputs)
+    records = simulate(DistributedChain(n, Q15_16, bits=bits), case.constants,
+                       case.base_motion, case.inputs)
     assert [r.tau for r in records] == [_words(case, s) for s in range(case.count)]
     assert [r.overflow for r in records] == [
         sum(1 << i for i in range(n) if case.overflow[s, i]) for s in range(case.count)]
