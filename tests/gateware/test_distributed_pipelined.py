@@ -29,6 +29,7 @@ from linkdyn.model.protocol import (
     CONTROL_NODE, RESULT_FOLLOW, RESULT_SELECT, STATUS_BUSY, STATUS_DONE, ProtocolSpec,
     control_register,
 )
+from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.sim.chain_cases import build_case
 from linkdyn.sim.chain_testbench import BusHost, run_updates, simulate
 from linkdyn.sim.distributed_runner import run_distributed
@@ -81,12 +82,13 @@ def _overlapped(records):
 def test_pipelined_distributed_chain_matches_golden_model_with_overlapping_updates(
         n, banks, robot_seed):
     # External wrenches on every link; 4 saturating states at the end (some set overflow
-    # flags).
+    # flags). The Q15.16 program: with the node's formats no input saturates a 1- or 2-link
+    # random robot, and the flags' path over the links is part of what this checks.
     case = build_case({"robot": f"random:{n}:{robot_seed}", "states": 1, "seed": robot_seed,
-                       "wrench": "random", "saturate": 4})
+                       "wrench": "random", "saturate": 4}, Q15_16)
     assert case.overflow.any()
     inputs, taus, overflow = _stream(case, banks)
-    dut = DistributedChain(n, bits=5, policy="pipelined", banks=banks)
+    dut = DistributedChain(n, Q15_16, bits=5, policy="pipelined", banks=banks)
     assert dut.banks == banks and dut.max_in_flight == 2 * banks
     records = simulate(dut, case.constants, case.base_motion, inputs, pipelined=True,
                        window=2 * banks)
