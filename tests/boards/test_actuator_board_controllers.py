@@ -144,15 +144,21 @@ def _step_scenario(n, seed, step_gap):
             link.limits if link.limits.tau_max is not None else _limits(rng),
             kp=float(rng.uniform(50, 500)), kd=float(rng.uniform(5, 50)),
             current_per_torque=float(rng.uniform(0.05, 1.0)))
-        for name, word in config.encode().items():
-            request(P.Command.WRITE, P.write_payload(i, _WORD[name], [word]))
+        words = {_WORD[name]: word for name, word in config.encode().items()}
+        words.update({w.address: int(round(value * 65536)) & _MASK
+                      for w, value in zip(P.REFERENCE_WORDS, (0.3, -0.2, 0.1))})
+        # One WRITE per run of consecutive addresses (the engine writes them one by one).
+        runs = []
+        for address in sorted(words):
+            if runs and address == runs[-1][0] + len(runs[-1][1]):
+                runs[-1][1].append(words[address])
+            else:
+                runs.append((address, [words[address]]))
+        for address, run in runs:
+            request(P.Command.WRITE, P.write_payload(i, address, run), 1500 + 400 * len(run))
             expected.append(("write", None))
-            assert model.write(i, _WORD[name], word)
-        for w, value in zip(P.REFERENCE_WORDS, (0.3, -0.2, 0.1)):
-            word = int(round(value * 65536)) & _MASK
-            request(P.Command.WRITE, P.write_payload(i, w.address, [word]))
-            expected.append(("write", None))
-            assert model.write(i, w.address, word)
+            for k, word in enumerate(run):
+                assert model.write(i, address + k, word)
     request(P.Command.WRITE, P.write_payload(P.CONTROL_NODE, _CONTROL, [P.CONTROL_STEP]),
             step_gap)
     expected.append(("write", None))
