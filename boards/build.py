@@ -609,8 +609,9 @@ def _main_distributed(parser, args, clock_hz):
         parser.error(str(error))
     if args.controllers and top.family == "xc6s":
         print(f"note: a {args.role} board with its joint controller may not fit the "
-              f"{top.device} (docs/performance.md, \"Distributed boards\"); Yosys gives the "
-              "utilisation and the report says whether it fits", file=sys.stderr)
+              f"{top.device} (docs/performance.md, \"Distributed boards with their joint "
+              "controllers\"); Yosys gives the utilisation and the report says whether it "
+              "fits", file=sys.stderr)
     out = args.out or Path("build") / f"{args.board}-{args.role}"
     return _run(top, out, synth_only=args.synth_only, seed=args.seed, router=args.router)
 
