@@ -3,7 +3,9 @@ FPGA controls its joint): :class:`BoardController`, the bus target of one board 
 :class:`~linkdyn.gateware.controller.JointController` beside the node, and
 :class:`ControlledDistributedChain`, the distributed chain with one on every board behind the
 register bus of :class:`~linkdyn.gateware.controlled_chain.ControlledChain`
-(``docs/distributed.md``, *Joint controllers on the boards*).
+(``docs/distributed.md``, *Joint controllers on the boards*). The base board's front end and
+step sequencer are also a component of their own, :class:`ControlledFrontEnd` (board 0's top
+with its controller, ``linkdyn.boards.actuator_board``), with the same body.
 
 Structure::
 
