@@ -41,6 +41,8 @@ from amaranth.lib.cdc import ResetSynchronizer
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.gateware.actuator import ActuatorCore
+from linkdyn.gateware.controlled_actuator import BoardController, ControlledFrontEnd
+from linkdyn.gateware.controller import ActuatorSignature, SensorSignature
 from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.gateware.hostlink import HostLink
 from linkdyn.model.fixedpoint import Q15_16
@@ -164,6 +166,16 @@ class ActuatorBoardCore(wiring.Component):
     banks : int, optional
         Pipelined policy: register banks, 2 or 4 (default
         :data:`~linkdyn.model.microprogram.BANKS`).
+    controllers : bool
+        The board's joint controller beside its node (paper Fig. 7,
+        ``docs/distributed.md``, *Joint controllers on the boards*): the ActuatorCore's bus
+        target is a :class:`~linkdyn.gateware.controlled_actuator.BoardController`; on the base
+        board the host link has the controller window and the CONTROL command
+        (``ProtocolSpec(controllers=True, boards=n)``) and a
+        :class:`~linkdyn.gateware.controlled_actuator.ControlledFrontEnd` (the control step's
+        front end and sequencer) stands between it and the ActuatorCore, so a chain of these
+        boards is :class:`~linkdyn.gateware.controlled_actuator.ControlledDistributedChain`.
+        Sequential policy only. Every board of a chain must be built with it.
 
     Members
     -------
@@ -175,18 +187,31 @@ class ActuatorBoardCore(wiring.Component):
         Not on the last board: the downstream link; ``down_rx`` in domain ``rx_down``.
     leds : Out(4)
         0 heartbeat, 1 upstream link up (base: host link busy), 2 downstream link up, 3 the
-        board index is known (base: an update runs).
+        board index is known (base: an update runs; with ``controllers``: or a control step).
+    joint_sensor : In(SensorSignature)
+        With ``controllers``: the joint's measured ``q`` (rad), ``qd`` (rad/s), Q15.16.
+    joint_actuator : Out(ActuatorSignature)
+        With ``controllers``: the joint's current reference ``i_ref`` (A, Q15.16), ``enable``.
+    joint_fault : Out(1)
+        With ``controllers``: the controller's fault latch.
 
     Raises
     ------
     TypeError, ValueError
-        For a bad role, board count or clock.
+        For a bad role, board count or clock; ValueError for ``controllers`` with the
+        pipelined policy.
     """
 
     def __init__(self, *, role, boards=None, clock_hz, baudrate=None, divisor=None,
                  fmt=None, board_id=0, bits=2, cordic_step_cycles=2, link_parameters=None,
-                 policy="sequential", banks=None):
+                 policy="sequential", banks=None, controllers=False):
         _check_role(role, boards)
+        if not isinstance(controllers, bool):
+            raise TypeError(f"controllers must be a bool, not {controllers!r}")
+        if controllers and policy != "sequential":
+            raise ValueError(f"Joint controllers on the boards run with the sequential policy "
+                             f"only (one update per control step), not policy={policy!r}")
+        self.controllers = controllers
         if not isinstance(clock_hz, int) or isinstance(clock_hz, bool) or clock_hz <= 0:
             raise ValueError(f"Clock frequency must be a positive integer (Hz), not {clock_hz!r}")
         self.role = role
@@ -196,11 +221,19 @@ class ActuatorBoardCore(wiring.Component):
         base = role == "base"
         last = role == "last" or (base and boards == 1)
         self.base, self.last = base, last
+        #: The board's BoardController (``controllers``), else None.
+        self.target = None
+        extra = {}
+        if controllers:
+            def target(node):
+                self.target = BoardController(node, fmt=fmt)
+                return self.target
+            extra["node_target"] = target
         self.actuator = self.chain = ActuatorCore(fmt, base=base, last=last,
                                      nodes=boards if base else None, bits=bits,
                                      rx_domain="rx", link_parameters=link_parameters,
                                      cordic_step_cycles=cordic_step_cycles,
-                                     policy=policy, banks=banks)
+                                     policy=policy, banks=banks, **extra)
         self.policy = self.actuator.policy
         # One receive clock per neighbour: the links' "rx" domain renamed per port.
         if self.actuator.upstream is not None:
@@ -209,9 +242,17 @@ class ActuatorBoardCore(wiring.Component):
             self.actuator.downstream = DomainRenamer({"rx": "rx_down"})(
                 self.actuator.downstream)
         self.hostlink = None
+        #: The base board's ControlledFrontEnd (``controllers``), else None.
+        self.front_end = None
         members = {"leds": Out(LED_COUNT)}
+        if controllers:
+            members.update({"joint_sensor": In(SensorSignature),
+                            "joint_actuator": Out(ActuatorSignature), "joint_fault": Out(1)})
         if base:
             banked = ({"banks": self.actuator.banks} if self.policy == "pipelined" else {})
+            if controllers:
+                banked["controllers"] = True
+                self.front_end = ControlledFrontEnd(boards)
             self.hostlink = HostLink(boards, clock_hz=clock_hz, baudrate=baudrate,
                                      divisor=divisor, fmt=fmt, board_id=board_id,
                                      boards=boards, **banked)
@@ -236,11 +277,28 @@ class ActuatorBoardCore(wiring.Component):
             m.d.comb += [self.down_tx.eq(core.down_tx), core.down_rx.eq(self.down_rx)]
         beat = heartbeat(m, self.clock_hz)
         m.d.comb += self.leds[0].eq(beat)
+        if self.controllers:
+            target = self.target
+            m.d.comb += [target.sensor.q.eq(self.joint_sensor.q),
+                         target.sensor.qd.eq(self.joint_sensor.qd),
+                         self.joint_actuator.i_ref.eq(target.actuator.i_ref),
+                         self.joint_actuator.enable.eq(target.actuator.enable),
+                         self.joint_fault.eq(target.fault)]
         if self.base:
             m.submodules.hostlink = hostlink = self.hostlink
-            wiring.connect(m, hostlink.bus, core.bus)
+            busy = core.busy
+            if self.front_end is not None:
+                m.submodules.front_end = front_end = self.front_end
+                wiring.connect(m, hostlink.bus, front_end.bus)
+                wiring.connect(m, front_end.chain_bus, core.bus)
+                m.d.comb += [front_end.chain_busy.eq(core.busy),
+                             front_end.chain_overflow.eq(core.overflow_sticky),
+                             front_end.chain_link_down.eq(core.link_down)]
+                busy = front_end.busy
+            else:
+                wiring.connect(m, hostlink.bus, core.bus)
             m.d.comb += [hostlink.rx.eq(self.rx), self.tx.eq(hostlink.tx),
-                         self.leds[1].eq(~self.rx | ~self.tx), self.leds[3].eq(core.busy)]
+                         self.leds[1].eq(~self.rx | ~self.tx), self.leds[3].eq(busy)]
         else:
             m.d.comb += [self.leds[1].eq(core.upstream.status.up),
                          self.leds[3].eq(core.board_index_valid)]
@@ -268,6 +326,12 @@ class ActuatorBoardTop(Elaboratable):
     policy : str
         Update policy, ``"sequential"`` (default) or ``"pipelined"``
         (:class:`~linkdyn.gateware.actuator.ActuatorCore`).
+    controllers : bool
+        The board's joint controller beside its node (:class:`ActuatorBoardCore`; sequential
+        policy only). As the single-FPGA builds with controllers
+        (:class:`~linkdyn.boards.common.BoardTop`), the board has no joint pins yet: the
+        sensor inputs read 0 (a joint at rest at q = 0) and the current reference and enable
+        reach only the step's record the host reads (``i_ref``, ``tau_cmd``).
 
     Attributes
     ----------
@@ -282,7 +346,7 @@ class ActuatorBoardTop(Elaboratable):
     """
 
     def __init__(self, board, role, boards=None, *, clock_hz=DEFAULT_LINK_CLOCK_HZ,
-                 baudrate=None, fmt=None, policy="sequential"):
+                 baudrate=None, fmt=None, policy="sequential", controllers=False):
         if board not in ACTUATOR_BOARDS:
             raise ValueError(f"Actuator boards are {', '.join(ACTUATOR_BOARDS)}, not "
                              f"{board!r}")
@@ -299,7 +363,7 @@ class ActuatorBoardTop(Elaboratable):
         self.core = ActuatorBoardCore(role=role, boards=boards, clock_hz=clock_hz,
                                       baudrate=baudrate, fmt=fmt, board_id=cls.board_id,
                                       cordic_step_cycles=STEP_CYCLES[cls.family],
-                                      policy=policy)
+                                      policy=policy, controllers=controllers)
 
     @property
     def distributed_report(self):
@@ -314,6 +378,10 @@ class ActuatorBoardTop(Elaboratable):
                   "link_mbit_s": 2 * self.clock_hz / 1e6, "link_pins": pins or "none"}
         if self.core.policy != "sequential":
             report["policy"] = self.core.policy
+        if self.core.controllers:
+            report["controller"] = True
+            report["joint_pins"] = ("none: sensor inputs tied to 0, i_ref / enable only in the "
+                                    "step's record")
         return report
 
     def update_cycles(self, updates=3):

@@ -18,7 +18,11 @@ header pins, the UART on the base board, 50 MHz core clock for 100 Mbit/s links)
 board needs ``--boards`` (default 6), its report has the chain's update cycles from a
 simulation of ``DistributedChain(N)``. ``--policy pipelined`` (``POLICY=pipelined``) builds the
 board for the pipelined policy over the links (every board of a chain needs the same policy);
-it has no joint controllers.
+it has no joint controllers. ``--controllers`` (``CONTROLLERS=1``) builds the board with its
+joint controller beside the node (``ActuatorBoardTop(..., controllers=True)``; on the base
+board the control step's front end and sequencer); every board of a chain needs it; no joint
+pins yet (as below: the sensor inputs read 0). A Spartan-6 board with its controller may not
+fit an XC6SLX9: the build says so first and reports Yosys's utilisation (``fits``).
 
 ``--controllers`` builds a joint controller beside every node (paper Fig. 7;
 :class:`~linkdyn.gateware.controlled_chain.ControlledChain`, ``BoardTop(..., controllers=True)``;
@@ -407,6 +411,9 @@ def report_text(report):
         lines += ["", f"distributed      {d['role']} board"
                   + (f" of {d['boards']}" if d["boards"] else "")
                   + f"; links {d['link_mbit_s']:g} Mbit/s per direction on {d['link_pins']}"]
+        if d.get("controller"):
+            lines.append(f"                 joint controller on the board; joint pins: "
+                         f"{d['joint_pins']}")
     latency = r["update_latency_cycles"]
     interval = r["update_interval_cycles"]
     lines += [
@@ -601,11 +608,11 @@ def _main_distributed(parser, args, clock_hz):
     if args.local_loop:
         parser.error("--distributed builds no local loop (it is built with --controllers on "
                      "one FPGA)")
-    if args.nodes not in (None, 1) or args.controllers or args.chain not in (None, "linkdyn"):
-        parser.error("--distributed builds one LinkDyn node per board, without controllers "
-                     "(no --nodes, --chain, --controllers)"
-                     + ("; the pipelined policy has no joint controllers either"
-                        if args.controllers and args.policy == "pipelined" else ""))
+    if args.nodes not in (None, 1) or args.chain not in (None, "linkdyn"):
+        parser.error("--distributed builds one LinkDyn node per board (no --nodes, --chain)")
+    if args.controllers and args.policy == "pipelined":
+        parser.error("--distributed --controllers runs the sequential policy only (one update "
+                     "per control step): the pipelined policy has no joint controllers")
     boards = args.boards
     if args.role == "base":
         boards = 6 if boards is None else boards
@@ -614,9 +621,15 @@ def _main_distributed(parser, args, clock_hz):
     try:
         top = ActuatorBoardTop(args.board, args.role, boards,
                                clock_hz=clock_hz or DEFAULT_LINK_CLOCK_HZ,
-                               policy=args.policy or "sequential")
+                               policy=args.policy or "sequential",
+                               controllers=args.controllers)
     except (TypeError, ValueError) as error:
         parser.error(str(error))
+    if args.controllers and top.family == "xc6s":
+        print(f"note: a {args.role} board with its joint controller may not fit the "
+              f"{top.device} (docs/performance.md, \"Distributed boards with their joint "
+              "controllers\"); Yosys gives the utilisation and the report says whether it "
+              "fits", file=sys.stderr)
     out = args.out or Path("build") / f"{args.board}-{args.role}"
     return _run(top, out, synth_only=args.synth_only, seed=args.seed, router=args.router)
 

@@ -145,8 +145,11 @@ def chain_policy(chain):
 
 def has_controllers(chain):
     """Return True if ``chain`` has a joint controller beside every node (a
-    :class:`~linkdyn.gateware.controlled_chain.ControlledChain`)."""
-    return type(chain).__name__ == "ControlledChain"
+    :class:`~linkdyn.gateware.controlled_chain.ControlledChain`, or an actuator board's
+    ActuatorCore whose bus target is a
+    :class:`~linkdyn.gateware.controlled_actuator.BoardController`)."""
+    return (type(chain).__name__ == "ControlledChain"
+            or type(getattr(chain, "target", None)).__name__ == "BoardController")
 
 
 # -- PLL settings ---------------------------------------------------------------------------------

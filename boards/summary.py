@@ -64,7 +64,8 @@ def table(reports):
         if r.get("distributed"):
             d = r["distributed"]
             chain = (f"actuator board, {d['role']}"
-                     + (f" of {d['boards']}" if d["boards"] else ""))
+                     + (f" of {d['boards']}" if d["boards"] else "")
+                     + (" + controller" if r.get("controllers") else ""))
         lines.append(
             f"| {r['title']} | {r['part']} | {r['nodes']} | {chain} | {r['clock_mhz']:g} | "
             f"{fmax} | {_cell(r, 'luts')} | {_cell(r, 'ffs')} | {_cell(r, 'dsps')} | "

@@ -3,7 +3,9 @@ FPGA controls its joint): :class:`BoardController`, the bus target of one board 
 :class:`~linkdyn.gateware.controller.JointController` beside the node, and
 :class:`ControlledDistributedChain`, the distributed chain with one on every board behind the
 register bus of :class:`~linkdyn.gateware.controlled_chain.ControlledChain`
-(``docs/distributed.md``, *Joint controllers on the boards*).
+(``docs/distributed.md``, *Joint controllers on the boards*). The base board's front end and
+step sequencer are also a component of their own, :class:`ControlledFrontEnd` (board 0's top
+with its controller, ``linkdyn.boards.actuator_board``), with the same body.
 
 Structure::
 
@@ -49,6 +51,8 @@ when the link comes back; CONTROL_OVERRUNS counts the skipped periods).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -70,7 +74,8 @@ from .controlled_chain import rescale_expression
 from .controller import ActuatorSignature, JointController, SensorSignature
 from .distributed import DistributedChain
 
-__all__ = ["BoardController", "ControlledDistributedChain", "COMMAND_WORDS", "WATCHDOG_SLACK"]
+__all__ = ["BoardController", "ControlledDistributedChain", "ControlledFrontEnd", "COMMAND_WORDS",
+           "WATCHDOG_SLACK"]
 
 #: Private words of a board's controller window: the control step's commands from the base
 #: (never the host's: the front end refuses them), above the window's host words.
@@ -741,3 +746,76 @@ class ControlledDistributedChain(wiring.Component):
                     m.next = "IDLE"
                 with m.Else():
                     m.next = "HOLD"
+
+
+class ControlledFrontEnd(wiring.Component):
+    """The base board's controlled front end and step sequencer, between the host's register
+    bus and the chain's (board 0's :class:`~linkdyn.gateware.actuator.ActuatorCore`, or a whole
+    :class:`~linkdyn.gateware.distributed.DistributedChain`): the access rules of the
+    controller window, the controller control registers (CONTROL_PERIOD, CONTROL_STEPS,
+    FAULTS, CONTROL_OVERRUNS, CONTROL_LATENCY_CYCLES), the CONTROL_PERIOD timer and the control
+    step's commands FEEDBACK / OUTPUT / HOLD to every board (module docstring).
+    :class:`ControlledDistributedChain` is this in front of the chain in one design; board 0's
+    top (``linkdyn.boards.actuator_board``, ``controllers=True``) puts it between its host link
+    and its ActuatorCore.
+
+    Parameters
+    ----------
+    n : int
+        Number of boards, 1 .. ``MAX_NODES``.
+
+    Members
+    -------
+    bus : In(RegisterBusSignature())
+        The host's side (the protocol engine's bus), as
+        :class:`~linkdyn.gateware.controlled_chain.ControlledChain`'s.
+    chain_bus : Out(RegisterBusSignature())
+        The chain's register bus (this front end is its initiator).
+    chain_busy : In(1)
+        The chain's ``busy`` (an update runs).
+    chain_overflow : In(n)
+        The chain's ``overflow_sticky`` (STATUS.overflow while a step runs).
+    chain_link_down : In(max(n - 1, 1))
+        The chain's ``link_down`` (a step's update is abandoned while a link is down).
+    busy : Out(1)
+        An update or a control step runs.
+    faults : Out(n)
+        FAULTS as the base knows it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If ``n`` is not an integer in 1 .. ``MAX_NODES``.
+    """
+
+    def __init__(self, n):
+        if not isinstance(n, int) or isinstance(n, bool):
+            raise TypeError(f"Board count must be an integer, not {n!r}")
+        if not 1 <= n <= MAX_NODES:
+            raise ValueError(f"Board count must be 1 .. {MAX_NODES}, not {n!r}")
+        self._n = n
+        super().__init__({
+            "bus": In(RegisterBusSignature()),
+            "chain_bus": Out(RegisterBusSignature()),
+            "chain_busy": In(1),
+            "chain_overflow": In(n),
+            "chain_link_down": In(max(n - 1, 1)),
+            "busy": Out(1),
+            "faults": Out(n),
+        })
+        #: The chain's side as ControlledDistributedChain's front end sees its chain.
+        self.chain = SimpleNamespace(bus=self.chain_bus, busy=self.chain_busy,
+                                     overflow_sticky=self.chain_overflow,
+                                     link_down=self.chain_link_down)
+
+    @property
+    def n(self):
+        """int: number of boards."""
+        return self._n
+
+    def elaborate(self, platform):
+        m = Module()
+        # The body of ControlledDistributedChain's front end (one body: that chain's netlist
+        # is the same with or without this component), the ports standing for its chain's.
+        ControlledDistributedChain._elaborate_base(self, m)
+        return m
