@@ -105,8 +105,8 @@ def test_period_timer_across_a_cut_latches_the_message_watchdog_behind_it():
         sim.cut_link(0)
         sim.run_cycles(6 * period)
         # The host sees the cut from board 0's own registers (LINK_DOWN, its link window).
-        # It does not touch board 1 now: with the timer on, a read of board 1's window during
-        # the cut was seen to latch message_watchdog on board 0 as well (docs/distributed.md,
+        # It does not touch board 1 now: with the timer on, read_controller_state() during the
+        # cut was seen to latch message_watchdog on board 0 as well (docs/distributed.md,
         # "Not done").
         links = gateware.links()
         assert links.hops_down == (0,) and links.reachable == 1
