@@ -352,8 +352,7 @@ class SimulatedBoard:
     link_cuts : sequence of (int, int, int)
         With ``boards``: ``(hop, cut_cycle, restore_cycle)``: hop ``hop`` (board ``hop`` to
         ``hop + 1``) is cut while the board's cycle counter is in ``[cut_cycle,
-        restore_cycle)`` (simulated cycles; the simulation pauses while the line is idle,
-        unless :meth:`run_cycles` lets time run).
+        restore_cycle)`` (simulated cycles; the simulation pauses while the line is idle).
         :meth:`cut_link` / :meth:`restore_link` cut and restore at run time.
     board_modules : bool
         With ``boards``: export every board as its own Verilog module (board 0's host link,
