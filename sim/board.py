@@ -506,6 +506,7 @@ class SimulatedBoard:
         self.build_info = None
         self._process = None
         self._run_dir = None
+        self._runs = 0
         self._log = None
 
     # -- timing --------------------------------------------------------------------------------
@@ -715,6 +716,69 @@ class SimulatedBoard:
                                          "qd": [s[1] for s in self._sensor]}))
         os.replace(temporary, path)
 
+    # -- simulated time with the line idle ------------------------------------------------------
+
+    def run_cycles(self, cycles, *, timeout=None):
+        """Let ``cycles`` clock cycles of simulated time pass with the serial line idle, then
+        return.
+
+        The simulation otherwise pauses while the line is idle (nothing the host can see
+        changes), so the board's own clocked behaviour between host requests -- the
+        CONTROL_PERIOD timer's control steps, the joints' watchdogs, the links' training and
+        retransmissions -- runs only here. The sensor words and line controls set before the
+        call (:meth:`set_sensor`, :meth:`cut_link`) apply from its start. Call it between
+        requests (no request of the host in flight); bytes the board sends meanwhile reach the
+        host's port as usual.
+
+        Parameters
+        ----------
+        cycles : int
+            Clock cycles (of :attr:`clock_hz`), >= 0.
+        timeout : float, optional
+            Longest wall-clock wait, seconds (default 60 s + 1 s per 5,000 cycles).
+
+        Returns
+        -------
+        int
+            The simulated time when the cycles had passed, in clock cycles since the start.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``cycles`` is not a non-negative integer.
+        SimulatedBoardError
+            If the board is not running, the simulator exits, or the cycles have not passed
+            within ``timeout``.
+        """
+        if isinstance(cycles, bool) or not isinstance(cycles, int):
+            raise TypeError(f"cycles must be an integer number of clock cycles, not {cycles!r}")
+        if cycles < 0:
+            raise ValueError(f"cycles must be >= 0, not {cycles!r}")
+        if not self.running:
+            raise SimulatedBoardError("the simulated board is not running (enter it or call "
+                                      "start() first)")
+        self._runs += 1
+        request, done = self._run_dir / "run.json", self._run_dir / "run.json.done"
+        temporary = request.with_suffix(".tmp")
+        temporary.write_text(json.dumps({"id": self._runs, "cycles": cycles}))
+        os.replace(temporary, request)
+        deadline = time.monotonic() + (60.0 + cycles / 5000 if timeout is None else timeout)
+        while True:
+            try:
+                answer = json.loads(done.read_text())
+                if answer["id"] == self._runs:
+                    return answer["time_steps"] // self.period_steps
+            except (OSError, ValueError, KeyError):
+                pass
+            if self._process.poll() is not None:
+                raise SimulatedBoardError(
+                    f"the simulator exited (status {self._process.returncode}) while running "
+                    f"{cycles} cycles:\n{self._log_tail()}")
+            if time.monotonic() > deadline:
+                raise SimulatedBoardError(f"{cycles} simulated cycles did not pass within "
+                                          f"the timeout")
+            time.sleep(0.01)
+
     # -- run -----------------------------------------------------------------------------------
 
     def start(self):
@@ -750,6 +814,7 @@ class SimulatedBoard:
                                                else ""),
                 "LINKDYN_BRIDGE_LINK_FILE": (str(run_dir / "links.json")
                                              if self.boards is not None else ""),
+                "LINKDYN_BRIDGE_RUN_FILE": str(run_dir / "run.json"),
             },
         }
         self._write_sensor()

@@ -80,6 +80,7 @@ def _config():
         "trace_file": env.get("LINKDYN_BRIDGE_TRACE_FILE") or None,
         "sensor_file": env.get("LINKDYN_BRIDGE_SENSOR_FILE") or None,
         "link_file": env.get("LINKDYN_BRIDGE_LINK_FILE") or None,
+        "run_file": env.get("LINKDYN_BRIDGE_RUN_FILE") or None,
     }
 
 
@@ -423,6 +424,54 @@ class _Controls:
             part.update()
 
 
+class RunRequests(_WatchedFile):
+    """Requests to let simulated time run with the serial line idle (the board's period timer,
+    watchdogs and links go on): the run file (JSON ``{"id": k, "cycles": c}``, written by
+    :meth:`linkdyn.sim.board.SimulatedBoard.run_cycles`) asks for ``c`` clock cycles; when they
+    have passed the bridge writes ``{"id": k, "time_steps": t}`` (the simulated time then) to
+    the run file's name + ``.done``. Taken only while no host byte is pending."""
+
+    def __init__(self, dut, path):
+        super().__init__(dut, path)
+        self._wanted = None
+
+    def apply(self, request):
+        self._wanted = (int(request["id"]), int(request["cycles"]))
+
+    def take(self):
+        """Return the pending request ``(id, cycles)`` (once), or None."""
+        self.update()
+        wanted, self._wanted = self._wanted, None
+        return wanted
+
+    def done(self, request_id):
+        """Tell the host that request ``request_id`` has run."""
+        path = self.path + ".done"
+        with open(path + ".tmp", "w") as f:
+            json.dump({"id": request_id, "time_steps": get_sim_time("step")}, f)
+        os.replace(path + ".tmp", path)
+
+
+async def _run_idle(requests, controls, period, chunk_steps, drain):
+    """Run a pending request of :class:`RunRequests` (if any): apply the host's controls
+    (sensors, links), let ``cycles`` clock cycles pass in chunks of at most ``chunk_steps``,
+    calling ``drain()`` after each (bytes the board sends go to the host), then answer.
+    Return whether a request ran."""
+    request = requests.take()
+    if request is None:
+        return False
+    request_id, cycles = request
+    controls.update()
+    remaining = cycles * period
+    while remaining > 0:
+        step = min(remaining, chunk_steps)
+        await Timer(step, "step")
+        remaining -= step
+        drain()
+    requests.done(request_id)
+    return True
+
+
 class _Stopper:
     """Decide, at most every 0.1 s of wall-clock time, whether the bridge must stop."""
 
@@ -470,11 +519,12 @@ async def serve_pseudo_terminal(dut):
     sensors = _Controls(SensorPorts(dut, config["sensor_file"]),
                         LinkControls(dut, config["link_file"]))
     sensors.update()
+    runs = RunRequests(dut, config["run_file"])
     try:
         if config["line"] == "bits":
-            await _serve_bits(dut, config, pty, bit_steps, trace, sensors)
+            await _serve_bits(dut, config, pty, bit_steps, trace, sensors, runs)
         else:
-            await _serve_bytes(dut, config, pty, bit_steps, trace, sensors)
+            await _serve_bytes(dut, config, pty, bit_steps, trace, sensors, runs)
     finally:
         pty.flush()
         pty.close()
@@ -482,7 +532,7 @@ async def serve_pseudo_terminal(dut):
             trace.close()
 
 
-async def _serve_bytes(dut, config, pty, bit_steps, trace, sensors):
+async def _serve_bytes(dut, config, pty, bit_steps, trace, sensors, runs):
     period = config["period_steps"]
     quiet_steps = config["quiet_cycles"] * period
     line = ByteLine(dut, bit_steps, config["send_bytes"], config["recv_bytes"])
@@ -528,6 +578,16 @@ async def _serve_bytes(dut, config, pty, bit_steps, trace, sensors):
         pty.flush()
         if stop():
             return
+
+        def drain():
+            received = line.receive()
+            if received:
+                pty.write(received)
+                pty.flush()
+
+        if await _run_idle(runs, sensors, period, config["max_poll_cycles"] * period, drain):
+            last_activity = get_sim_time("step")
+            continue
         if now - last_activity < quiet_steps:
             await Timer(poll_cycles * period, "step")
             poll_cycles = min(2 * poll_cycles, config["max_poll_cycles"])
@@ -540,7 +600,7 @@ async def _serve_bytes(dut, config, pty, bit_steps, trace, sensors):
             poll_cycles = config["poll_cycles"]
 
 
-async def _serve_bits(dut, config, pty, bit_steps, trace, sensors):
+async def _serve_bits(dut, config, pty, bit_steps, trace, sensors, runs):
     period = config["period_steps"]
     quiet_steps = config["quiet_cycles"] * period
     poll = Timer(config["poll_cycles"] * period, "step")
@@ -589,6 +649,10 @@ async def _serve_bits(dut, config, pty, bit_steps, trace, sensors):
         now = get_sim_time("step")
         if stop():
             return
+        if await _run_idle(runs, sensors, period, config["max_poll_cycles"] * period,
+                           pty.flush):
+            last_activity = get_sim_time("step")
+            continue
         if sink.busy or now - max(last_activity, sink.last_end) < quiet_steps:
             await poll
             continue
