@@ -535,7 +535,7 @@ class SimulatedBoard:
                     "the LinkDyn chain gateware (linkdyn.gateware.chain.LinkDynChain) is not "
                     f"available ({error}); pass chain=FakeChain(nodes) to simulate the host "
                     "link with the stand-in chain") from None
-            if self.parents is not None or self.policy == "pipelined":
+            if self.boards is None and (self.parents is not None or self.policy == "pipelined"):
                 chain = LinkDynChain(self.nodes, self.fmt, parents=self.parents,
                                      policy=self.policy)
         if self.boards is not None and self.controllers:

@@ -115,10 +115,10 @@ def test_two_pipelined_boards_batch_bit_exact_through_the_host():
             open_simulated(sim) as board:
         _check_board(board, 2, 4)
         result = _check_bit_exact(board, robot, 9, seed=161)
-        # Every update took the same cycles; the next one's inputs travel the link word by
-        # word, so over 2 boards the writes, not the update, set the interval (no assertion
-        # on timing: docs/distributed.md has the figures).
-        assert np.all(result.latency_cycles == result.latency_cycles[0])
+        # The next state's inputs travel the link word by word, so over 2 boards the writes,
+        # not the update, set the interval (no assertion on timing: the latency varies by the
+        # links' frame timing, docs/distributed.md has the figures); every state reports one.
+        assert np.all(result.latency_cycles > 0)
         links = board.links()
         assert links.port(1, "upstream").frames_received > 0
         assert sum(s.crc_errors for s in links.ports) == 0
