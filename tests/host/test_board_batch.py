@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from linkdyn.host import Board, BoardProtocolError, SaturationError
-from linkdyn.model import load_robot, rnea_fixed
-from linkdyn.model import protocol as P
+from linkdyn.model import load_robot
 from linkdyn.model.microprogram import microprogram
+from linkdyn.model import protocol as P
 from linkdyn.sim.chain_cases import random_robot
 
+from support import batch
 from support.host import ReferenceSerial, simulator_or_none
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
@@ -37,34 +38,11 @@ def _states(robot, count, seed, saturate=()):
     qd = rng.uniform(-2, 2, (count, robot.n))
     qdd = rng.uniform(-5, 5, (count, robot.n))
     for row in saturate:
-        state = _saturating_state(robot, rng)
+        state = batch.saturating_state(robot, rng)
         assert state is not None, f"{robot.name} has no saturating state"
         q[row], qd[row], qdd[row] = state
     return q, qd, qdd
 
-
-def _saturating_state(robot, rng):
-    """A state at the edge of the input formats (|qd|, |qdd| at 90 % of their registers'
-    ranges, signs and q drawn) that saturates a register of the chain, or None if 200 draws
-    find none (with the node's formats a one-link or a light two-link robot has none)."""
-    rmap = microprogram().registers
-    qd_max = 0.9 * rmap.qformat("qd").max_value
-    qdd_max = 0.9 * rmap.qformat("qdd").max_value
-    low, high = robot.q_limits()
-    for _ in range(200):
-        q = rng.uniform(low, high)
-        qd = qd_max * rng.choice([-1.0, 1.0], robot.n)
-        qdd = qdd_max * rng.choice([-1.0, 1.0], robot.n)
-        if rnea_fixed(robot, q, qd, qdd).overflow.any():
-            return q, qd, qdd
-    return None
-
-
-def _golden(robot, q, qd, qdd, f_ext=None):
-    results = [rnea_fixed(robot, q[k], qd[k], qdd[k],
-                          f_ext=None if f_ext is None else f_ext[k]) for k in range(len(q))]
-    return (np.array([r.tau_words for r in results]),
-            np.array([r.overflow for r in results], dtype=bool))
 
 
 def _commands(port):
@@ -86,7 +64,8 @@ def _check_bit_exact(board, robot, count, seed):
     q, qd, qdd = _states(robot, count, seed, saturate=(count // 2,))
     f_ext = np.random.default_rng(seed + 1).uniform(-20, 20, (count, robot.n, 6))
     board.load_robot(robot)
-    golden = {"plain": _golden(robot, q, qd, qdd), "wrench": _golden(robot, q, qd, qdd, f_ext)}
+    golden = {"plain": batch.golden(robot, q, qd, qdd),
+              "wrench": batch.golden(robot, q, qd, qdd, f_ext)}
     for case, wrench in (("plain", None), ("wrench", f_ext), ("plain", None)):
         result = board.rnea(q, qd, qdd, wrench)
         tau, overflow = golden[case]
@@ -138,7 +117,7 @@ def test_a_batch_whose_reply_is_lost_or_damaged_is_resent_and_still_bit_exact():
         port.drop_replies = {first + 1}          # the second BATCH's reply
         port.damage_replies = {first + 3}        # and a later one
         result = board.rnea(q, qd, qdd)
-    np.testing.assert_array_equal(result.tau_words, _golden(UR5, q, qd, qdd)[0])
+    np.testing.assert_array_equal(result.tau_words, batch.golden(UR5, q, qd, qdd)[0])
     assert result.retries >= 2
     # A resent BATCH ran again: the board ran more updates than states, 4 per resend.
     assert result.updates > 9 and (result.updates - 9) in (4, 5, 8, 9)
@@ -216,7 +195,7 @@ def test_linkdyn_torques_on_the_pipelined_gateware_board_batches(pipelined_board
     capsys.readouterr()
     with open(tmp_path / "tau.csv", newline="") as file:
         values = np.array(list(csv.reader(file))[1:], dtype=float)
-    tau, overflow = _golden(UR5, q, qd, qdd)
+    tau, overflow = batch.golden(UR5, q, qd, qdd)
     np.testing.assert_array_equal(values[:, 1:7], microprogram().registers.decode("tau", tau))
     np.testing.assert_array_equal(values[:, 7] != 0, overflow.any(axis=1))
 
@@ -273,4 +252,4 @@ def test_a_batch_refused_by_the_chain_raises_and_leaves_result_select_on_follow(
         assert refused and refused[0] != P.RESULT_FOLLOW          # an update was selected
         assert target.control["RESULT_SELECT"] == P.RESULT_FOLLOW  # and the host undid it
         after = board.rnea(q[0], qd[0], qdd[0], batch=False)
-    np.testing.assert_array_equal(after.tau_words, _golden(UR5, q[:1], qd[:1], qdd[:1])[0][0])
+    np.testing.assert_array_equal(after.tau_words, batch.golden(UR5, q[:1], qd[:1], qdd[:1])[0][0])

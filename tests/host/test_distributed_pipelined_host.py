@@ -22,9 +22,9 @@ from linkdyn.host import LinkDownError, SaturationError
 from linkdyn.host.simulated import open_simulated
 from linkdyn.model import load_robot, rnea_fixed
 from linkdyn.sim.board import SimulatedBoard
-from linkdyn.model.microprogram import microprogram
 from linkdyn.sim.chain_cases import random_robot
 
+from support import batch
 from support.host import simulator_or_none
 
 pytestmark = pytest.mark.skipif(simulator_or_none() is None, reason="no HDL simulator "
@@ -47,34 +47,11 @@ def _states(robot, count, seed, saturate=()):
     f_ext = np.concatenate([rng.uniform(-20, 20, (count, n, 3)),
                             rng.uniform(-2, 2, (count, n, 3))], axis=2)
     for row in saturate:
-        state = _saturating_state(robot, rng)
+        state = batch.saturating_state(robot, rng)
         if state is not None:
             q[row], qd[row], qdd[row] = state
     return q, qd, qdd, f_ext
 
-
-def _saturating_state(robot, rng):
-    """A state at the edge of the input formats (|qd|, |qdd| at 90 % of their registers'
-    ranges, signs and q drawn) that saturates a register of the chain, or None if 200 draws
-    find none (with the node's formats a one-link or a light two-link robot has none)."""
-    rmap = microprogram().registers
-    qd_max = 0.9 * rmap.qformat("qd").max_value
-    qdd_max = 0.9 * rmap.qformat("qdd").max_value
-    low, high = robot.q_limits()
-    for _ in range(200):
-        q = rng.uniform(low, high)
-        qd = qd_max * rng.choice([-1.0, 1.0], robot.n)
-        qdd = qdd_max * rng.choice([-1.0, 1.0], robot.n)
-        if rnea_fixed(robot, q, qd, qdd).overflow.any():
-            return q, qd, qdd
-    return None
-
-
-def _golden(robot, q, qd, qdd, f_ext=None):
-    results = [rnea_fixed(robot, q[k], qd[k], qdd[k],
-                          f_ext=None if f_ext is None else f_ext[k]) for k in range(len(q))]
-    return (np.array([r.tau_words for r in results]),
-            np.array([r.overflow for r in results], dtype=bool))
 
 
 def _check_bit_exact(board, robot, count, seed):
@@ -86,7 +63,8 @@ def _check_bit_exact(board, robot, count, seed):
     saturating = bool(rnea_fixed(robot, q[saturated], qd[saturated], qdd[saturated])
                       .overflow.any())
     board.load_robot(robot)
-    golden = {"wrench": _golden(robot, q, qd, qdd, f_ext), "plain": _golden(robot, q, qd, qdd)}
+    golden = {"wrench": batch.golden(robot, q, qd, qdd, f_ext),
+              "plain": batch.golden(robot, q, qd, qdd)}
     for case, wrench in (("wrench", f_ext), ("plain", None), ("wrench", f_ext)):
         result = board.rnea(q, qd, qdd, wrench)
         tau, overflow = golden[case]
@@ -110,7 +88,7 @@ def _check_board(board, n, banks):
 
 def test_two_pipelined_boards_batch_bit_exact_through_the_host():
     robot = random_robot(2, seed=163)
-    assert _saturating_state(robot, np.random.default_rng(0)) is not None
+    assert batch.saturating_state(robot, np.random.default_rng(0)) is not None
     with SimulatedBoard(2, boards=2, policy="pipelined") as sim, \
             open_simulated(sim) as board:
         _check_board(board, 2, 4)
@@ -130,7 +108,7 @@ def _check_cut_and_restore(sim, board, robot, hop, seed):
     chain resumes bit-exact with the constants loaded before (no board was reset)."""
     n = robot.n
     q, qd, qdd, f_ext = _states(robot, 6, seed)
-    tau, _ = _golden(robot, q, qd, qdd, f_ext)
+    tau, _ = batch.golden(robot, q, qd, qdd, f_ext)
     np.testing.assert_array_equal(board.rnea(q[:3], qd[:3], qdd[:3], f_ext[:3]).tau_words,
                                   tau[:3])
     sim.cut_link(hop)
