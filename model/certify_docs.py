@@ -182,9 +182,10 @@ def _formats_section(w, robots, results, before_formats, synthesis=None):
       "certified ranges leave (`range_formats`, one bit of headroom: column *ranges allow*); "
       "the node takes one or two bits fewer where a quantity may reach further on other "
       "robots and states (inputs: `q` ±32 rad, which also holds a prismatic joint's "
-      "length in m, `qd` ±32 rad/s, `qdd` ±512 rad/s², the external wrench ±128; masses "
-      "±64 kg; friction with the torques, which the pre-adder adds), and the certificate "
-      "proves the box saturation free with them. `k qd` stays Q15.16, the CORDIC's input.")
+      "length in m, `qd` ±32 rad/s, `qdd` ±512 rad/s², the external wrench ±2048 N, "
+      "what an arm's torques let a tool push with; masses ±64 kg; friction with the "
+      "torques, which the pre-adder adds), and the certificate proves the box saturation "
+      "free with them. `k qd` stays Q15.16, the CORDIC's input.")
     w("")
     w("| quantity | what | format | range | step | before | ranges allow |")
     w("|---|---|---|---:|---:|---|---:|")

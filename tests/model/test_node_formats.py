@@ -69,8 +69,8 @@ def test_host_encoding_is_the_register_format_rounded_half_up(name):
 def test_a_value_beyond_its_format_names_register_and_format():
     with pytest.raises(FixedPointRangeError, match=r"node 2 qdd = 600\.0 does not fit Q9\.22"):
         RMAP.encode("qdd", 600.0, "node 2 qdd")
-    with pytest.raises(FixedPointRangeError, match=r"f_ext_x = .* does not fit Q7\.24"):
-        RMAP.encode("f_ext_x", [0.0, 200.0])
+    with pytest.raises(FixedPointRangeError, match=r"f_ext_x = .* does not fit Q11\.20"):
+        RMAP.encode("f_ext_x", [0.0, 5000.0])
     with pytest.raises(ValueError, match="not a host value"):
         RMAP.qformat("phase")
 
