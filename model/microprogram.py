@@ -280,8 +280,8 @@ class NodeFormats:
 #: ``qd`` Q5.26, ``qdd`` Q9.22, the external wrench Q11.20 (±2048 N: a tool pushes with
 #: what the arm's torques allow, 743 N for the UR5 in the contact experiment,
 #: docs/experiments.md; 19 bits would need a term alignment the MAC does not have), mass
-#: Q6.25, first moments and inertias Q4.27, ``omega`` Q6.25, ``omega_dot`` and ``p_ddot`` Q10.21, forces, moments and
-#: torques (and friction) Q12.19; sines, cosines and ``r`` Q1.30.
+#: Q6.25, first moments and inertias Q4.27, ``omega`` Q6.25, ``omega_dot`` and ``p_ddot``
+#: Q10.21, forces, moments and torques (and friction) Q12.19; sines, cosines and ``r`` Q1.30.
 NODE_FORMATS = NodeFormats(q=26, qd=26, qdd=22, wrench_ext=20, mass=25, first_moment=27,
                            inertia=27, friction=19, omega=25, omega_dot=21, p_ddot=21,
                            force=19, moment=19, torque=19, name="LinkDyn formats")
