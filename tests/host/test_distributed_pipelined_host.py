@@ -86,6 +86,9 @@ def _check_board(board, n, banks):
     assert info.links.hops_down == ()
 
 
+@pytest.mark.skipif(not LONG, reason="LINKDYN_LONG=1: a 2-board pipelined Verilator build (in "
+                    "the suite: tests/gateware/test_distributed_pipelined.py and BATCH on the "
+                    "pipelined single-FPGA board, tests/host/test_board_batch.py)")
 def test_two_pipelined_boards_batch_bit_exact_through_the_host():
     robot = random_robot(2, seed=163)
     assert batch.saturating_state(robot, np.random.default_rng(0)) is not None
