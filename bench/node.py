@@ -36,7 +36,6 @@ from linkdyn.boards.toolchain import SYNTHESIS, find_tool, tool_version, yosys_u
 from linkdyn.gateware.cordic import STEP_CYCLES, CordicArctangent
 from linkdyn.gateware.node import LinkDynNode
 from linkdyn.model import load_robot
-from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import rnea_fixed
 from linkdyn.model.microprogram import microprogram
 from linkdyn.model.tables import CORDIC

@@ -45,7 +45,6 @@ from linkdyn.gateware.controlled_actuator import BoardController, ControlledFron
 from linkdyn.gateware.controller import ActuatorSignature, SensorSignature
 from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.gateware.hostlink import HostLink
-from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.protocol import MAX_NODES
 
 from .common import (

@@ -15,7 +15,6 @@ from amaranth.lib import io
 from amaranth.lib.cdc import ResetSynchronizer
 
 from linkdyn.gateware.cordic import STEP_CYCLES
-from linkdyn.model.fixedpoint import Q15_16
 
 from .core import LED_COUNT, BoardCore
 

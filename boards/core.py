@@ -10,7 +10,6 @@ from amaranth.lib.wiring import In, Out
 
 from linkdyn.gateware.controller import ActuatorSignature, SensorSignature
 from linkdyn.gateware.hostlink import HostLink
-from linkdyn.model.fixedpoint import Q15_16
 
 __all__ = ["BoardCore", "LED_COUNT", "heartbeat"]
 

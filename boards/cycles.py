@@ -14,7 +14,6 @@ or :class:`~linkdyn.gateware.fake_chain.FakeChain`.
 
 from amaranth.sim import Simulator
 
-from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import microprogram
 from linkdyn.model.protocol import (
     CONTROL_NODE, CONTROL_START, STATUS_BUSY, STATUS_DONE, control_register,

@@ -44,7 +44,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from linkdyn.model.fixedpoint import WORD_WIDTH
 from linkdyn.model.fixedpoint import ceil_log2
 from linkdyn.model.microprogram import BANKS, microprogram
 from linkdyn.model.protocol import (

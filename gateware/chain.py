@@ -54,7 +54,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH, ceil_log2
+from linkdyn.model.fixedpoint import QFormat, WORD_WIDTH, ceil_log2
 from linkdyn.model.microprogram import BANKS, microprogram
 from linkdyn.model.protocol import (
     CONTROL_CLEAR, CONTROL_LOCAL, CONTROL_NODE, CONTROL_START, MAX_NODES, RESULT_FOLLOW,

@@ -57,7 +57,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.model.controller import SPECIAL_REGISTERS
-from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from linkdyn.model.fixedpoint import WORD_WIDTH
 from linkdyn.model.protocol import (
     CONTROL_CLEAR, CONTROL_FAULT_CLEAR, CONTROL_LOCAL, CONTROL_NODE, CONTROL_START, CONTROL_STEP,
     CONTROLLER_BASE, CONTROLLER_WORDS, MAX_NODES, RECORD_WORDS, REFERENCE_WORDS, STATUS_BUSY,

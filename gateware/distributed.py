@@ -19,7 +19,6 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from linkdyn.model.fixedpoint import Q15_16, QFormat
 from linkdyn.model.protocol import MAX_NODES, ProtocolSpec
 
 from .actuator import ActuatorCore, check_policy

@@ -20,7 +20,6 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In
 
-from ..model.fixedpoint import Q15_16
 from ..model.protocol import (
     CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, RESULT_FOLLOW,
     RESULT_SELECT, STATUS_BUSY, STATUS_DONE, STATUS_OVERFLOW, ProtocolSpec,

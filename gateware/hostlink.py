@@ -20,7 +20,6 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from ..model.fixedpoint import Q15_16
 from ..model.protocol import REPLY_HEADER_BYTES, REQUEST_HEADER_BYTES, CRC_BYTES
 from .bus import RegisterBusSignature
 from .protocol import ProtocolEngine

@@ -26,7 +26,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from linkdyn.model.fixedpoint import Q15_16, WORD_WIDTH, ceil_log2
+from linkdyn.model.fixedpoint import WORD_WIDTH, ceil_log2
 from linkdyn.model.microprogram import microprogram
 
 __all__ = ["Mailbox", "DIRECTIONS", "message_layout", "message_table"]

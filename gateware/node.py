@@ -59,7 +59,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from linkdyn.model.fixedpoint import Q15_16, QFormat, WORD_WIDTH, ceil_log2
+from linkdyn.model.fixedpoint import WORD_WIDTH, ceil_log2
 from linkdyn.model.microprogram import BANK_COUNTS, LATCHES, SEGMENTS, microprogram
 from linkdyn.model.tables import CORDIC
 

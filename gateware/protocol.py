@@ -14,7 +14,6 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from ..model.fixedpoint import Q15_16
 from ..model.protocol import (
     BLOCK_FIELDS, CONTROL_CLEAR, CONTROL_NODE, CONTROL_REGISTERS, CONTROL_START, CONTROL_STEP,
     CONTROLLER_BASE, CONTROLLER_WORDS, CRC16, LINK_WORDS_MAP, RECORD_WORDS, REFERENCE_WORDS,

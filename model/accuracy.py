@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .fixedpoint import Q15_16, WORD_WIDTH, wrap
+from .fixedpoint import WORD_WIDTH, wrap
 from .golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
 from .microprogram import NODE_FORMATS, Atan, Dot, Lookup
 from .reference import REFERENCE_URDFS

@@ -97,9 +97,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from .fixedpoint import WORD_WIDTH
 from .golden import microprogram
-from .microprogram import (QUANTITIES, SELECTIONS, Atan, Dot, Lookup, NodeFormats, Term,
+from .microprogram import (QUANTITIES, SELECTIONS, Atan, Dot, Lookup, Term,
                            node_formats, quantity_of)
 from .rnea import link_offset_vector
 from .robot import Robot

@@ -30,7 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .fixedpoint import Q15_16, QFormat, WORD_WIDTH, round_shift, saturate, wrap
+from .fixedpoint import WORD_WIDTH, round_shift, saturate, wrap
 from .microprogram import SEGMENTS, Atan, Dot, Lookup, microprogram
 from .tables import CORDIC, SINE_TABLE
 from .microprogram import node_formats

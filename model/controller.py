@@ -53,11 +53,11 @@ limits.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
 import numpy as np
 
-from .fixedpoint import FixedPointRangeError, Q15_16, QFormat, round_shift, saturate, WORD_WIDTH
+from .fixedpoint import FixedPointRangeError, Q15_16, QFormat, round_shift, saturate
 
 __all__ = [
     "WORD", "FINE", "COUNT", "COUNT_MAX", "Register", "REGISTERS", "SPECIAL_REGISTERS", "INPUTS",

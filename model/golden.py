@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compiled import compiled_microprogram
-from .fixedpoint import Q15_16, FixedPointRangeError, QFormat, saturate, wrap, WORD_WIDTH
-from .microprogram import SEGMENTS, Atan, Dot, Lookup, microprogram  # re-exported (one cache)
+from .fixedpoint import FixedPointRangeError, QFormat, saturate, wrap, WORD_WIDTH
+from .microprogram import Atan, Dot, Lookup, microprogram  # re-exported (one cache)
 from .rnea import link_offset_vector
 from .robot import Robot
 from .tables import CORDIC, SINE_TABLE

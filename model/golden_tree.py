@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fixedpoint import Q15_16, saturate
+from .fixedpoint import saturate
 from .golden import encode_base_motion, encode_links, executor_tables
 from .microprogram import microprogram, node_formats
 from .robot import Link, Robot

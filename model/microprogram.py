@@ -40,12 +40,12 @@ words are those of a program without them (docs/trees.md, *Prismatic nodes*).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from functools import cached_property, lru_cache
 
-from .fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from .fixedpoint import QFormat, WORD_WIDTH
 from .tables import CORDIC, SINE_TABLE
 
 __all__ = [

@@ -56,7 +56,6 @@ import time
 import warnings
 from pathlib import Path
 
-from ..model.fixedpoint import Q15_16
 from ..model.protocol import INTER_BYTE_TIMEOUT, STEP_TIMEOUT
 from .runner import ICARUS_ARGS, SIMULATORS, TIMESCALE, VERILATOR_ARGS, environment
 from .runner import simulator as _simulator

@@ -27,7 +27,6 @@ from amaranth.back import verilog
 from linkdyn.gateware.actuator import ActuatorCore, check_policy
 from linkdyn.gateware.distributed import LineModel
 from linkdyn.gateware.hostlink import HostLink
-from linkdyn.model.fixedpoint import Q15_16
 
 __all__ = ["distributed_board_verilog", "module_ports"]
 

@@ -35,7 +35,6 @@ import numpy as np
 
 from linkdyn.model import Friction, Link, Robot, load_robot
 from linkdyn.model.accuracy import joint_ranges
-from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
 
 __all__ = ["CaseData", "random_robot", "load_case_robot", "build_case", "encode_cases",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..fixedpoint import Q15_16
 from ..microprogram import QUANTITIES
 from .frames import (
     CRC16, CRC_BYTES, DEFAULT_BAUDRATE, ERROR_DOCS, INTER_BYTE_TIMEOUT, PROTOCOL_VERSION,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 
-from ..fixedpoint import Q15_16, QFormat, WORD_WIDTH
+from ..fixedpoint import WORD_WIDTH
 from ..microprogram import BANK_COUNTS
 from .controller_map import (CONTROLLER_BASE, CONTROLLER_WORDS, RECORD_WORDS, REFERENCE_WORDS,
                              controller_word)

@@ -21,7 +21,7 @@ from amaranth.sim import Simulator
 from linkdyn.gateware.controller import (JointController, MUL_CYCLES, OP_CYCLES,
                                         segment_cycles)
 from linkdyn.model import load_robot
-from linkdyn.model.controller import (COUNT_MAX, FAULTS, MODE_BITS, PROGRAM, REGISTERS,
+from linkdyn.model.controller import (FAULTS, PROGRAM, REGISTERS,
                                       SPECIAL_REGISTERS, WORD, ControllerConfig,
                                       JointControllerModel)
 from linkdyn.model.reference import load_reference_robot

@@ -3,7 +3,6 @@ the FakeChain model, behind a fake serial port that damages, drops or withholds 
 order. Fast and deterministic; the same API over a pseudo-terminal and the simulated gateware
 is tested in test_host_simulated_board.py."""
 
-import random
 from dataclasses import replace
 
 import numpy as np

@@ -2,7 +2,6 @@
 joints (Baxter whole, its fingers included) -- and refuse, before opening any port, a robot of
 more nodes than a board has (the message says to choose a part with --tip)."""
 
-import json
 
 import pytest
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from linkdyn.model import load_robot
-from linkdyn.model.controller import (COUNT, FAULTS, FINE, INPUTS, MODE_BITS, PROGRAM,
+from linkdyn.model.controller import (FAULTS, FINE, INPUTS, MODE_BITS, PROGRAM,
                                       REGISTERS, WORD, ControllerConfig, FixedPointRangeError,
                                       JointControllerModel, run_segment)
 from linkdyn.model.reference import load_reference_robot

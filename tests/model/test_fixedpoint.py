@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import assume, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from linkdyn.model.fixedpoint import (Q15_16, WORD_WIDTH, FixedPointRangeError, QFormat,

@@ -18,7 +18,7 @@ import numpy as np
 from linkdyn.sim.fake_chain_model import FakeChainModel
 from linkdyn.model import load_robot, rnea_fixed
 from linkdyn.model import protocol as P
-from linkdyn.model.fixedpoint import Q15_16, signed_word
+from linkdyn.model.fixedpoint import signed_word
 from linkdyn.model.microprogram import microprogram
 from linkdyn.sim.runner import SimulatorMissing, simulator
 
