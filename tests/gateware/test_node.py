@@ -32,6 +32,8 @@ from linkdyn.model.fixedpoint import Q15_16, QFormat
 from linkdyn.model.microprogram import NODE_FORMATS
 from linkdyn.model.golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
 
+from support import long_param
+
 #: Random states per robot in the default run (spread over all of its links).
 STATES_PER_ROBOT = 1000
 
@@ -195,7 +197,10 @@ def test_node_rejects_a_cordic_step_timing_other_than_one_or_two_cycles(cordic_s
         gc.collect()
 
 
-@pytest.mark.parametrize("name, seed", [("ur5", 501), ("puma560", 560), ("panda", 7)])
+@pytest.mark.parametrize("name, seed", [
+    ("ur5", 501), long_param("puma560", 560, reason="LINKDYN_LONG=1: the Puma's random states "
+                             "(its node runs in the suite's chain and edge-case tests)"),
+    ("panda", 7)])
 def test_node_matches_golden_model_on_random_states(name, seed):
     robot = load(name)
     rng = np.random.default_rng(seed)

@@ -8,7 +8,8 @@ monitor reads every update's ``tau`` words, OVERFLOW, OVERFLOW_STICKY and (every
 the base wrench; they must equal :func:`linkdyn.model.golden.rnea_fixed` for every state.
 
 Robots: UR5 and Puma 560 (6 joints), Panda (7, example-robot-data's URDF up to ``panda_hand``),
-and random robots with 1 .. 8 joints (:func:`linkdyn.sim.chain_cases.random_robot`). Every robot
+and random robots with 1 .. 8 joints (:func:`linkdyn.sim.chain_cases.random_robot`; 4 and 5
+joints with ``LINKDYN_LONG=1``). Every robot
 gets :data:`support.chain.STATES` random states inside its joint limits (500; 5,000 with
 ``LINKDYN_LONG=1``), a quarter of them with an external wrench on the last link, a quarter on the
 middle link, a quarter on both, and 4 more states that saturate (the flags and clamped words are
@@ -23,9 +24,14 @@ import os
 
 import pytest
 
+from support import long_param
 from support.chain import STATES, run_chain
 
 POLICIES = ("sequential", "pipelined")
+
+#: Node counts of the suite; 4 and 5 (random robots between the small chains and the 6- to
+#: 8-node arms) run with ``LINKDYN_LONG=1``.
+NODE_COUNTS = [1, 2, 3] + [long_param(n, reason="LINKDYN_LONG=1: 4 and 5 nodes") for n in (4, 5)] + [6, 7, 8]
 
 #: Extra states at the end of each robot's states that saturate some result.
 SATURATING = 4
@@ -55,7 +61,7 @@ def _panda_available():
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("n", range(1, 9))
+@pytest.mark.parametrize("n", NODE_COUNTS)
 def test_chain_matches_golden_model_runner(n, policy):
     cases = _cases(n)
     if n == 7 and not _panda_available():
