@@ -6,6 +6,12 @@ One transaction at a time: the initiator holds ``node``, ``addr``, ``wdata`` and
 the word written) and ``error`` says the access was refused (node or address out of range,
 write to a read-only register, write while the chain is busy). A refused access changes nothing.
 
+``lock`` marks a run of transactions as one command (as Wishbone's ``LOCK_O``): while it is
+high, a target that starts work of its own (the joint controllers' CONTROL_PERIOD timer) waits
+before it does, so that a STATUS read that found the chain idle still holds for the command's
+writes. The protocol engine raises it from a state-changing command's STATUS check to its
+reply; targets without work of their own ignore it.
+
 ``node`` selects a LinkDyn node (``0 .. n-1``) or, with :data:`CONTROL_NODE`, the chain's control
 and status block (see :mod:`linkdyn.model.protocol` for its register map).
 """
@@ -41,6 +47,9 @@ class RegisterBusSignature(wiring.Signature):
         Word read (valid with ``ready``).
     error : In(1)
         The access was refused (valid with ``ready``).
+    lock : Out(1)
+        The transactions belong to one command: a target defers work of its own while it is
+        high (it may stay high between transactions, with ``valid`` low).
     """
 
     def __init__(self):
@@ -53,4 +62,5 @@ class RegisterBusSignature(wiring.Signature):
             "ready": In(1),
             "rdata": In(32),
             "error": In(1),
+            "lock": Out(1),
         })

@@ -45,7 +45,11 @@ that a busy chain would refuse are refused: node register writes, CONTROL.start 
 control_step / fault_clear, and every write into a controller window. Reads of a
 controller's register port, and the chain's words other than STATUS, wait for the step's end
 (the bus answers within the step's bounded time); STATUS, the control registers above and the
-window's reference, record and sensor words are answered at once.
+window's reference, record and sensor words are answered at once. A step the timer asks for
+while the host's command holds the bus's ``lock`` (from the protocol engine's STATUS check to
+its reply) starts when the lock falls, so a command that found the chain idle is never refused
+midway; the delay is at most one command's execution, and a period that passes meanwhile is
+counted in CONTROL_OVERRUNS.
 """
 
 from __future__ import annotations
@@ -420,7 +424,9 @@ class ControlledChain(wiring.Component):
 
         with m.FSM(name="front_end"):
             with m.State("IDLE"):
-                with m.If(step_due & ~chain.busy & ~stepping):
+                # (not while the host's command holds the bus locked: its STATUS check found
+                # the chain idle, and its writes must not meet a running step)
+                with m.If(step_due & ~chain.busy & ~stepping & ~bus.lock):
                     m.d.sync += [stepping.eq(1), step_due.eq(0)]
                 with m.Elif(bus.valid):
                     m.d.sync += [req.node.eq(bus.node), req.addr.eq(bus.addr),

@@ -425,11 +425,17 @@ class ProtocolEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         s = self._signals(m)
-        with m.FSM():
+        with m.FSM() as fsm:
             self._receive(m, s)
             self._validate(m, s)
             self._execute(m, s)
             self._transmit(m, s)
+        # The bus is locked from the STATUS check of a state-changing command to its reply, so
+        # that no control step of the CONTROL_PERIOD timer starts between the check and the
+        # command's writes (which the busy chain would refuse).
+        locked = ["BUSY_CHECK", "EXECUTE", "TRANSFER_FETCH", "TRANSFER_ISSUE", "TRANSFER_WAIT",
+                  "POLL", "POLL_GAP"] + (["BATCH_COUNT"] if self.spec.max_batch else [])
+        m.d.comb += self.bus.lock.eq(Cat(fsm.ongoing(state) for state in locked).any())
         return m
 
     # -- the state shared by the groups of states ----------------------------------------------
