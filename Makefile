@@ -37,7 +37,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 test: install
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q --durations=25
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(PY) -m pytest -q -n 2 --durations=25
 
 test-long: install
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 LINKDYN_LONG=1 $(PY) -m pytest -q
