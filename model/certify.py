@@ -106,7 +106,7 @@ from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
 
 __all__ = ["Certificate", "certify", "default_box", "range_formats", "QUANTITIES", "quantity_of",
-           "cordic_error_bound", "sine_error_bound", "DEFAULT_QDD_MAX", "main",
+           "cordic_error_bound", "sine_error_bound", "sine_error_split", "DEFAULT_QDD_MAX", "main",
            "write_certificate", "add_box_arguments"]
 
 #: Default acceleration bound of the box, rad/s^2 (issue 17: ``|qdd| <= 10``).
@@ -153,6 +153,47 @@ def sine_error_bound(table=SINE_TABLE):
         from .accuracy import sine_table_worst_case  # same layer (model)
         _SINE_CACHE[table] = sine_table_worst_case(table) + 1e-15
     return _SINE_CACHE[table]
+
+
+_TABLE_SPLIT_CACHE = {}
+
+
+def sine_error_split(table=SINE_TABLE):
+    """Return ``(phi_max, residual)``: the sine table's error as a common scaling plus a rest.
+
+    On the quarter wave the table interpolates linearly between entries ``T_k`` at ``a = k h``,
+    ``h = (pi/2) / size``; the cosine reads the mirrored position ``2**30 - v``, the same
+    segment with the fraction ``1 - t``, and the other quadrants flip signs. So for every phase
+    word ``w`` (angle ``theta``, fraction ``t`` in ``[0, 1]``) the interpolated pair of the
+    exact entries is ``C + i S = (1 - t) e^(i a) + t e^(i (a + h)) = e^(i theta) g(t)`` with
+    ``g(t) = (1 - t) e^(-i t h) + t e^(i (1 - t) h)``. By Taylor's theorem (remainder of
+    ``e^(ix)`` after the cubic term at most ``x**4 / 24``)::
+
+        |g(t) - (1 - phi(t))| <= h**3 max|t (1 - t) (2 t - 1)| / 6 + h**4 / 24,
+        phi(t) = t (1 - t) h**2 / 2  in  [0, h**2 / 8]
+
+    (``max|t (1-t) (2t-1)| = 1 / (6 sqrt 3)``). The stored entries are rounded; their errors
+    interpolate to at most the largest entry error. Hence, per word,
+
+        ``S(w) = (1 - phi) sin(theta) + rho_s``, ``C(w) = (1 - phi) cos(theta) + rho_c``,
+
+    with one ``phi in [0, phi_max]`` shared by sine and cosine (it scales the xy-block of the
+    joint rotation, a matrix of spectral norm ``phi``) and ``|rho| <= residual``. The global
+    worst case of :func:`sine_error_bound` is about ``phi_max + residual``.
+
+    Returns
+    -------
+    (float, float)
+        ``phi_max = h**2 / 8`` and the residual bound (``1e-15`` covers float64).
+    """
+    if table not in _TABLE_SPLIT_CACHE:
+        h = (math.pi / 2) / table.size
+        k = np.arange(table.size + 1)
+        entry = float(np.max(np.abs(table.entries * 2.0 ** -table.entry_fraction_bits
+                                    - np.sin(k * h))))
+        taylor = h ** 3 / (6 * 6 * math.sqrt(3)) + h ** 4 / 24
+        _TABLE_SPLIT_CACHE[table] = (h * h / 8 * (1 + 1e-12), entry + taylor + 1e-15)
+    return _TABLE_SPLIT_CACHE[table]
 
 
 def cordic_error_bound(cordic=CORDIC):
@@ -539,7 +580,7 @@ def _encode_error(value, fraction_bits, what):
 
 def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_max=None,
             fmt=None, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True,
-            mechanics=True):
+            mechanics=True, split_table=True):
     """Certify the fixed-point torque error of a robot's node chain over a box of states.
 
     Parameters
@@ -574,6 +615,10 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
         With ``vector_norms``, also bound the groups' values and the errors of ``f_local`` and
         ``mu_local`` by the mechanics of the recursion (:meth:`_Analysis.mechanics_norm`,
         :meth:`_Analysis.mechanics_error`; default); off, the program-order norm rules only.
+    split_table : bool
+        Take the sine table's error as one scaling of the joint rotation shared by sine and
+        cosine plus a small residual each (:func:`sine_error_split`, default); off, as two
+        independent errors of the global worst case (:func:`sine_error_bound`).
 
     Returns
     -------
@@ -615,7 +660,7 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     bits = _formats(fmt, formats)
     analysis = _Analysis(robot, fmt, bits, domain, (q_min, q_max, qd_lim, qdd_lim),
                          None if wrench_max is None else (force_max, moment_max), table,
-                         vector_norms, mechanics)
+                         vector_norms, mechanics, split_table)
     return analysis.run()
 
 
@@ -677,7 +722,7 @@ class _Analysis:
     """One run of the abstract interpreter over the chain (see the module docstring)."""
 
     def __init__(self, robot, fmt, bits, domain, box, wrench, table=SINE_TABLE,
-                 vector_norms=True, mechanics=True):
+                 vector_norms=True, mechanics=True, split_table=True):
         self.vector_norms = vector_norms
         self.mechanics = mechanics and vector_norms
         self.robot, self.fmt, self.bits, self.wrench = robot, node_formats(fmt), bits, wrench
@@ -698,6 +743,8 @@ class _Analysis:
         self.cylinders = [dict() for _ in range(n)]
         self.rotation_error = []
         self.table_bound = sine_error_bound(table)
+        self.split_table = split_table
+        self.table_split = sine_error_split(table)
         self.cordic_bound = cordic_error_bound()
 
     # -- helpers ---------------------------------------------------------------------------
@@ -1285,6 +1332,12 @@ class _Analysis:
         moved = phase > 0
         frobenius[moved] = np.minimum(frobenius[moved], 2 * math.pi * phase[moved]
                                       * (1 + 1e-9))
+        if self.split_table:
+            # The table's scaling: -phi diag(1, 1, 0) R~', R~' a rotation (sine_error_split).
+            node = len(self.rotation_error)
+            k = self.errors.index.get(("table", "phi", node))
+            if k is not None:
+                frobenius[k] = min(frobenius[k], self.table_split[0] * (1 + 1e-9))
         return frobenius
 
     def component_norms(self, regs, comps):
@@ -1336,11 +1389,37 @@ class _Analysis:
         dlo, dhi = (-dhi, -dlo) if cosine else (dlo, dhi)
         error = _Errors.scale_interval(phase_error, 2 * math.pi * dlo, 2 * math.pi * dhi)
         error.r += 0.5 * (2 * math.pi * phase_error.magnitude()) ** 2
-        error = _Errors.add(error, self.errors.new(self.table_bound, ("table", op.dst, node)))
+        error = _Errors.add(error, self.table_error(node, regs, cosine, value))
         f = self.fbits(op.dst)
         error = _Errors.add(error, self.errors.new(2.0 ** -(f + 1), ("rounding", op.dst, node)))
         self.check(node, op.dst, value, error)
         regs[op.dst] = (value, error)
+
+    def table_error(self, node, regs, cosine, value):
+        """The sine table's error of ``sin_theta`` or ``cos_theta``.
+
+        With ``split_table`` (:func:`sine_error_split`): ``-phi sin(theta_w)`` resp. ``-phi
+        cos(theta_w)`` on one symbol per node shared by both (``eta = phi / phi_max``; the
+        coefficient's range is that of the exact value widened by the phase word's error,
+        ``theta_w`` being the word's angle), plus an own residual symbol. Else one own symbol
+        of the global worst case (:func:`sine_error_bound`).
+        """
+        if not self.split_table:
+            return self.errors.new(self.table_bound, ("table", "cos_theta" if cosine
+                                                      else "sin_theta", node))
+        phi_max, residual = self.table_split
+        label = ("table", "phi", node)
+        if label not in self.errors.index:
+            self.errors.new(phi_max, label)
+        k = self.errors.index[label]
+        widen = 2 * math.pi * regs["phase"][1].magnitude()
+        lo, hi = value.bounds()
+        lo, hi = max(-1.0, lo - widen), min(1.0, hi + widen)
+        error = self.errors.zero()
+        error.lo[k], error.hi[k] = -phi_max * hi, -phi_max * lo
+        rest = self.errors.new(residual, ("table", "cos_theta" if cosine else "sin_theta",
+                                          node))
+        return _Errors.add(error, rest)
 
     def atan(self, node, regs, op):
         value, error = regs[op.src]
