@@ -128,6 +128,10 @@ _FIXED_KINDS = ("zero", "rate", "theta_offset", "phase", "revolute", "prismatic"
 #: :meth:`_Analysis.exact_terms`.
 _SELECTIONS = SELECTIONS
 
+#: Constants that a robot may leave exactly 0 (no friction): a term with one of them adds
+#: exactly nothing to its Dot, nor fractional bits that would need rounding.
+_ZERO_CONSTANTS = ("F_c", "F_v", "F_o", "k_friction")
+
 #: Label of the error symbol of a node's known inertial-parameter errors.
 _KNOWN_PARAMETERS = "inertial"
 
@@ -239,7 +243,7 @@ class _Value:
         self.c, self.a, self.r = float(c), a, float(r)
 
     def spread(self):
-        return float(np.sum(np.abs(self.a))) + self.r
+        return float(np.abs(self.a).sum()) + self.r
 
     def bounds(self):
         s = self.spread()
@@ -333,7 +337,7 @@ class _Error:
         self.lo, self.hi, self.r = lo, hi, float(r)
 
     def magnitude(self):
-        return float(np.sum(np.maximum(np.abs(self.lo), np.abs(self.hi)))) + self.r
+        return float(np.maximum(np.abs(self.lo), np.abs(self.hi)).sum()) + self.r
 
     def per_symbol(self):
         return np.maximum(np.abs(self.lo), np.abs(self.hi))
@@ -580,7 +584,7 @@ def _encode_error(value, fraction_bits, what):
 
 def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_max=None,
             fmt=None, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True,
-            mechanics=True, split_table=True):
+            mechanics=True, split_table=True, vector_roundings=True):
     """Certify the fixed-point torque error of a robot's node chain over a box of states.
 
     Parameters
@@ -619,6 +623,12 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
         Take the sine table's error as one scaling of the joint rotation shared by sine and
         cosine plus a small residual each (:func:`sine_error_split`, default); off, as two
         independent errors of the global worst case (:func:`sine_error_bound`).
+    vector_roundings : bool
+        With ``vector_norms``, bound the three roundings of one vector's Dots together: their
+        error is a vector of norm at most ``sqrt(3) delta``, and the spectral norm of its
+        coefficient block is carried through the same linear maps as the norms
+        (:meth:`_Analysis.close_triplets`; default); off, each rounding on its own (up to
+        ``3 delta`` per vector).
 
     Returns
     -------
@@ -660,7 +670,7 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     bits = _formats(fmt, formats)
     analysis = _Analysis(robot, fmt, bits, domain, (q_min, q_max, qd_lim, qdd_lim),
                          None if wrench_max is None else (force_max, moment_max), table,
-                         vector_norms, mechanics, split_table)
+                         vector_norms, mechanics, split_table, vector_roundings)
     return analysis.run()
 
 
@@ -722,7 +732,7 @@ class _Analysis:
     """One run of the abstract interpreter over the chain (see the module docstring)."""
 
     def __init__(self, robot, fmt, bits, domain, box, wrench, table=SINE_TABLE,
-                 vector_norms=True, mechanics=True, split_table=True):
+                 vector_norms=True, mechanics=True, split_table=True, vector_roundings=True):
         self.vector_norms = vector_norms
         self.mechanics = mechanics and vector_norms
         self.robot, self.fmt, self.bits, self.wrench = robot, node_formats(fmt), bits, wrench
@@ -741,6 +751,13 @@ class _Analysis:
         self.norms = [dict() for _ in range(n)]
         self.aliases = [dict() for _ in range(n)]
         self.cylinders = [dict() for _ in range(n)]
+        # Vector roundings (vector_roundings): per node and group, per rounding triplet (the
+        # three roundings of one group's Dots), a bound on the spectral norm of their 3x3
+        # coefficient block in the group's error; and the triplets' symbol indices.
+        self.vector_roundings = vector_roundings and self.vector_norms
+        self.triplet_norms = [{} for _ in range(n)]
+        self.triplets = {}
+        self._triplet_flat = (np.zeros(0, dtype=int), np.zeros(0, dtype=int))
         self.rotation_error = []
         self.table_bound = sine_error_bound(table)
         self.split_table = split_table
@@ -854,7 +871,7 @@ class _Analysis:
         for term in op.terms:
             term = Term(alias.get(term.a, term.a), alias.get(term.b, term.b), term.kind,
                         term.negate)
-            zero = [name in _SELECTIONS and _exactly_zero(regs[name])
+            zero = [(name in _SELECTIONS or name in _ZERO_CONSTANTS) and _exactly_zero(regs[name])
                     for name in (term.a, term.b)]
             if term.kind == "mul":
                 for one, other in ((term.a, term.b), (term.b, term.a)):
@@ -994,6 +1011,9 @@ class _Analysis:
             error_norm = np.minimum(error_norm, alt_error)
             remainder = min(remainder, alt_remainder)
         norms[group] = (value_norm, error_norm, remainder)
+        if self.vector_roundings:
+            self.current_regs = regs
+            self.close_triplets(node, group, pending, rotations)
         for c in comps:
             if group == "v" and c == "omega_dot_in_z":
                 continue
@@ -1005,6 +1025,58 @@ class _Analysis:
                            min(error.r, remainder))
             regs[c] = (value, error)
             self.check(node, c, value, error)
+
+    def close_triplets(self, node, group, pending, rotations):
+        """Spectral-norm bounds of the rounding triplets' coefficient blocks in a group.
+
+        A triplet is the three half-up roundings of one group's Dots at one node, each at most
+        ``delta_c``: its error is ``B eta`` with ``eta`` in the cube ``[-1, 1]**3``, so
+        ``|B eta| <= sqrt(3) ||B||``, where the three roundings on their own give up to ``3
+        ||B||``. At the group that rounds them ``B = diag(delta_c)``, ``||B|| = max delta_c``;
+        then every group's block is the sum of its source groups' blocks through the rule's
+        exact linear maps (norm at most the rule's factor, :meth:`factor`) and of the parts
+        outside the rules (their Frobenius norm), as the per-symbol norms of
+        :meth:`close_group` are, but for the block. :meth:`certificate` bounds each triplet's
+        part of a torque by the smaller of the sum of its three coefficients and ``sqrt(3)
+        ||B||`` of ``mu_out`` (``tau = mu_out_z`` plus friction, which holds no rounding of a
+        vector).
+        """
+        comps, sources = _GROUPS[group]
+        mine = self.triplet_norms[node]
+        blocks = {}
+        for name, kind in sources.items():
+            factor = self.factor(node, kind)
+            for key, value in mine.get(name, {}).items():
+                blocks[key] = blocks.get(key, 0.0) + factor * value
+        regs = self.current_regs
+        rest = [pending[c][1].per_symbol() for c in comps]
+        rest += [p.per_symbol() for parts in rotations.values() for p in parts]
+        rest = np.array(rest)
+        own = tuple(c for c in comps if ("rounding", c, node) in self.errors.index)
+        if own:
+            key = (group, node)
+            self.triplets[key] = np.array([self.errors.index[("rounding", c, node)]
+                                           for c in own])
+            blocks[key] = max(self.errors.magnitudes[k] for k in self.triplets[key])
+        keys = list(self.triplets)
+        if keys:
+            if len(self._triplet_flat[1]) != len(keys):
+                flat = np.concatenate([self.triplets[k] for k in keys])
+                starts = np.cumsum([0] + [len(self.triplets[k]) for k in keys[:-1]])
+                self._triplet_flat = (flat, starts)
+            flat, starts = self._triplet_flat
+            squares = np.sum(rest[:, flat] ** 2, axis=0)
+            frobenius = np.sqrt(np.add.reduceat(squares, starts))
+            for key, value in zip(keys, frobenius):
+                if value > 0 and key != (group, node):
+                    blocks[key] = blocks.get(key, 0.0) + float(value)
+        if self.mechanics and group in ("f_local", "mu_local") and not self.saturations:
+            keys = list(self.triplets)
+            alternative, _ = self.mechanics_error(node, regs, group, keys)
+            for key, value in zip(keys, alternative):
+                if key in blocks:
+                    blocks[key] = min(blocks[key], float(value))
+        mine[group] = {key: value * (1 + 1e-12) for key, value in blocks.items()}
 
     def _cylinder(self, regs, prefix, norm, node=None):
         """Bounds ``(P, Z)`` of the xy-part and the z-component of a vector (frame of its
@@ -1131,7 +1203,7 @@ class _Analysis:
                          - math.prod(values) - linear_total)
         return first, remainder
 
-    def mechanics_error(self, node, regs, group):
+    def mechanics_error(self, node, regs, group, triplets=None):
         """A second bound on the error norms of ``f_local`` or ``mu_local`` (per symbol, and
         the remainder), from the identities of :meth:`mechanics_norm` applied to the words
         the node computes.
@@ -1164,6 +1236,24 @@ class _Analysis:
         wd = norms["omega_dot"]
         n_in, e_in, r_in = norms["p_ddot_in"]
         rot = self.rotation_error[node]
+        if triplets is not None:
+            # The same bound for the rounding triplets' block norms (close_triplets): the
+            # constants and the rotation hold no rounding of a vector, the motion's blocks
+            # are carried, each own rounding triplet's block is diag(delta).
+            zero = np.zeros(len(triplets))
+            blocks = self.triplet_norms[node]
+
+            def carried(name):
+                known = blocks.get(name, {})
+                return np.array([known.get(key, 0.0) for key in triplets])
+
+            m, r, mc = ((f[0], zero, f[2]) for f in (m, r, mc))
+            w, wd = (norms["omega"][0], carried("omega"), w[2]), (wd[0], carried("omega_dot"),
+                                                                 wd[2])
+            e_in, rot = carried("p_ddot_in"), np.zeros_like(zero)
+            regs = {**regs, **{name: (regs[name][0], _Error(zero, zero, regs[name][1].r))
+                               for name in ("I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "I_zz")
+                               + _vec("f_ext") + _vec("mu_ext")}}
         rot_rem = math.sqrt(sum(regs[c][1].r ** 2 for c in _ROTATION_ENTRIES))
         rot_total = float(np.sum(rot)) + rot_rem
         in_total = float(np.sum(e_in)) + r_in
@@ -1177,6 +1267,14 @@ class _Analysis:
         mu_ext = self._factor(regs, _vec("mu_ext"), math.sqrt(3) * moment)
         rho = {name: self._roundings(node, _vec(name))
                for name in ("u", "w_mc", "p_ddot", "f_local", "h", "mu_local")}
+        if triplets is not None:
+            for name in rho:
+                e = np.zeros(len(triplets))
+                if (name, node) in triplets:
+                    index = self.triplets[(name, node)]
+                    e[triplets.index((name, node))] = max(self.errors.magnitudes[k]
+                                                          for k in index)
+                rho[name] = (0.0, e, 0.0)
         P = self._product
         if group == "f_local":
             terms = [P(m, a), P(wd, c1), P(w, w, c1), P(m, w, rho["u"]), P(w, rho["w_mc"]),
@@ -1510,6 +1608,8 @@ class _Analysis:
                     break
                 self.norms[i][name] = (self.component_norms(regs, _vec(name)) if i == 0
                                        else self.norms[i - 1][sender])
+                if i > 0 and sender in self.triplet_norms[i - 1]:
+                    self.triplet_norms[i][name] = self.triplet_norms[i - 1][sender]
             if i > 0:
                 for name, sender in (("omega_in", "omega"), ("omega_dot_in", "omega_dot")):
                     if sender in self.cylinders[i - 1]:
@@ -1532,8 +1632,24 @@ class _Analysis:
                     break
                 self.norms[i][name] = (self.component_norms(regs, _vec(name)) if i == n - 1
                                        else self.norms[i + 1][sender])
+                if i < n - 1 and sender in self.triplet_norms[i + 1]:
+                    self.triplet_norms[i][name] = self.triplet_norms[i + 1][sender]
             self.run_segment(i, regs, "distal")
         return self.certificate(nodes)
+
+    def torque_per_symbol(self, node, error):
+        """Per error symbol, the bound of its part of a joint's torque; with
+        ``vector_roundings`` each rounding triplet's three parts scaled down together to at most
+        ``sqrt(3)`` times its block norm in ``mu_out`` (:meth:`close_triplets`)."""
+        per = error.per_symbol()[:self.errors.used].copy()
+        blocks = self.triplet_norms[node].get("mu_out", {}) if self.vector_roundings else {}
+        for key, norm in blocks.items():
+            index = self.triplets[key]
+            total = float(np.sum(per[index]))
+            limit = math.sqrt(3) * norm * (1 + 1e-12)
+            if total > limit:
+                per[index] *= limit / total
+        return per
 
     def certificate(self, nodes):
         robot = self.robot
@@ -1542,7 +1658,7 @@ class _Analysis:
         kinds = np.array([label[0] for label in self.errors.labels] or ["none"])
         for i in range(n):
             error = nodes[i]["tau"][1]
-            per = error.per_symbol()[:self.errors.used]
+            per = self.torque_per_symbol(i, error)
             total = (float(np.sum(per)) + error.r) * (1 + MARGIN_REL) + MARGIN_ABS
             bounds.append(total)
             for kind in ("input", "constant", "rounding", "table", "cordic"):
@@ -1551,7 +1667,7 @@ class _Analysis:
             sources.setdefault("second order", []).append(error.r)
         by_input = {}
         for i in range(n):
-            per = nodes[i]["tau"][1].per_symbol()[:self.errors.used]
+            per = self.torque_per_symbol(i, nodes[i]["tau"][1])
             for (kind, name, node), value in zip(self.errors.labels, per):
                 if kind == "input":
                     by_input.setdefault(f"input {name}", [0.0] * n)[i] += float(value)
