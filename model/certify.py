@@ -55,16 +55,21 @@ The error sources, each with a proven bound:
 * each Dot: its accumulation is exact (:mod:`linkdyn.model.fixedpoint`), its one rounding half up
   moves the result by at most ``2**-(f+1)`` (``f`` fractional bits of the destination; nothing
   when the accumulator has no more fractional bits than the destination); a product term
-  ``a b`` contributes ``a e_b + b e_a + e_a e_b``;
+  ``a b`` contributes ``a e_b + b e_a + e_a e_b``; the three roundings of one vector's Dots
+  are bounded together as a vector of norm ``sqrt(3) delta`` (``vector_roundings``,
+  :meth:`_Analysis.close_triplets`);
 * saturation: the range ``x + e`` of the accumulator result must lie in the destination word's
   range; where it may not, the register, node and a corner state of the box are named
   (:attr:`Certificate.saturations`) and the clamp's largest move is added to the error;
 * the phase word: it wraps by whole turns, which sine and cosine do not see; its error (in turns)
   enters sine and cosine as ``cos(theta) 2 pi e`` resp. ``-sin(theta) 2 pi e`` plus
   ``(2 pi e)**2 / 2``;
-* the sine table: ``|S(w) - sin(2 pi w / 2**32)|`` over all 2**32 phase words, proven by
-  :func:`linkdyn.model.accuracy.sine_table_worst_case` (convexity on every interpolation
-  segment), then the Q1.30 rounding;
+* the sine table: ``S = (1 - phi) sin(theta) + rho_s``, ``C = (1 - phi) cos(theta) + rho_c``
+  with one ``phi`` in ``[0, h**2/8]`` shared by sine and cosine (a scaling of the rotation's
+  xy-rows, spectral norm ``phi``, one symbol per node) and ``|rho|`` the entries' rounding
+  plus a Taylor rest (:func:`sine_error_split`; ``split_table=False``: two independent errors
+  of ``|S(w) - sin(2 pi w / 2**32)|`` over all 2**32 phase words, proven by
+  :func:`linkdyn.model.accuracy.sine_table_worst_case`), then the Q1.30 rounding;
 * the CORDIC: :func:`cordic_error_bound`, a proof valid for every input word (residual angle,
   rounded angle constants, truncated shifts), at least the exhaustive maximum of
   :func:`linkdyn.model.accuracy.cordic_worst_case`; ``atan`` is 1-Lipschitz, so the error of its
@@ -243,7 +248,7 @@ class _Value:
         self.c, self.a, self.r = float(c), a, float(r)
 
     def spread(self):
-        return float(np.abs(self.a).sum()) + self.r
+        return float(np.add.reduce(np.abs(self.a))) + self.r
 
     def bounds(self):
         s = self.spread()
@@ -379,6 +384,10 @@ class _Errors:
     def scale(e, value):
         """``v e`` for an exact value ``v`` in an interval (coefficient-wise)."""
         vlo, vhi = value.bounds()
+        if vlo == vhi:  # a constant: the same products, fewer of them
+            if vlo >= 0:
+                return _Error(e.lo * vlo, e.hi * vlo, e.r * vlo)
+            return _Error(e.hi * vlo, e.lo * vlo, -e.r * vlo)
         p = (e.lo * vlo, e.lo * vhi, e.hi * vlo, e.hi * vhi)
         lo = np.minimum(np.minimum(p[0], p[1]), np.minimum(p[2], p[3]))
         hi = np.maximum(np.maximum(p[0], p[1]), np.maximum(p[2], p[3]))
@@ -431,10 +440,12 @@ class Certificate:
     sources : dict
         Per error-source kind, the part of each joint's bound (N·m, tuple per joint):
         ``"input"``, ``"constant"``, ``"rounding"``, ``"table"``, ``"cordic"``,
-        ``"second order"`` (the products of errors), and by input (``"input q"``, ...) and
-        constant (``"constant r"``, ``"constant gravity"``, ``"constant inertial parameters"``
-        for the known inertial-parameter errors with ``mechanics``; ``"constant mass"``,
-        ``"constant inertia"``, ... without).
+        ``"second order"`` (the products of errors), ``"rounding rms"`` (not a part: the
+        standard deviation the Dot roundings' part would have as independent uniform errors
+        of their bounds, ``sqrt(sum c_s**2 / 3)``, a scale for sampled errors), and by input
+        (``"input q"``, ...) and constant (``"constant r"``, ``"constant gravity"``,
+        ``"constant inertial parameters"`` for the known inertial-parameter errors with
+        ``mechanics``; ``"constant mass"``, ``"constant inertia"``, ... without).
     """
 
     robot: str
@@ -757,9 +768,11 @@ class _Analysis:
         self.vector_roundings = vector_roundings and self.vector_norms
         self.triplet_norms = [{} for _ in range(n)]
         self.triplets = {}
+        self.triplet_slot = {}
+        self.triplet_capacity = len(_GROUPS) * n
         self._triplet_flat = (np.zeros(0, dtype=int), np.zeros(0, dtype=int))
         self.rotation_error = []
-        self.table_bound = sine_error_bound(table)
+        self.table_bound = None if split_table else sine_error_bound(table)
         self.split_table = split_table
         self.table_split = sine_error_split(table)
         self.cordic_bound = cordic_error_bound()
@@ -1011,9 +1024,6 @@ class _Analysis:
             error_norm = np.minimum(error_norm, alt_error)
             remainder = min(remainder, alt_remainder)
         norms[group] = (value_norm, error_norm, remainder)
-        if self.vector_roundings:
-            self.current_regs = regs
-            self.close_triplets(node, group, pending, rotations)
         for c in comps:
             if group == "v" and c == "omega_dot_in_z":
                 continue
@@ -1025,8 +1035,10 @@ class _Analysis:
                            min(error.r, remainder))
             regs[c] = (value, error)
             self.check(node, c, value, error)
+        if self.vector_roundings:
+            self.close_triplets(node, regs, group, pending, rotations)
 
-    def close_triplets(self, node, group, pending, rotations):
+    def close_triplets(self, node, regs, group, pending, rotations):
         """Spectral-norm bounds of the rounding triplets' coefficient blocks in a group.
 
         A triplet is the three half-up roundings of one group's Dots at one node, each at most
@@ -1036,47 +1048,45 @@ class _Analysis:
         then every group's block is the sum of its source groups' blocks through the rule's
         exact linear maps (norm at most the rule's factor, :meth:`factor`) and of the parts
         outside the rules (their Frobenius norm), as the per-symbol norms of
-        :meth:`close_group` are, but for the block. :meth:`certificate` bounds each triplet's
+        :meth:`close_group` are, but for the block; the Frobenius norm of the components'
+        own coefficients bounds it too. :meth:`certificate` bounds each triplet's
         part of a torque by the smaller of the sum of its three coefficients and ``sqrt(3)
         ||B||`` of ``mu_out`` (``tau = mu_out_z`` plus friction, which holds no rounding of a
         vector).
         """
         comps, sources = _GROUPS[group]
         mine = self.triplet_norms[node]
-        blocks = {}
+        blocks = np.zeros(self.triplet_capacity)
         for name, kind in sources.items():
-            factor = self.factor(node, kind)
-            for key, value in mine.get(name, {}).items():
-                blocks[key] = blocks.get(key, 0.0) + factor * value
-        regs = self.current_regs
+            if name in mine:
+                blocks += self.factor(node, kind) * mine[name]
         rest = [pending[c][1].per_symbol() for c in comps]
         rest += [p.per_symbol() for parts in rotations.values() for p in parts]
         rest = np.array(rest)
-        own = tuple(c for c in comps if ("rounding", c, node) in self.errors.index)
+        own = [self.errors.index[("rounding", c, node)] for c in comps
+               if ("rounding", c, node) in self.errors.index]
         if own:
-            key = (group, node)
-            self.triplets[key] = np.array([self.errors.index[("rounding", c, node)]
-                                           for c in own])
-            blocks[key] = max(self.errors.magnitudes[k] for k in self.triplets[key])
-        keys = list(self.triplets)
-        if keys:
-            if len(self._triplet_flat[1]) != len(keys):
+            self.triplet_slot[(group, node)] = len(self.triplets)
+            self.triplets[(group, node)] = np.array(own)
+        count = len(self.triplets)
+        if count:
+            if len(self._triplet_flat[1]) != count:
+                keys = list(self.triplets)
                 flat = np.concatenate([self.triplets[k] for k in keys])
                 starts = np.cumsum([0] + [len(self.triplets[k]) for k in keys[:-1]])
                 self._triplet_flat = (flat, starts)
             flat, starts = self._triplet_flat
-            squares = np.sum(rest[:, flat] ** 2, axis=0)
-            frobenius = np.sqrt(np.add.reduceat(squares, starts))
-            for key, value in zip(keys, frobenius):
-                if value > 0 and key != (group, node):
-                    blocks[key] = blocks.get(key, 0.0) + float(value)
-        if self.mechanics and group in ("f_local", "mu_local") and not self.saturations:
-            keys = list(self.triplets)
-            alternative, _ = self.mechanics_error(node, regs, group, keys)
-            for key, value in zip(keys, alternative):
-                if key in blocks:
-                    blocks[key] = min(blocks[key], float(value))
-        mine[group] = {key: value * (1 + 1e-12) for key, value in blocks.items()}
+            blocks[:count] += np.sqrt(np.add.reduceat((rest[:, flat] ** 2).sum(axis=0), starts))
+            if own:
+                blocks[count - 1] = max(self.errors.magnitudes[k] for k in own)
+            # The block's Frobenius norm from the components' own coefficients bounds it too.
+            final = np.array([regs[c][1].per_symbol() for c in comps])
+            frobenius = np.sqrt(np.add.reduceat((final[:, flat] ** 2).sum(axis=0), starts))
+            blocks[:count] = np.minimum(blocks[:count], frobenius * (1 + 1e-12))
+            if self.mechanics and group in ("f_local", "mu_local") and not self.saturations:
+                alternative, _ = self.mechanics_error(node, regs, group, count)
+                blocks[:count] = np.minimum(blocks[:count], alternative)
+        mine[group] = blocks * (1 + 1e-12)
 
     def _cylinder(self, regs, prefix, norm, node=None):
         """Bounds ``(P, Z)`` of the xy-part and the z-component of a vector (frame of its
@@ -1225,7 +1235,9 @@ class _Analysis:
         every register, the exact first-order coefficient of each error symbol and a bound on
         the rest (no clamp has acted: this bound is only used while no register can
         saturate), so both this bound and the program-order one bound the same coefficients
-        and the smaller of the two holds.
+        and the smaller of the two holds. With ``triplets`` (a count), the same first-order
+        bound for the block norms of the first ``triplets`` rounding triplets
+        (:meth:`close_triplets`) instead of the symbols.
         """
         mech = self.link_mechanics(node)
         norms = self.norms[node]
@@ -1240,12 +1252,11 @@ class _Analysis:
             # The same bound for the rounding triplets' block norms (close_triplets): the
             # constants and the rotation hold no rounding of a vector, the motion's blocks
             # are carried, each own rounding triplet's block is diag(delta).
-            zero = np.zeros(len(triplets))
+            zero = np.zeros(triplets)
             blocks = self.triplet_norms[node]
 
             def carried(name):
-                known = blocks.get(name, {})
-                return np.array([known.get(key, 0.0) for key in triplets])
+                return blocks[name][:triplets] if name in blocks else zero
 
             m, r, mc = ((f[0], zero, f[2]) for f in (m, r, mc))
             w, wd = (norms["omega"][0], carried("omega"), w[2]), (wd[0], carried("omega_dot"),
@@ -1269,11 +1280,10 @@ class _Analysis:
                for name in ("u", "w_mc", "p_ddot", "f_local", "h", "mu_local")}
         if triplets is not None:
             for name in rho:
-                e = np.zeros(len(triplets))
-                if (name, node) in triplets:
-                    index = self.triplets[(name, node)]
-                    e[triplets.index((name, node))] = max(self.errors.magnitudes[k]
-                                                          for k in index)
+                e = np.zeros(triplets)
+                slot = self.triplet_slot.get((name, node), triplets)
+                if slot < triplets:
+                    e[slot] = max(self.errors.magnitudes[k] for k in self.triplets[(name, node)])
                 rho[name] = (0.0, e, 0.0)
         P = self._product
         if group == "f_local":
@@ -1642,9 +1652,11 @@ class _Analysis:
         ``vector_roundings`` each rounding triplet's three parts scaled down together to at most
         ``sqrt(3)`` times its block norm in ``mu_out`` (:meth:`close_triplets`)."""
         per = error.per_symbol()[:self.errors.used].copy()
-        blocks = self.triplet_norms[node].get("mu_out", {}) if self.vector_roundings else {}
-        for key, norm in blocks.items():
-            index = self.triplets[key]
+        blocks = self.triplet_norms[node].get("mu_out") if self.vector_roundings else None
+        for key, index in self.triplets.items() if blocks is not None else ():
+            norm = float(blocks[self.triplet_slot[key]])
+            if norm <= 0:
+                continue  # not carried to mu_out: its parts as they are
             total = float(np.sum(per[index]))
             limit = math.sqrt(3) * norm * (1 + 1e-12)
             if total > limit:
@@ -1665,6 +1677,9 @@ class _Analysis:
                 part = float(np.sum(per[kinds[:len(per)] == kind])) if len(per) else 0.0
                 sources.setdefault(kind, []).append(part)
             sources.setdefault("second order", []).append(error.r)
+            rounding = per[kinds[:len(per)] == "rounding"] if len(per) else per
+            sources.setdefault("rounding rms", []).append(
+                float(np.sqrt(np.sum(rounding ** 2) / 3)))
         by_input = {}
         for i in range(n):
             per = self.torque_per_symbol(i, nodes[i]["tau"][1])
