@@ -17,7 +17,7 @@ from linkdyn.host.experiments.identify import (HIGH_GAINS, PERTURBATION, VALIDAT
                                                perturb_plant, plant_torque)
 from linkdyn.host.experiments.loop import controller_configs
 from linkdyn.host.experiments.runs import reference_pose
-from linkdyn.host.experiments.track import TRACK_GAINS, eight_reference
+from linkdyn.host.experiments.track import TRACK_GAINS
 from linkdyn.host.experiments.report import write_experiment
 from linkdyn.model import load_robot
 from linkdyn.sim.plant import Plant
@@ -30,6 +30,13 @@ LONG = bool(os.environ.get("LINKDYN_LONG"))
 @pytest.fixture(scope="module")
 def short():
     return identify_experiment("ur5", 4.5)
+
+
+@pytest.fixture(scope="module")
+def written(short, tmp_path_factory):
+    """The short run's files, written once: (directory, summary entry)."""
+    out = tmp_path_factory.mktemp("identify")
+    return out, write_experiment("identify", short, out, "ur5")
 
 
 def test_perturbation_is_seeded_and_within_its_bounds():
@@ -138,8 +145,13 @@ def test_feedback_authority_is_the_inertia_times_the_limited_feedback():
     """Against MuJoCo's joint-space inertia at the pose and the limits of the configuration."""
     plant = Plant.from_reference("ur5")
     q0 = reference_pose(plant)
-    reference, _, _ = eight_reference(plant.robot, q0, hold=0.0, period=1.0)
-    times = np.arange(0.0, 1.5, 0.01)
+    amplitude = np.array([0.3, 0.05, 0.2, 0.02, 0.004, 0.3])        # rad, some past 0.1 rad
+
+    def reference(t):
+        phase = 0.5 * np.pi * t                                    # 0.25 Hz
+        return q0 + amplitude * np.sin(phase), 0.5 * np.pi * amplitude * np.cos(phase), None
+
+    times = np.arange(0.0, 4.0, 0.01)
     configs = controller_configs(plant.robot, TRACK_GAINS)
     states = [reference(t) for t in times]
     e = np.max([np.abs(s[0] - q0) for s in states], axis=0)
@@ -148,12 +160,13 @@ def test_feedback_authority_is_the_inertia_times_the_limited_feedback():
                              for j, c in enumerate(configs)])
     np.testing.assert_allclose(feedback_authority(plant.robot, TRACK_GAINS, q0, reference, times),
                                np.diag(plant.mass_matrix(q0)) * acceleration, rtol=1e-6)
-    # this fast eight takes joint 1 past both limits
-    assert acceleration[0] == pytest.approx(configs[0].lim_p + configs[0].lim_d)
+    # joint 1 past the position limit, joint 5 within both
+    assert acceleration[0] == pytest.approx(configs[0].lim_p + TRACK_GAINS.kd * v[0])
+    assert acceleration[4] == pytest.approx(TRACK_GAINS.kp * e[4] + TRACK_GAINS.kd * v[4])
 
 
-def test_files_summary_robot_file_and_plots(short, tmp_path):
-    entry = write_experiment("identify", short, tmp_path, "ur5")
+def test_files_summary_robot_file_and_plots(short, written):
+    tmp_path, entry = written
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert "Sect. 4.1" in summary["identify"]["paper"]
     for run in ("identify_excitation", "identify_validation", "identify_nominal",
@@ -166,9 +179,9 @@ def test_files_summary_robot_file_and_plots(short, tmp_path):
                                rtol=1e-12, atol=1e-15)
 
 
-def test_docs_section_says_per_joint_what_matches(short, tmp_path):
+def test_docs_section_says_per_joint_what_matches(short, written):
     from linkdyn.host.experiments.docs import results_section
-    write_experiment("identify", short, tmp_path, "ur5")
+    tmp_path, _ = written
     section = results_section(json.loads((tmp_path / "summary.json").read_text()))
     ratio = short["figures"]["identify_identified"]["torque_ratio"]
     good = [str(j + 1) for j, r in enumerate(ratio) if r <= 0.5]
