@@ -59,7 +59,7 @@ from .runs import _cycles, reference_pose
 from .track import TRACK_GAINS, eight_reference
 
 __all__ = ["HIGH_GAINS", "PERTURBATION", "IDENTIFY_RUNS", "VALIDATION_HOLD", "perturb_plant",
-           "identify_experiment", "board_torque_errors"]
+           "identify_experiment", "board_torque_errors", "feedback_authority"]
 
 #: High-gain position control for the excitation run (paper: "high-gain position feedback").
 HIGH_GAINS = GainSet(40.0, 1.0)
