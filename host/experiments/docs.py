@@ -171,20 +171,32 @@ def _identify(entry):
             ("held-out excitation torque RMS per joint, identified",
              _joints(ident["validation_rms_identified"]) + " N·m")]
     matches, differs = [], []
-    for name in ("identify_nominal", "identify_identified"):
+    level = entry["truth"]["frictionloss"]
+    runs = (("identify_validation", "the validation eight (high gains, the identified model in "
+             "the nodes; the acceptance)"),
+            ("identify_nominal", "the compliant eight, the nominal model in the nodes"),
+            ("identify_identified", "the compliant eight, the identified model in the nodes"))
+    for name, what in runs:
         g = f[name]
-        for key, what in (("torque_rms_nominal", "nominal model"),
-                          ("torque_rms_identified", "identified model"),
-                          ("torque_rms_plant_parameters", "the plant's own parameters")):
-            rows.append((f"`{name}`: torque RMS against the applied torque, {what}",
+        rows.append((f"**`{name}`**: {what}", ""))
+        for key, label in (("torque_rms_nominal", "nominal model"),
+                           ("torque_rms_identified", "identified model"),
+                           ("torque_rms_plant_parameters", "the plant's own parameters")):
+            rows.append((f"`{name}`: torque RMS against the applied torque, {label}",
                          _joints(g[key]) + " N·m"))
         rows.append((f"`{name}`: ratio identified / nominal", _joints(g["torque_ratio"])))
-        for key, what in (("model_rms_nominal", "nominal"), ("model_rms_identified",
-                                                             "identified")):
-            rows.append((f"`{name}`: {what} model against the plant's own dynamics",
+        for key, label in (("model_rms_nominal", "nominal"), ("model_rms_identified",
+                                                              "identified")):
+            rows.append((f"`{name}`: {label} model against the plant's own dynamics",
                          _joints(g[key]) + " N·m"))
         rows.append((f"`{name}`: ratio identified / nominal against the plant's own dynamics",
                      _joints(g["model_ratio"])))
+        rows.append((f"`{name}`: joint range on the eight, measured / reference",
+                     " / ".join(f"{m:.3f}/{r:.3f}" for m, r in zip(g["q_range"],
+                                                                 g["q_ref_range"])) + " rad"))
+        rows.append((f"`{name}`: largest feedback torque on a joint at rest / its dry friction",
+                     " / ".join(f"{a:.2f}/{b:.2f}" for a, b in zip(g["feedback_authority"],
+                                                                 level)) + " N·m"))
         rows.append((f"`{name}`: tracking RMS error on the eight", _mm(g["rms_error_eight"])))
         good = [j + 1 for j, r in enumerate(g["torque_ratio"]) if r <= 0.5]
         bad = [j + 1 for j, r in enumerate(g["torque_ratio"]) if r > 0.5]
@@ -194,29 +206,43 @@ def _identify(entry):
         if bad:
             floor = g["torque_rms_plant_parameters"]
             at_floor = all(g["torque_rms_nominal"][j - 1] <= 1.5 * floor[j - 1] for j in bad)
-            differs.append(f"`{name}`: not on joints {', '.join(map(str, bad))} (ratios "
-                           + ", ".join(f"{g['torque_ratio'][j - 1]:.2f}" for j in bad)
-                           + "; there the nominal model errs by "
-                           + ", ".join(f"{g['torque_rms_nominal'][j - 1]:.2f}" for j in bad)
-                           + " N·m, the plant's own parameters by "
-                           + ", ".join(f"{floor[j - 1]:.2f}" for j in bad) + " N·m"
-                           + (": the nominal model is already within 1.5x of that floor)"
-                              if at_floor else ")"))
-    g = f["identify_identified"]
+            moved = [m / r for m, r in zip(g["q_range"], g["q_ref_range"])]
+            stuck = [j for j in bad if moved[j - 1] < 0.1]
+            text = (f"`{name}`: not on joints {', '.join(map(str, bad))} (ratios "
+                    + ", ".join(f"{g['torque_ratio'][j - 1]:.2f}" for j in bad)
+                    + "; there the nominal model errs by "
+                    + ", ".join(f"{g['torque_rms_nominal'][j - 1]:.2f}" for j in bad)
+                    + " N·m, the plant's own parameters by "
+                    + ", ".join(f"{floor[j - 1]:.2f}" for j in bad) + " N·m"
+                    + (": the nominal model is already within 1.5x of that floor"
+                       if at_floor else ""))
+            if stuck:
+                text += ("; joints " + ", ".join(map(str, stuck)) + " held by dry friction: "
+                         "on the eight they move through "
+                         + ", ".join(f"{moved[j - 1]:.0%}" for j in stuck)
+                         + " of the reference's range; the feedback can command at most "
+                         + ", ".join(f"{g['feedback_authority'][j - 1]:.2f}" for j in stuck)
+                         + " N·m on a joint at rest (its bound over the eight) against a "
+                         "friction of "
+                         + ", ".join(f"{level[j - 1]:.2f}" for j in stuck)
+                         + " N·m, and a joint at rest takes any torque inside that band")
+            differs.append(text + ")")
+    g = f["identify_validation"]
     worst = max(i / p for i, p in zip(g["torque_rms_identified"],
                                       g["torque_rms_plant_parameters"]))
-    matches.append("with the identified model in the nodes its torque error on the eight is at "
-                   f"most {worst:.2f}x that of the plant's own parameters on every joint")
-    model = f["identify_identified"]["model_ratio"]
+    matches.append("in the validation the identified model's torque error on the eight is at most "
+                   f"{worst:.2f}x that of the plant's own parameters on every joint")
+    model = g["model_ratio"]
     good = [j + 1 for j, r in enumerate(model) if r <= 0.5]
     if good:
-        matches.append("against the plant's own dynamics (no stiction, no measurement) the "
-                       "identified model's error is at most half the nominal's on joints "
-                       + ", ".join(map(str, good)))
+        matches.append("in the validation, against the plant's own dynamics (no stiction, no "
+                       "measurement) the identified model's error is at most half the "
+                       "nominal's on joints " + ", ".join(map(str, good)))
     nominal = f["identify_nominal"]["rms_error_eight"]
     identified = f["identify_identified"]["rms_error_eight"]
-    matches.append(f"the eight tracked with the identified model in the nodes: RMS error "
-                   f"{_mm(identified)} against {_mm(nominal)} with the nominal model")
+    (matches if identified < nominal else differs).append(
+        f"the compliant eight tracked with the identified model in the nodes: RMS error "
+        f"{_mm(identified)} against {_mm(nominal)} with the nominal model")
     return rows, matches, differs
 
 

@@ -160,9 +160,10 @@ def describe_identify(result, out):
     """Return the ``ours`` line, write the plots and the identified robot file."""
     figures = result["figures"]
     lines = []
-    for name in ("identify_nominal", "identify_identified"):
+    for name in ("identify_validation", "identify_nominal", "identify_identified"):
         f = figures[name]
-        lines.append(f"{name} (model in the nodes: {f['model_in_the_nodes']}): torque RMS "
+        lines.append(f"{name} (model in the nodes: {f['model_in_the_nodes']}, omega "
+                     f"{f['gains']['omega']:g} rad/s): torque RMS "
                      "nominal " + "/".join(f"{v:.2f}" for v in f["torque_rms_nominal"])
                      + " N·m, identified " + "/".join(f"{v:.2f}" for v in
                                                        f["torque_rms_identified"])
@@ -184,7 +185,7 @@ def describe_identify(result, out):
 
 def _plot_identify_torques(result, path):
     plt = _pyplot()
-    data = result["objects"]["torque"]["identify_identified"]["_data"]
+    data = result["objects"]["torque"]["identify_validation"]["_data"]
     t, measured = data["t"], data["tau"]
     n = measured.shape[1]
     fig, axes = plt.subplots(n // 2, 2, figsize=(11, 7), sharex=True)
@@ -201,9 +202,9 @@ def _plot_identify_torques(result, path):
         ax.legend(fontsize=6, loc="upper right")
     for ax in axes[-1]:
         ax.set_xlabel("t, s")
-    fig.suptitle("Figure-eight on the perturbed plant (identified model in the nodes): torques "
-                 "the nodes compute for the measured motion vs applied (cf. paper Fig. 10)",
-                 fontsize=9)
+    fig.suptitle("identify_validation: the figure-eight on the perturbed plant (identified model "
+                 "in the nodes, high gains)\ntorques each model computes for the measured motion "
+                 "vs the applied torque (cf. paper Fig. 10)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -219,11 +220,13 @@ def _plot_identify_tracking(result, path):
     axes[0].set_xlabel("t, s")
     axes[0].set_title("identify_excitation: the optimised excitation on the plant (high gains; "
                       "cf. paper Fig. 9)", fontsize=9)
-    for name in ("identify_nominal", "identify_identified"):
+    for name, what in (("identify_nominal", "compliant, nominal model"),
+                       ("identify_identified", "compliant, identified model"),
+                       ("identify_validation", "high gains, identified model")):
         run = result["runs"][name]
-        axes[1].plot(run.t, np.linalg.norm(run.error, axis=1) * 1e3, label=name)
+        axes[1].plot(run.t, np.linalg.norm(run.error, axis=1) * 1e3, label=f"{name} ({what})")
     axes[1].set_ylabel("|x_ee - x_ref|, mm")
-    axes[1].set_xlabel("t, s (hold, then the eight; compliant gains of track)")
+    axes[1].set_xlabel("t, s (rest, then the eight)")
     axes[1].legend(fontsize=8)
     for ax in axes:
         ax.grid(alpha=0.3)
