@@ -608,18 +608,26 @@ class ControlledChain(wiring.Component):
         word_out = Signal(_W)
         # The controllers' Q15.16 q, qd, qdd into the nodes' formats, the nodes' tau back
         # (linkdyn.model.microprogram.rescale_word, word for word as the model does).
+        # The word (node, k) is chosen first and rescaled once, by the shift of its quantity k
+        # (one rescaling per distinct format, not one per node and word).
         rmap = spec.registers
         controller_bits = CONTROLLER_WORD.fraction_bits
+        raw_word = Signal(signed(_W))
         with m.Switch(node):
             for i, joint in enumerate(joints):
                 with m.Case(i):
                     with m.Switch(k):
-                        for index, (name, value) in enumerate(zip(
-                                ("q", "qd", "qdd"),
-                                (joint.model.q, joint.model.qd, joint.model.qdd))):
+                        for index, value in enumerate(
+                                (joint.model.q, joint.model.qd, joint.model.qdd)):
                             with m.Case(index):
-                                m.d.comb += model_word.eq(rescale_expression(
-                                    value, controller_bits, rmap[name].format.fraction_bits))
+                                m.d.comb += raw_word.eq(value)
+        input_bits = [rmap[name].format.fraction_bits for name in ("q", "qd", "qdd")]
+        rescaled = {bits: rescale_expression(raw_word, controller_bits, bits)
+                    for bits in dict.fromkeys(input_bits)}
+        with m.Switch(k):
+            for index, bits in enumerate(input_bits):
+                with m.Case(index):
+                    m.d.comb += model_word.eq(rescaled[bits])
 
         def last_node():
             return node == n - 1
