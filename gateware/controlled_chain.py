@@ -254,7 +254,7 @@ class ControlledChain(wiring.Component):
                          joint.reference.qd.eq(reference[i][1]),
                          joint.reference.qdd.eq(reference[i][2])]
         control_period = Signal(_W)
-        period_count = Signal(_W)
+        period_count = Signal(_W)    # the cycles left in the period (counts down to 1)
         control_steps = Signal(_W)
         overruns = Signal(_W)
         latency = Signal(_W)
@@ -327,8 +327,7 @@ class ControlledChain(wiring.Component):
                          joint.reference.strobe.eq(reference_strobe[i]),
                          joint.message_strobe.eq(message_strobe)]
 
-        # CONTROL_PERIOD - 1 (mod 2**32) and CONTROL_PERIOD == 0, set with the register.
-        self._period_last = Signal(_W, init=_MASK)
+        # CONTROL_PERIOD == 0, set with the register.
         self._period_off = Signal(init=1)
         self._elaborate_timer(m, control_period, period_count, stepping, step_due, overruns)
         # The state the front end and the sequencer share.
@@ -352,14 +351,16 @@ class ControlledChain(wiring.Component):
     def _elaborate_timer(self, m, period, count, stepping, step_due, overruns):
         """Add the timer: with ``period`` p > 0, a step is due every p cycles; a step due while
         one runs or is still waiting to start is skipped and counted in ``overruns``."""
-        # p - 1 and p == 0 are registered when CONTROL_PERIOD is written (the front end), so
-        # that one comparator is all that comes before the decision.
-        period_last, period_off = self._period_last, self._period_off
+        # ``count`` is the cycles left in the period: loaded with p when CONTROL_PERIOD is
+        # written (the front end), it counts down and the period ends where it reads 1 (p
+        # cycles after the write, then every p); p == 0 is registered with the register. A
+        # decrementer and a test for 1 come before the decision (no comparator, no p - 1).
+        period_off = self._period_off
         wrap = Signal()
-        m.d.comb += wrap.eq(count >= period_last)
-        m.d.sync += count.eq(count + 1)
+        m.d.comb += wrap.eq(count == 1)
+        m.d.sync += count.eq(count - 1)
         with m.If(period_off | wrap):
-            m.d.sync += count.eq(0)
+            m.d.sync += count.eq(period)
         with m.If(~period_off & wrap):
             with m.If(stepping | step_due):
                 with m.If(overruns != _MASK):
@@ -445,8 +446,8 @@ class ControlledChain(wiring.Component):
                                 decoded.own_index == own.index("CONTROL_PERIOD"))
                         with m.If(period_write):
                             # CONTROL_PERIOD: the timer restarts.
-                            m.d.sync += [control_period.eq(req.wdata), period_count.eq(0),
-                                         self._period_last.eq(req.wdata - 1),
+                            m.d.sync += [control_period.eq(req.wdata),
+                                         period_count.eq(req.wdata),
                                          self._period_off.eq(req.wdata == 0),
                                          step_due.eq(0)]
                             answer(req.wdata)
