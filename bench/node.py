@@ -218,13 +218,15 @@ def report(measured, synthesis, *, command="python -m linkdyn.bench.node"):
         "DP16KD on ECP5); the register file is two 128 x 32 copies (one per operand read port, "
         "written together), one RAMB8 (one DP16KD) each; the 33 x 32-bit multiplier is four "
         "DSP48A1 (four MULT18X18D); the schedule ROM (one 32-bit slot per cycle) is logic. The "
-        "CORDIC's two 46-bit barrel shifters (24 shift amounts) and its three adders are the "
+        "CORDIC's 46-bit barrel shifters (24 shift amounts: two with one-cycle steps, one "
+        "shared by X and Y with two-cycle steps) and its three adders are the "
         "largest single item. Its step timing is per family "
         "(`linkdyn.gateware.cordic.STEP_CYCLES`, the same in the board builds): "
         + "; ".join(f"{family} {steps} cycle{'s' if steps > 1 else ''} per step (latency "
                     f"{CordicArctangent.latency_of(CORDIC, steps)})"
                     for family, steps in STEP_CYCLES.items())
-        + ". Two-cycle steps register the shifts (100 MHz on an ECP5) and take more LUTs; "
+        + ". Two-cycle steps register every shift and every addition (100 MHz on an ECP5), "
+        "on one shifter (fewer LUT4 on the ECP5, a few more LUT6 on the Spartan-6); "
         f"the schedule allows {program.timing.atan} cycles either way.",
         "",
         f"Tools: Amaranth 0.5 RTLIL, {tool_version('yosys') or 'Yosys (none)'}; {platform.machine()}, "

@@ -258,7 +258,7 @@ class ControlledChain(wiring.Component):
                          joint.reference.qd.eq(reference[i][1]),
                          joint.reference.qdd.eq(reference[i][2])]
         control_period = Signal(_W)
-        period_count = Signal(_W)
+        period_count = Signal(_W)    # the cycles left in the period (counts down to 1)
         control_steps = Signal(_W)
         overruns = Signal(_W)
         latency = Signal(_W)
@@ -331,8 +331,7 @@ class ControlledChain(wiring.Component):
                          joint.reference.strobe.eq(reference_strobe[i]),
                          joint.message_strobe.eq(message_strobe)]
 
-        # CONTROL_PERIOD - 1 (mod 2**32) and CONTROL_PERIOD == 0, set with the register.
-        self._period_last = Signal(_W, init=_MASK)
+        # CONTROL_PERIOD == 0, set with the register.
         self._period_off = Signal(init=1)
         self._elaborate_timer(m, control_period, period_count, stepping, step_due, overruns)
         # The state the front end and the sequencer share.
@@ -356,14 +355,16 @@ class ControlledChain(wiring.Component):
     def _elaborate_timer(self, m, period, count, stepping, step_due, overruns):
         """Add the timer: with ``period`` p > 0, a step is due every p cycles; a step due while
         one runs or is still waiting to start is skipped and counted in ``overruns``."""
-        # p - 1 and p == 0 are registered when CONTROL_PERIOD is written (the front end), so
-        # that one comparator is all that comes before the decision.
-        period_last, period_off = self._period_last, self._period_off
+        # ``count`` is the cycles left in the period: loaded with p when CONTROL_PERIOD is
+        # written (the front end), it counts down and the period ends where it reads 1 (p
+        # cycles after the write, then every p); p == 0 is registered with the register. A
+        # decrementer and a test for 1 come before the decision (no comparator, no p - 1).
+        period_off = self._period_off
         wrap = Signal()
-        m.d.comb += wrap.eq(count >= period_last)
-        m.d.sync += count.eq(count + 1)
+        m.d.comb += wrap.eq(count == 1)
+        m.d.sync += count.eq(count - 1)
         with m.If(period_off | wrap):
-            m.d.sync += count.eq(0)
+            m.d.sync += count.eq(period)
         with m.If(~period_off & wrap):
             with m.If(stepping | step_due):
                 with m.If(overruns != _MASK):
@@ -451,8 +452,8 @@ class ControlledChain(wiring.Component):
                                 decoded.own_index == own.index("CONTROL_PERIOD"))
                         with m.If(period_write):
                             # CONTROL_PERIOD: the timer restarts.
-                            m.d.sync += [control_period.eq(req.wdata), period_count.eq(0),
-                                         self._period_last.eq(req.wdata - 1),
+                            m.d.sync += [control_period.eq(req.wdata),
+                                         period_count.eq(req.wdata),
                                          self._period_off.eq(req.wdata == 0),
                                          step_due.eq(0)]
                             answer(req.wdata)
@@ -614,18 +615,26 @@ class ControlledChain(wiring.Component):
         word_out = Signal(_W)
         # The controllers' Q15.16 q, qd, qdd into the nodes' formats, the nodes' tau back
         # (linkdyn.model.microprogram.rescale_word, word for word as the model does).
+        # The word (node, k) is chosen first and rescaled once, by the shift of its quantity k
+        # (one rescaling per distinct format, not one per node and word).
         rmap = spec.registers
         controller_bits = CONTROLLER_WORD.fraction_bits
+        raw_word = Signal(signed(_W))
         with m.Switch(node):
             for i, joint in enumerate(joints):
                 with m.Case(i):
                     with m.Switch(k):
-                        for index, (name, value) in enumerate(zip(
-                                ("q", "qd", "qdd"),
-                                (joint.model.q, joint.model.qd, joint.model.qdd))):
+                        for index, value in enumerate(
+                                (joint.model.q, joint.model.qd, joint.model.qdd)):
                             with m.Case(index):
-                                m.d.comb += model_word.eq(rescale_expression(
-                                    value, controller_bits, rmap[name].format.fraction_bits))
+                                m.d.comb += raw_word.eq(value)
+        input_bits = [rmap[name].format.fraction_bits for name in ("q", "qd", "qdd")]
+        rescaled = {bits: rescale_expression(raw_word, controller_bits, bits)
+                    for bits in dict.fromkeys(input_bits)}
+        with m.Switch(k):
+            for index, bits in enumerate(input_bits):
+                with m.Case(index):
+                    m.d.comb += model_word.eq(rescaled[bits])
 
         def last_node():
             return node == n - 1

@@ -476,7 +476,16 @@ class JointController(wiring.Component):
         #    (-> 5), round half up and saturate (-> 6), write (cycle 6) --
         mul_a = Signal(signed(W))
         mul_b = Signal(signed(W))
-        m.d.sync += [mul_a.eq(a), mul_b.eq(b)]
+        if self._pipelined:
+            # Operand registers of their own (loaded as `a`, `b` are, enabled by a `mul`), so
+            # that the multiplier's operands need not sit beside the ALU's.
+            a_mul = Signal(signed(W))
+            b_mul = Signal(signed(W))
+            with m.If(control.mul):
+                m.d.sync += [a_mul.eq(a_read), b_mul.eq(read_b.data)]
+            m.d.sync += [mul_a.eq(a_mul), mul_b.eq(b_mul)]
+        else:
+            m.d.sync += [mul_a.eq(a), mul_b.eq(b)]
         low = 17
         a_lo = Cat(mul_a[:low], Const(0, 1)).as_signed()
         b_lo = Cat(mul_b[:low], Const(0, 1)).as_signed()

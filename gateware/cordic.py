@@ -1,5 +1,6 @@
 """The arctangent of the friction model (eq. 20): CORDIC in vectoring mode, one step per cycle
-or per two cycles (the shifts, registered, then the additions), by family (:data:`STEP_CYCLES`).
+or per two cycles (one shared shifter; every shift and addition registered), by family
+(:data:`STEP_CYCLES`).
 
 Bit-exact with :meth:`linkdyn.model.tables.Cordic.atan`: the vector ``(X, Y) = (2**30, x << 14)``
 is rotated towards the x axis; step ``i`` (``i = 0 .. iterations - 1``)::
@@ -35,10 +36,12 @@ __all__ = ["CordicArctangent", "state_widths", "STEP_CYCLES"]
 
 #: Cycles per CORDIC step (:class:`CordicArctangent`'s ``step_cycles``) on each FPGA family the
 #: project builds for, by the family names of the board tops (``BoardTop.family``) and of the
-#: node benchmark (:data:`linkdyn.bench.node.FAMILIES`). ECP5: two, the registered shifts
-#: meet 100 MHz on an ECP5-6; Spartan-6: one, the smaller unit (117 LUT6 less per node: the
-#: <= 1,500 LUT6 node goal; whether it meets a Spartan-6 board's clock is for ISE's timing
-#: report). The one definition of which family uses which.
+#: node benchmark (:data:`linkdyn.bench.node.FAMILIES`). ECP5: two, every shift and every
+#: addition between registers (100 MHz on an ECP5-6), on one shared barrel shifter (one node,
+#: Yosys ``synth_ecp5``: 2,801 LUT4 against 2,906 with the two shifters of before); Spartan-6:
+#: one, the smaller unit there (the unit alone 558 LUT6 against 586 for two-cycle steps;
+#: whether it meets a Spartan-6 board's clock is for ISE's timing report). The one definition
+#: of which family uses which.
 STEP_CYCLES = {"ecp5": 2, "xc6s": 1}
 
 
@@ -90,10 +93,11 @@ class CordicArctangent(wiring.Component):
     step_cycles : int
         Cycles per step, 1 or 2 (default 2; per family: :data:`STEP_CYCLES`).
 
-        - 2: the barrel shifts ``Y >> i``, ``X >> i`` (and the angle ``A[i]``, the direction)
-          into registers in one cycle, the three additions in the next; latency
-          ``2 iterations + 1`` (49 for the default definition). One cycle for both does not
-          meet 100 MHz on an ECP5.
+        - 2: one barrel shifter, shared: every cycle shifts ``X`` or ``Y`` into a register
+          and every addition reads registers only (the order of two steps in four cycles:
+          :meth:`_elaborate_shared_shifter`); latency ``2 iterations + 1`` (49 for the
+          default definition). One cycle for a shift and an addition does not meet 100 MHz
+          on an ECP5. The definition's iterations must be even.
         - 1: shift and add in one cycle, no registers between them; latency
           ``iterations + 1`` (25), and fewer LUTs (no shift registers, and the inversion of a
           subtraction merges into the shifter's LUTs).
@@ -116,13 +120,17 @@ class CordicArctangent(wiring.Component):
     TypeError
         If ``cordic`` is not a :class:`~linkdyn.model.tables.Cordic`.
     ValueError
-        If ``step_cycles`` is not 1 or 2.
+        If ``step_cycles`` is not 1 or 2, or is 2 for a definition with an odd number of
+        iterations.
     """
 
     def __init__(self, cordic=CORDIC, *, step_cycles=2):
         if not isinstance(cordic, Cordic):
             raise TypeError(f"cordic must be a Cordic, not {cordic!r}")
         self._step_cycles = self.check_step_cycles(step_cycles)
+        if self._step_cycles == 2 and cordic.iterations % 2:
+            raise ValueError(f"Two-cycle steps run the iterations in pairs: the definition's "
+                             f"iterations must be even, not {cordic.iterations}")
         self._cordic = cordic
         super().__init__({
             "start": In(1),
@@ -168,6 +176,8 @@ class CordicArctangent(wiring.Component):
         return self.latency_of(self._cordic, self._step_cycles)
 
     def elaborate(self, platform):
+        if self._step_cycles == 2:
+            return self._elaborate_shared_shifter()
         m = Module()
         c = self._cordic
         n = c.iterations
@@ -178,22 +188,18 @@ class CordicArctangent(wiring.Component):
         step = Signal(range(n))
         angles = Array(Const(angle, signed(WORD_WIDTH)) for angle in c.angles)
 
-        # Two-cycle steps: a shift phase, dx = Y >> i, dy = X >> i and the angle A[i] into
-        # registers (and the direction), then an add phase, the three additions. One-cycle
-        # steps: the same values without the registers, every busy cycle adds.
+        # One-cycle steps: dx = Y >> i, dy = X >> i, the angle A[i] and the direction, and
+        # every busy cycle adds.
         dx = Signal(signed(y_bits))
         dy = Signal(unsigned(x_bits))
         angle = Signal(signed(WORD_WIDTH))
         positive = Signal()
-        adding = Signal()  # two-cycle steps: the add phase
-        shifted = [
+        m.d.comb += [
             dx.eq(big_y >> step),
             dy.eq(big_x >> step),
             angle.eq(angles[step]),
             positive.eq(~big_y[-1]),
         ]
-        if self._step_cycles == 1:
-            m.d.comb += shifted
         m.d.sync += self.done.eq(0)
         with m.If(self.start):
             m.d.sync += [
@@ -203,11 +209,6 @@ class CordicArctangent(wiring.Component):
                 step.eq(0),
                 self.busy.eq(1),
             ]
-            if self._step_cycles == 2:
-                m.d.sync += adding.eq(0)
-        if self._step_cycles == 2:
-            with m.Elif(self.busy & ~adding):
-                m.d.sync += [*shifted, adding.eq(1)]
         with m.Elif(self.busy):
             m.d.sync += [
                 big_x.eq(Mux(positive, big_x + dx, big_x - dx)),
@@ -215,8 +216,82 @@ class CordicArctangent(wiring.Component):
                 z.eq(Mux(positive, z + angle, z - angle)),
                 step.eq(step + 1),
             ]
-            if self._step_cycles == 2:
-                m.d.sync += adding.eq(0)
             with m.If(step == n - 1):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
+        return m
+
+    def _elaborate_shared_shifter(self):
+        """Two-cycle steps on one barrel shifter: every cycle shifts one of ``X``, ``Y`` into
+        a register, every addition reads registers only.
+
+        Two steps ``i`` (even) and ``i + 1`` take four cycles, ``p = 0 .. 3``, each shifting
+        the value that is final in that cycle (``d_k`` the direction of step ``k``, ``Y_k >=
+        0``)::
+
+            p  shifter            X                     Y                      Z
+            0  dx = Y_i >> i      X_i = X_(i-1) +- dx'                         Z +- A[i]
+            1  dy = X_i >> i      X_(i+1) = X_i +- dx
+            2  dy = X_(i+1) >> i+1                      Y_(i+1) = Y_i -+ dy
+            3  dx = Y_(i+1) >> i+1                      Y_(i+2) = Y_(i+1) -+ dy  Z +- A[i+1]
+
+        (in ``p = 0`` the last ``X`` addition of the steps before, with their direction kept
+        from ``p = 3``; in ``p = 2`` ``dy`` is read before it is replaced). ``Z`` is final
+        after the last step's ``p = 3``: the latency is the one of two cycles per step.
+        """
+        m = Module()
+        c = self._cordic
+        n = c.iterations
+        x_bits, y_bits = state_widths(c)
+        big_x = Signal(unsigned(x_bits))
+        big_y = Signal(signed(y_bits))
+        z = self.result
+        shift = Signal(range(n))         # the step whose shifts run: i in p 0, 1; i + 1 in 2, 3
+        phase = Signal(2)
+        first = Signal()                 # no X addition of the steps before is pending
+        kept = Signal()                  # the direction of step i + 1, for X in the next p 0
+        angles = Array(Const(angle, signed(WORD_WIDTH)) for angle in c.angles)
+
+        width = max(x_bits + 1, y_bits)
+        operand = Signal(signed(width))
+        m.d.comb += operand.eq(Mux(phase.matches(1, 2), big_x, big_y))
+        shifted = Signal(signed(width))
+        m.d.comb += shifted.eq(operand >> shift)
+        dx = Signal(signed(y_bits))
+        dy = Signal(unsigned(x_bits))
+        positive = Signal()
+        m.d.comb += positive.eq(~big_y[-1])
+
+        m.d.sync += self.done.eq(0)
+        with m.If(self.start):
+            m.d.sync += [
+                big_x.eq(1 << 30),
+                big_y.eq(self.x << c.input_shift),
+                z.eq(0),
+                shift.eq(0),
+                phase.eq(0),
+                first.eq(1),
+                self.busy.eq(1),
+            ]
+        with m.Elif(self.busy):
+            m.d.sync += phase.eq(phase + 1)
+            with m.Switch(phase):
+                with m.Case(0):
+                    m.d.sync += [dx.eq(shifted), first.eq(0),
+                                 z.eq(Mux(positive, z + angles[shift], z - angles[shift]))]
+                    with m.If(~first):
+                        m.d.sync += big_x.eq(Mux(kept, big_x + dx, big_x - dx))
+                with m.Case(1):
+                    m.d.sync += [dy.eq(shifted), shift.eq(shift + 1),
+                                 big_x.eq(Mux(positive, big_x + dx, big_x - dx))]
+                with m.Case(2):
+                    m.d.sync += [dy.eq(shifted),
+                                 big_y.eq(Mux(positive, big_y - dy, big_y + dy))]
+                with m.Case(3):
+                    m.d.sync += [dx.eq(shifted), kept.eq(positive),
+                                 big_y.eq(Mux(positive, big_y - dy, big_y + dy)),
+                                 z.eq(Mux(positive, z + angles[shift], z - angles[shift]))]
+                    with m.If(shift == n - 1):
+                        m.d.sync += [self.busy.eq(0), self.done.eq(1)]
+                    with m.Else():
+                        m.d.sync += shift.eq(shift + 1)
         return m

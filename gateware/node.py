@@ -333,8 +333,9 @@ class LinkDynNode(wiring.Component):
         (:meth:`~linkdyn.model.microprogram.RegisterMap.bank_address`), chosen per request.
     cordic_step_cycles : int
         Cycles per step of the CORDIC (:class:`~linkdyn.gateware.cordic.CordicArctangent`'s
-        ``step_cycles``): 2 (default, registered shifts: 100 MHz on an ECP5) or 1 (fewer LUTs;
-        per family: :data:`linkdyn.gateware.cordic.STEP_CYCLES`). Only the CORDIC's latency
+        ``step_cycles``): 2 (default, every shift and addition registered: 100 MHz on an ECP5)
+        or 1 (fewer LUT6 on a Spartan-6; per family: :data:`linkdyn.gateware.cordic.
+        STEP_CYCLES`). Only the CORDIC's latency
         changes (49 or 25 cycles, both within the schedule's ``MacTiming.atan``), not the
         schedule, the cycle counts or the results.
 
