@@ -131,11 +131,13 @@ def _plot_track_error(result, path):
                      lw=1.0 if name != "track_disturbed_unsaturated" else 1.4,
                      ls="-" if name != "track_disturbed_unsaturated" else ":")
     log = result["runs"]["track_disturbed"]
-    axes[1].plot(log.t, -log.f[:, 0], label="F_x on the tool (wrist)")
-    axes[1].plot(log.t, -log.f[:, 1], label="F_y")
-    axes[1].plot(log.t, -log.f[:, 2], label="F_z")
-    axes[1].plot(log.t, np.linalg.norm(log.d, axis=1), "k:", lw=1.0,
-                 label="|applied| (tool or forearm)")
+    # The CSV's convention (issue 15's columns): fx, fy, fz is the force the tool exerts, as
+    # the wrist sensor measures it; a push d on the tool is held by the tool exerting -d.
+    for k, axis in enumerate("xyz"):
+        line, = axes[1].plot(log.t, log.f[:, k], lw=1.0, label=f"f{axis} (wrist)")
+        if np.any(log.d[:, k]):
+            axes[1].plot(log.t, -log.d[:, k], ":", color=line.get_color(), lw=1.2,
+                         label=f"-d{axis} (applied, tool or forearm)")
     s = result["figures"]["track_disturbed"]["stiffness"]
     axes[0].axvspan(result["hold"] - 0.5, result["hold"], color="0.9", zorder=0)
     axes[0].set_ylabel("|x_ee - x_ref|, mm")
@@ -143,7 +145,7 @@ def _plot_track_error(result, path):
                       f"{s['predicted_stiffness']:.1f} N/m; saturation "
                       f"{result['stiffness']['saturation_force']:.2f} N (joint "
                       f"{result['stiffness']['saturating_joint']})", fontsize=9)
-    axes[1].set_ylabel("force, N")
+    axes[1].set_ylabel("force the tool exerts, N\n(CSV fx, fy, fz)")
     axes[1].set_xlabel("t, s (hold at the start pose, then the eight)")
     for ax in axes:
         ax.grid(alpha=0.3)
