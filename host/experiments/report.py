@@ -205,7 +205,8 @@ def _write_experiment(name, result, out, robot):
                                      for s in ("low", "medium", "high"))
                          + "); ordered as designed: "
                          + str(order[0] > order[1] > order[2]))
-        entry["plots"] = [_plot_point(result, out / "point.png")]
+        entry["plots"] = [_plot_point(result, out / "point.png")] + _scene("point", result,
+                                                                          out, robot)
     elif name == "track":
         entry["ours"], entry["plots"] = describe_track(result, out)
     elif name == "identify":
@@ -219,7 +220,8 @@ def _write_experiment(name, result, out, robot):
                          + ("torque limit reached at "
                             f"{c['force_at_first_clip']:.0f} N" if c["saturated"]
                             else "no joint at its torque limit"))
-        entry["plots"] = [_plot_contact(result, out / "contact.png")]
+        entry["plots"] = [_plot_contact(result, out / "contact.png")] + _scene("contact", result,
+                                                                          out, robot)
     else:
         figures = result["figures"]
         entry["ours"] = (f"RMS error none {figures['payload_none']['rms_error'] * 1e3:.1f} mm, "
@@ -227,12 +229,20 @@ def _write_experiment(name, result, out, robot):
                          f"({figures['payload_unmodelled']['ratio_to_none']:.1f}x), modelled "
                          f"{figures['payload_modelled']['rms_error'] * 1e3:.1f} mm "
                          f"({figures['payload_modelled']['ratio_to_none']:.2f}x)")
-        entry["plots"] = [_plot_payload(result, out / "payload.png")]
+        entry["plots"] = [_plot_payload(result, out / "payload.png")] + _scene("payload", result,
+                                                                          out, robot)
     path = out / "summary.json"
     summary = _read_summary(path) if path.exists() else {}
     summary[name] = entry
     path.write_text(json.dumps(summary, indent=2) + "\n")
     return entry
+
+
+def _scene(name, result, out, robot):
+    """The scene picture (:func:`.scenes.render_scene`) as a list of 0 or 1 file names."""
+    from .scenes import render_scene
+    picture = render_scene(name, {"robot": robot, **result}, out / f"{name}_scene.png")
+    return [picture] if picture else []
 
 
 def _figure():

@@ -67,28 +67,14 @@ def describe_track(result, out):
                  f"{recovery} and {recovery_u}")
     plots = [_plot_track_path(result, out / "track_path.png"),
              _plot_track_error(result, out / "track_error.png")]
-    log = result["runs"]["track_disturbed"]
-    deviation = np.linalg.norm(log.x_ee - result["runs"]["track"].x_ee, axis=1)
-    scene = _render_scene(result["robot"], log.q[int(np.argmax(deviation))],
-                          out / "track_scene.png")
+    scene = _render_scene("track", result, out / "track_scene.png")
     return text, plots + ([scene] if scene else [])
 
 
-def _render_scene(robot, q, path):
-    """Render the plant (URDF meshes) at ``q`` into ``path``; return its name, or None.
-
-    None when no OpenGL context can be made (:class:`linkdyn.sim.render.RenderError`): the
-    picture is the only part of the experiment that needs one.
-    """
-    from linkdyn.sim.plant import Plant
-    from linkdyn.sim.render import RenderError, render
-    plant = Plant.from_reference(robot, meshes=True)
-    plant.reset(np.asarray(q, dtype=float))
-    try:
-        render(plant, path, width=640, height=480)
-    except RenderError:
-        return None
-    return path.name
+def _render_scene(name, result, path):
+    """Render the experiment's scene (:func:`.scenes.render_scene`); its name, or None."""
+    from .scenes import render_scene
+    return render_scene(name, result, path)
 
 
 def _plane(result, points):
@@ -180,8 +166,7 @@ def describe_identify(result, out):
                source="linkdyn experiment identify: the perturbed MuJoCo plant, closed loop")
     plots = [_plot_identify_torques(result, out / "identify_torques.png"),
              _plot_identify_tracking(result, out / "identify_tracking.png")]
-    log = result["runs"]["identify_excitation"]
-    scene = _render_scene(result["robot"], log.q[len(log.t) // 2], out / "identify_scene.png")
+    scene = _render_scene("identify", result, out / "identify_scene.png")
     return text, plots + ([scene] if scene else [])
 
 
