@@ -85,13 +85,16 @@ def _add_markers(scene, markers):
             vector = _finite3(b, "an arrow marker's vector (m)")
             length = float(np.linalg.norm(vector))
             if length > 0:
+                # MuJoCo draws an arrow geom half as long as the size mjv_connector gives it
+                # (its size[2] = |to - from|): aim at twice the vector for the tip to land at
+                # tail + vector (checked against point markers at both ends).
                 _add_geom(scene, mujoco.mjtGeom.mjGEOM_ARROW, (0.02 * max(length, 0.1) ** 0.5,
                                                               0, 0), rgba,
-                          ends=(tail, tail + vector))
+                          ends=(tail, tail + 2.0 * vector))
 
 
 def render_image(plant, *, width=800, height=600, lookat=None, distance=None, azimuth=135.0,
-                 elevation=-25.0, markers=()):
+                 elevation=-25.0, markers=(), transparent=False):
     """Render the plant's current state; return the RGB image.
 
     Parameters
@@ -109,6 +112,9 @@ def render_image(plant, *, width=800, height=600, lookat=None, distance=None, az
     markers : sequence of tuple
         Extra geoms drawn into the scene, world frame (:data:`MARKER_KINDS`): reference points,
         paths, force arrows. They are not part of the model (no contact, no mass).
+    transparent : bool
+        Draw the model's geoms half transparent (MuJoCo's ``mjVIS_TRANSPARENT``), so that
+        markers inside the links show.
 
     Returns
     -------
@@ -157,6 +163,7 @@ def render_image(plant, *, width=800, height=600, lookat=None, distance=None, az
         options = mujoco.MjvOption()
         options.geomgroup[:] = 1
         options.sitegroup[:] = 1
+        options.flags[mujoco.mjtVisFlag.mjVIS_TRANSPARENT] = bool(transparent)
         renderer.update_scene(data, camera, options)
         _add_markers(renderer.scene, markers)
         return renderer.render().copy()

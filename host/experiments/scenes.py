@@ -8,7 +8,7 @@ point of application (red; length :data:`ARROW_M_PER_N` m per N, at least 5 cm):
 - ``contact``: the arm pressed against the plate at the largest commanded force, the force
   the tool is commanded to exert (arrow);
 - ``point``: ``point_low`` at its largest deflection during the pulse, the reference point and
-  the pulse on the tool;
+  the pulse on the tool, close up with the links drawn transparent;
 - ``payload``: ``payload_unmodelled`` with the payload body (yellow) at its largest sag, the
   reference point and the tool's path down to it;
 - ``track``: ``track_disturbed`` at its largest deviation from ``track`` during the push on the
@@ -80,7 +80,9 @@ def _scene(name, result):
             at = k if np.any(log.d[k]) else int(pushed[0])
             markers += _arrow(log.x_ee[k], log.d[at], reverse=True)
         markers += _path(log.x_ee[:k + 1], 0.003, BLUE)
-        camera = {"lookat": log.x_ee[k], "distance": 0.9} if name == "point" else {}
+        # point: close up, the links see-through (the reference lies inside the wrist).
+        camera = {"lookat": log.x_ee[k], "distance": 0.7, "transparent": True} \
+            if name == "point" else {}
         return plant, markers, camera
     if name == "track":
         log = runs["track_disturbed"]

@@ -107,3 +107,26 @@ def test_render_scene_writes_the_picture_or_none_without_gl(pose, tmp_path, monk
     assert (tmp_path / "p.png").stat().st_size > 1000
     with pytest.raises(ValueError, match="no scene for experiment 'bogus'"):
         render_scene("bogus", result, tmp_path / "b.png")
+
+
+def test_an_arrow_ends_at_its_tip(pose):
+    plant, q0 = pose
+    plant.reset(q0)
+    tip = np.array([0.5, 0.5, 0.3])
+    camera = dict(width=160, height=120, lookat=tip - [0, 0, 0.1], distance=0.8, azimuth=90.0,
+                  elevation=0.0)
+    try:
+        point = render_module.render_image(plant, markers=[("point", tip, 0.01, (0, 1, 0, 1))],
+                                           **camera).astype(int)
+    except render_module.RenderError as error:
+        pytest.skip(f"no OpenGL here: {error}")
+    arrow = render_module.render_image(
+        plant, markers=[("arrow", tip - [0, 0, 0.2], [0, 0, 0.2], (1, 0, 0, 1))],
+        **camera).astype(int)
+    green = np.nonzero((point[..., 1] > 150) & (point[..., 0] < 100))[0]
+    red = np.nonzero((arrow[..., 0] > 150) & (arrow[..., 1] < 100))[0]
+    # The tip (top red row) at the point's centre row, within the point's radius (~2 px).
+    assert abs(red.min() - green.mean()) <= 3, (red.min(), green.mean())
+    # 0.2 m at 0.8 m distance, 45 degrees vertical view: about 0.2 / (2 * 0.8 * tan 22.5 deg)
+    # of the 120 rows, 36 rows long (the tail at the lookat point's row + 0.1 m).
+    assert abs((red.max() - red.min()) - 0.2 / (2 * 0.8 * np.tan(np.radians(22.5))) * 120) < 4
