@@ -3,7 +3,7 @@
 Each picture shows the plant as the experiment built it, at a telling moment of a run, with
 what MuJoCo's abstract scene (mjvScene) can draw beside the model: the reference point or path
 (green), the measured path (blue), the disturbance or commanded force as an arrow from its
-point of application (red; length :data:`ARROW_M_PER_N` m per N, at least 5 cm):
+point of application (red; length :data:`ARROW_M_PER_N` m per N, at least :data:`ARROW_MIN_M`):
 
 - ``contact``: the arm pressed against the plate at the largest commanded force, the force
   the tool is commanded to exert (arrow);
@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["render_scene", "ARROW_M_PER_N"]
+__all__ = ["render_scene", "ARROW_M_PER_N", "ARROW_MIN_M"]
 
 #: Arrow length per newton of force, m/N.
 ARROW_M_PER_N = 0.01
+#: Shortest arrow, m (longer than the wrist, inside which the tool point lies).
+ARROW_MIN_M = 0.15
 
 GREEN = (0.1, 0.75, 0.2, 1.0)
 BLUE = (0.15, 0.35, 0.95, 1.0)
@@ -38,7 +40,7 @@ def _arrow(tail, force, reverse=False):
     norm = float(np.linalg.norm(force))
     if norm == 0:
         return []
-    length = max(0.05, ARROW_M_PER_N * norm)
+    length = max(ARROW_MIN_M, ARROW_M_PER_N * norm)
     vector = force / norm * length
     # A push is drawn ending at the point it acts on (reverse), a pull/command starting there.
     tail = np.asarray(tail, dtype=float)

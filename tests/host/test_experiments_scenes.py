@@ -65,9 +65,9 @@ def test_payload_scene_holds_the_payload_and_point_scene_the_pushed_reference(po
     assert kinds == ["point", "arrow", "path"]
     log = result["runs"]["payload_unmodelled"]
     np.testing.assert_allclose(markers[0][1], log.x_ref[-1])        # at the largest error
-    # A push drawn ending at the tool, 5 cm long at least (2 N x 1 cm/N is less).
+    # A push drawn ending at the tool, 15 cm long at least (2 N x 1 cm/N is less).
     np.testing.assert_allclose(markers[1][1] + markers[1][2], log.x_ee[-1])
-    np.testing.assert_allclose(markers[1][2], [0, 0, -0.05])
+    np.testing.assert_allclose(markers[1][2], [0, 0, -0.15])
     shown, markers, camera = _scene("point", {"runs": {"point_low": log}})
     assert shown.payload is None and shown.plate is None
     np.testing.assert_allclose(camera["lookat"], log.x_ee[-1])
