@@ -598,6 +598,10 @@ class SimulatedBoard:
                     (build_dir / "public.vlt").write_text(VERILATOR_CONTROL)
                     sources.insert(0, build_dir / "public.vlt")
                 log = build_dir / "build.log"
+                tool = {"verilator": "Verilator", "icarus": "Icarus Verilog"}.get(sim, sim)
+                print(f"building the simulated board with {tool} (first run only; "
+                      f"{'a minute or two' if sim == 'verilator' else 'seconds'}) in "
+                      f"{build_dir} ...", file=sys.stderr, flush=True)
                 try:
                     _build(sim, sources, build_dir, log)
                 except Exception as error:

@@ -18,7 +18,13 @@ import numpy as np
 from .mujoco_gl import mujoco
 from .plant import Plant
 
-__all__ = ["render", "render_image", "scene", "RenderError"]
+__all__ = ["render", "render_image", "scene", "RenderError", "MARKER_KINDS"]
+
+#: Kinds of the extra geoms :func:`render_image` draws (MuJoCo's abstract scene, mjvScene):
+#: ``("point", position (3,) m, radius m, rgba)``, ``("path", points (k, 3) m, width m, rgba)``
+#: (a strip of capsules), ``("arrow", tail (3,) m, vector (3,) m, rgba)`` (a force drawn as an
+#: arrow from its point of application).
+MARKER_KINDS = ("point", "path", "arrow")
 
 
 class RenderError(RuntimeError):
@@ -38,8 +44,57 @@ def _finite3(value, what):
     return array
 
 
+def _add_geom(scene, kind, size, rgba, *, pos=None, ends=None):
+    if scene.ngeom >= scene.maxgeom:
+        raise ValueError(f"too many markers: the scene holds {scene.maxgeom} geoms")
+    geom = scene.geoms[scene.ngeom]
+    mujoco.mjv_initGeom(geom, kind, np.array(size, dtype=float),
+                        np.zeros(3) if pos is None else np.asarray(pos, dtype=float),
+                        np.eye(3).ravel(), np.asarray(rgba, dtype=np.float32))
+    if ends is not None:
+        mujoco.mjv_connector(geom, kind, float(size[0]), np.asarray(ends[0], dtype=float),
+                             np.asarray(ends[1], dtype=float))
+    scene.ngeom += 1
+
+
+def _add_markers(scene, markers):
+    for marker in markers:
+        if not isinstance(marker, (tuple, list)) or len(marker) != 4 \
+                or marker[0] not in MARKER_KINDS:
+            raise ValueError(f"a marker must be (kind, ..., rgba) with kind one of "
+                             f"{MARKER_KINDS}, not {marker!r}")
+        kind, a, b, rgba = marker
+        rgba = np.asarray(rgba, dtype=float)
+        if rgba.shape != (4,):
+            raise ValueError(f"a marker's rgba must be 4 numbers, not {marker[3]!r}")
+        if kind == "point":
+            _add_geom(scene, mujoco.mjtGeom.mjGEOM_SPHERE, (float(b),) * 3, rgba,
+                      pos=_finite3(a, "a point marker's position (m)"))
+        elif kind == "path":
+            points = np.asarray(a, dtype=float)
+            if points.ndim != 2 or points.shape[1] != 3 or len(points) < 2 \
+                    or not np.all(np.isfinite(points)):
+                raise ValueError(f"a path marker needs (k >= 2, 3) finite points, not shape "
+                                 f"{points.shape}")
+            for start, end in zip(points[:-1], points[1:]):
+                if np.linalg.norm(end - start) > 0:
+                    _add_geom(scene, mujoco.mjtGeom.mjGEOM_CAPSULE, (float(b), 0, 0), rgba,
+                              ends=(start, end))
+        else:
+            tail = _finite3(a, "an arrow marker's tail (m)")
+            vector = _finite3(b, "an arrow marker's vector (m)")
+            length = float(np.linalg.norm(vector))
+            if length > 0:
+                # MuJoCo draws an arrow geom half as long as the size mjv_connector gives it
+                # (its size[2] = |to - from|): aim at twice the vector for the tip to land at
+                # tail + vector (checked against point markers at both ends).
+                _add_geom(scene, mujoco.mjtGeom.mjGEOM_ARROW, (0.02 * max(length, 0.1) ** 0.5,
+                                                              0, 0), rgba,
+                          ends=(tail, tail + 2.0 * vector))
+
+
 def render_image(plant, *, width=800, height=600, lookat=None, distance=None, azimuth=135.0,
-                 elevation=-25.0):
+                 elevation=-25.0, markers=(), transparent=False):
     """Render the plant's current state; return the RGB image.
 
     Parameters
@@ -54,6 +109,12 @@ def render_image(plant, *, width=800, height=600, lookat=None, distance=None, az
         Camera distance from ``lookat``, m (default: from the robot's reach).
     azimuth, elevation : float
         Camera azimuth and elevation, degrees.
+    markers : sequence of tuple
+        Extra geoms drawn into the scene, world frame (:data:`MARKER_KINDS`): reference points,
+        paths, force arrows. They are not part of the model (no contact, no mass).
+    transparent : bool
+        Draw the model's geoms half transparent (MuJoCo's ``mjVIS_TRANSPARENT``), so that
+        markers inside the links show.
 
     Returns
     -------
@@ -64,7 +125,8 @@ def render_image(plant, *, width=800, height=600, lookat=None, distance=None, az
     TypeError
         If ``plant`` is not a :class:`Plant`.
     ValueError
-        If a size is not an int >= 16 or larger than the offscreen buffer.
+        If a size is not an int >= 16 or larger than the offscreen buffer, or a marker is
+        malformed.
     RenderError
         If no OpenGL context can be created (no display and neither OSMesa nor EGL).
     """
@@ -101,7 +163,9 @@ def render_image(plant, *, width=800, height=600, lookat=None, distance=None, az
         options = mujoco.MjvOption()
         options.geomgroup[:] = 1
         options.sitegroup[:] = 1
+        options.flags[mujoco.mjtVisFlag.mjVIS_TRANSPARENT] = bool(transparent)
         renderer.update_scene(data, camera, options)
+        _add_markers(renderer.scene, markers)
         return renderer.render().copy()
     finally:
         renderer.close()

@@ -14,7 +14,7 @@ from .report_extra import CLAIMS as EXTRA_CLAIMS, DEFAULT_SECONDS, describe_iden
 from .runs import contact_experiment, payload_experiment, point_experiment
 from .track import track_experiment
 
-__all__ = ["CLAIMS", "run_experiment", "write_experiment"]
+__all__ = ["CLAIMS", "run_experiment", "write_experiment", "prepare_output", "OutputError"]
 
 #: What the source paper (and issue 15's acceptance) says each experiment shows.
 CLAIMS = {
@@ -36,7 +36,72 @@ CLAIMS = {
 }
 
 
-def run_experiment(name, out, robot="ur5", seconds=None, controller="golden"):
+class OutputError(ValueError):
+    """The output directory or a file in it cannot be made, read or written (names the path)."""
+
+
+def _describe(error):
+    path = error.filename if error.filename is not None else "?"
+    return f"{path}: {error.strerror or error}"
+
+
+def _read_summary(path):
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise OutputError(f"cannot read {_describe(error)}") from None
+    try:
+        summary = json.loads(text)
+    except ValueError as error:
+        raise OutputError(f"{path} is not a summary (not valid JSON: {error}); move it away or "
+                          f"choose another --out") from None
+    if not isinstance(summary, dict):
+        raise OutputError(f"{path} is not a summary (a JSON object of experiments expected, "
+                          f"found {type(summary).__name__})")
+    return summary
+
+
+def prepare_output(out):
+    """Make the output directory (parents too) and check it before an experiment runs.
+
+    Parameters
+    ----------
+    out : str or path-like
+        Output directory.
+
+    Returns
+    -------
+    pathlib.Path
+        The directory.
+
+    Raises
+    ------
+    OutputError
+        If ``out`` (or a parent) is a file, the directory cannot be made or written into, or an
+        existing ``out/summary.json`` is not a readable JSON object (the message names the
+        path).
+    """
+    out = Path(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputError(f"{out} exists and is not a directory") from None
+    except OSError as error:
+        raise OutputError(f"cannot make the output directory {_describe(error)}") from None
+    probe = out / ".linkdyn-write-test"
+    try:
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        raise OutputError(f"cannot write into the output directory {_describe(error)}") \
+            from None
+    summary = out / "summary.json"
+    if summary.exists():
+        _read_summary(summary)
+    return out
+
+
+def run_experiment(name, out, robot="ur5", seconds=None, controller="golden", **options):
     """Run an experiment and write its files into ``out``; return its summary entry.
 
     Parameters
@@ -55,15 +120,23 @@ def run_experiment(name, out, robot="ur5", seconds=None, controller="golden"):
     controller : str
         ``"golden"`` or ``"gateware"`` (the controller and chain gateware in Verilator,
         :mod:`linkdyn.host.experiments.gateware`).
+    **options
+        Keyword arguments of the experiment's function (``amplitude`` of
+        :func:`.runs.contact_experiment`).
 
     Raises
     ------
     ValueError
-        Unknown experiment, ``seconds`` not > 0, unknown controller mode.
+        Unknown experiment, ``seconds`` not > 0 or shorter than the run that measures the
+        figures (:func:`.runs.minimum_seconds`), unknown controller mode.
+    OutputError
+        (a ValueError) If ``out`` cannot be made or written, or its ``summary.json`` is not a
+        summary (checked before the run; :func:`prepare_output`) or a file cannot be written
+        after it (the message names the path).
     NotImplementedError
         An experiment of issue 15 not built yet.
     """
-    from .runs import EXPERIMENTS, NOT_BUILT
+    from .runs import EXPERIMENTS, NOT_BUILT, minimum_seconds
     if controller not in ("golden", "gateware"):
         raise ValueError(f"controller must be 'golden' or 'gateware', not {controller!r}")
     if name in NOT_BUILT:
@@ -72,16 +145,50 @@ def run_experiment(name, out, robot="ur5", seconds=None, controller="golden"):
         raise ValueError(f"experiment must be one of {EXPERIMENTS}, not {name!r}")
     if seconds is None:
         seconds = {"point": 2.0, "payload": 3.0, "contact": 4.0, **DEFAULT_SECONDS}[name]
-    result = {"point": point_experiment, "payload": payload_experiment,
-              "contact": contact_experiment, "track": track_experiment,
-              "identify": identify_experiment}[name](robot, seconds, controller=controller)
+    shortest = minimum_seconds(name)
+    if shortest is not None and isinstance(seconds, (int, float)) and seconds < shortest:
+        raise ValueError(f"seconds must be >= {shortest:g} for {name} ({_WHY_MINIMUM[name]}), "
+                         f"not {seconds!r}")
+    made = not Path(out).exists()
+    prepare_output(out)
+    try:
+        result = {"point": point_experiment, "payload": payload_experiment,
+                  "contact": contact_experiment, "track": track_experiment,
+                  "identify": identify_experiment}[name](robot, seconds, controller=controller,
+                                                         **options)
+    except BaseException:
+        if made and not any(Path(out).iterdir()):      # leave no empty folder behind
+            Path(out).rmdir()
+        raise
     return write_experiment(name, result, out, robot)
 
 
+#: Why each experiment needs its :func:`.runs.minimum_seconds`.
+_WHY_MINIMUM = {
+    "point": "the pulse and the settling of the slowest designed response, so that overshoot "
+             "and settling are measured",
+    "payload": "the pulse and the designed settling of the compliant gains: the error window "
+               "of the no-payload reference",
+    "contact": "half a period of the commanded force, so that it reaches its amplitude",
+}
+
+
 def write_experiment(name, result, out, robot):
-    """Write the CSVs, plots and summary entry of an experiment result; return the entry."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write the CSVs, plots and summary entry of an experiment result; return the entry.
+
+    Raises
+    ------
+    OutputError
+        If a file cannot be written or ``out/summary.json`` is not a summary (names the path).
+    """
+    try:
+        return _write_experiment(name, result, Path(out), robot)
+    except OSError as error:
+        raise OutputError(f"cannot write {_describe(error)}") from None
+
+
+def _write_experiment(name, result, out, robot):
+    prepare_output(out)
     for run, log in result["runs"].items():
         write_csv(log, out / f"{run}.csv")
     entry = {key: value for key, value in result.items() if key not in ("runs", "objects")}
@@ -98,7 +205,8 @@ def write_experiment(name, result, out, robot):
                                      for s in ("low", "medium", "high"))
                          + "); ordered as designed: "
                          + str(order[0] > order[1] > order[2]))
-        entry["plots"] = [_plot_point(result, out / "point.png")]
+        entry["plots"] = [_plot_point(result, out / "point.png")] + _scene("point", result,
+                                                                          out, robot)
     elif name == "track":
         entry["ours"], entry["plots"] = describe_track(result, out)
     elif name == "identify":
@@ -112,7 +220,8 @@ def write_experiment(name, result, out, robot):
                          + ("torque limit reached at "
                             f"{c['force_at_first_clip']:.0f} N" if c["saturated"]
                             else "no joint at its torque limit"))
-        entry["plots"] = [_plot_contact(result, out / "contact.png")]
+        entry["plots"] = [_plot_contact(result, out / "contact.png")] + _scene("contact", result,
+                                                                          out, robot)
     else:
         figures = result["figures"]
         entry["ours"] = (f"RMS error none {figures['payload_none']['rms_error'] * 1e3:.1f} mm, "
@@ -120,12 +229,20 @@ def write_experiment(name, result, out, robot):
                          f"({figures['payload_unmodelled']['ratio_to_none']:.1f}x), modelled "
                          f"{figures['payload_modelled']['rms_error'] * 1e3:.1f} mm "
                          f"({figures['payload_modelled']['ratio_to_none']:.2f}x)")
-        entry["plots"] = [_plot_payload(result, out / "payload.png")]
+        entry["plots"] = [_plot_payload(result, out / "payload.png")] + _scene("payload", result,
+                                                                          out, robot)
     path = out / "summary.json"
-    summary = json.loads(path.read_text()) if path.exists() else {}
+    summary = _read_summary(path) if path.exists() else {}
     summary[name] = entry
     path.write_text(json.dumps(summary, indent=2) + "\n")
     return entry
+
+
+def _scene(name, result, out, robot):
+    """The scene picture (:func:`.scenes.render_scene`) as a list of 0 or 1 file names."""
+    from .scenes import render_scene
+    picture = render_scene(name, {"robot": robot, **result}, out / f"{name}_scene.png")
+    return [picture] if picture else []
 
 
 def _figure():

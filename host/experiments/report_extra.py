@@ -67,28 +67,14 @@ def describe_track(result, out):
                  f"{recovery} and {recovery_u}")
     plots = [_plot_track_path(result, out / "track_path.png"),
              _plot_track_error(result, out / "track_error.png")]
-    log = result["runs"]["track_disturbed"]
-    deviation = np.linalg.norm(log.x_ee - result["runs"]["track"].x_ee, axis=1)
-    scene = _render_scene(result["robot"], log.q[int(np.argmax(deviation))],
-                          out / "track_scene.png")
+    scene = _render_scene("track", result, out / "track_scene.png")
     return text, plots + ([scene] if scene else [])
 
 
-def _render_scene(robot, q, path):
-    """Render the plant (URDF meshes) at ``q`` into ``path``; return its name, or None.
-
-    None when no OpenGL context can be made (:class:`linkdyn.sim.render.RenderError`): the
-    picture is the only part of the experiment that needs one.
-    """
-    from linkdyn.sim.plant import Plant
-    from linkdyn.sim.render import RenderError, render
-    plant = Plant.from_reference(robot, meshes=True)
-    plant.reset(np.asarray(q, dtype=float))
-    try:
-        render(plant, path, width=640, height=480)
-    except RenderError:
-        return None
-    return path.name
+def _render_scene(name, result, path):
+    """Render the experiment's scene (:func:`.scenes.render_scene`); its name, or None."""
+    from .scenes import render_scene
+    return render_scene(name, result, path)
 
 
 def _plane(result, points):
@@ -131,11 +117,13 @@ def _plot_track_error(result, path):
                      lw=1.0 if name != "track_disturbed_unsaturated" else 1.4,
                      ls="-" if name != "track_disturbed_unsaturated" else ":")
     log = result["runs"]["track_disturbed"]
-    axes[1].plot(log.t, -log.f[:, 0], label="F_x on the tool (wrist)")
-    axes[1].plot(log.t, -log.f[:, 1], label="F_y")
-    axes[1].plot(log.t, -log.f[:, 2], label="F_z")
-    axes[1].plot(log.t, np.linalg.norm(log.d, axis=1), "k:", lw=1.0,
-                 label="|applied| (tool or forearm)")
+    # The CSV's convention (issue 15's columns): fx, fy, fz is the force the tool exerts, as
+    # the wrist sensor measures it; a push d on the tool is held by the tool exerting -d.
+    for k, axis in enumerate("xyz"):
+        line, = axes[1].plot(log.t, log.f[:, k], lw=1.0, label=f"f{axis} (wrist)")
+        if np.any(log.d[:, k]):
+            axes[1].plot(log.t, -log.d[:, k], ":", color=line.get_color(), lw=1.2,
+                         label=f"-d{axis} (applied, tool or forearm)")
     s = result["figures"]["track_disturbed"]["stiffness"]
     axes[0].axvspan(result["hold"] - 0.5, result["hold"], color="0.9", zorder=0)
     axes[0].set_ylabel("|x_ee - x_ref|, mm")
@@ -143,7 +131,7 @@ def _plot_track_error(result, path):
                       f"{s['predicted_stiffness']:.1f} N/m; saturation "
                       f"{result['stiffness']['saturation_force']:.2f} N (joint "
                       f"{result['stiffness']['saturating_joint']})", fontsize=9)
-    axes[1].set_ylabel("force, N")
+    axes[1].set_ylabel("force the tool exerts, N\n(CSV fx, fy, fz)")
     axes[1].set_xlabel("t, s (hold at the start pose, then the eight)")
     for ax in axes:
         ax.grid(alpha=0.3)
@@ -178,8 +166,7 @@ def describe_identify(result, out):
                source="linkdyn experiment identify: the perturbed MuJoCo plant, closed loop")
     plots = [_plot_identify_torques(result, out / "identify_torques.png"),
              _plot_identify_tracking(result, out / "identify_tracking.png")]
-    log = result["runs"]["identify_excitation"]
-    scene = _render_scene(result["robot"], log.q[len(log.t) // 2], out / "identify_scene.png")
+    scene = _render_scene("identify", result, out / "identify_scene.png")
     return text, plots + ([scene] if scene else [])
 
 

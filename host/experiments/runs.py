@@ -7,6 +7,7 @@ mode (:mod:`linkdyn.host.experiments.loop`) and returns the logs and the figures
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -22,7 +23,7 @@ from .modes import with_controller_mode
 __all__ = ["EXPERIMENTS", "NOT_BUILT", "POINT_GAINS", "PAYLOAD_GAINS", "reference_pose",
            "point_experiment", "payload_experiment", "pulse_response_metrics",
            "designed_pulse_response", "contact_experiment", "contact_wrench",
-           "CONTACT_AMPLITUDE", "CONTACT_PERIOD"]
+           "CONTACT_AMPLITUDE", "CONTACT_PERIOD", "minimum_seconds", "check_contact_amplitude"]
 
 #: Static reference poses (rad): away from singularities, the arm's weight on the shoulder.
 POSES = {
@@ -39,6 +40,60 @@ PAYLOAD_GAINS = GainSet(4.0, 1.0)
 
 EXPERIMENTS = ("point", "payload", "contact", "track", "identify")
 NOT_BUILT = ()
+
+
+#: Defaults of the disturbance pulse (start, duration, s) of ``point`` and ``payload``.
+POINT_PULSE = (0.05, 0.2)
+PAYLOAD_PULSE = (0.1, 0.2)
+
+
+@functools.cache
+def _designed_settling(gains, duration):
+    # The design's response to a unit pulse of ``duration`` from t = 0; the run is long enough
+    # for 10 time constants of its slowest pole.
+    slowest = gains.omega * (gains.zeta - math.sqrt(max(gains.zeta ** 2 - 1.0, 0.0)))
+    t, s = designed_pulse_response(gains, 0.0, duration, duration + 10.0 / slowest)
+    return pulse_response_metrics(t, s, duration)["settling_time"]
+
+
+def minimum_seconds(name, *, start=None, duration=None, period=None):
+    """Shortest run of an experiment that still measures its figures, s (rounded up to 10 ms).
+
+    ``point``: the pulse's end plus the designed settling time (5 % band,
+    :func:`designed_pulse_response`) of the slowest gain set of :data:`POINT_GAINS`, so that
+    every setting's overshoot and settling lie within the run. ``payload``: the pulse's end
+    plus the designed settling of :data:`PAYLOAD_GAINS` (the RMS error is taken over the whole
+    run: the no-payload run, the reference of the ratios, must hold the pulse and its
+    reaction). ``contact``: half the period of the command ``A sin^2(pi t / P)`` (its peak: the
+    gain and the saturation are measured over 0..A). ``track``, ``identify``: see their own
+    functions (None here).
+
+    Parameters
+    ----------
+    name : str
+        Experiment name.
+    start, duration : float, optional
+        Pulse start and length, s (default the experiment's).
+    period : float, optional
+        ``contact``: period of the command, s (default :data:`CONTACT_PERIOD`).
+
+    Returns
+    -------
+    float or None
+    """
+    if name in ("point", "payload"):
+        pulse = POINT_PULSE if name == "point" else PAYLOAD_PULSE
+        start = pulse[0] if start is None else start
+        duration = pulse[1] if duration is None else duration
+        release = start + duration
+        gains = POINT_GAINS.values() if name == "point" else (PAYLOAD_GAINS,)
+        # The designed response to a pulse of this length, shifted to start at 0.
+        need = release + max(_designed_settling(g, duration) for g in gains)
+    elif name == "contact":
+        need = 0.5 * (CONTACT_PERIOD if period is None else period)
+    else:
+        return None
+    return math.ceil(need * 100 - 1e-9) / 100
 
 
 def reference_pose(plant):
@@ -303,6 +358,34 @@ def contact_wrench(robot, q, force, point_n):
     return wrench
 
 
+def check_contact_amplitude(robot, q, force, point_n):
+    """Check that the peak commanded wrench fits the last node's wrench registers.
+
+    Parameters
+    ----------
+    robot : linkdyn.model.Robot
+    q : array_like, shape (n,)
+        Pose the arm holds, rad.
+    force : array_like, shape (3,)
+        Peak commanded force at the tool point, world, N.
+    point_n : array_like, shape (3,)
+        Tool point, DH frame n, m.
+
+    Raises
+    ------
+    FixedPointRangeError
+        If a component of :func:`contact_wrench` does not fit its register's format
+        (:meth:`linkdyn.model.microprogram.RegisterMap.encode`; the message names the register
+        and the format's range).
+    """
+    from linkdyn.model.microprogram import microprogram
+    rmap = microprogram().registers
+    wrench = contact_wrench(robot, q, force, point_n)[-1]
+    for reg, value in zip(rmap.of_kind("input")[3:], wrench):
+        rmap.encode(reg.name, value, f"the commanded contact force's {reg.name} on node "
+                                     f"{robot.n}")
+
+
 @with_controller_mode
 def contact_experiment(robot="ur5", seconds=4.0, *, amplitude=CONTACT_AMPLITUDE,
                        period=CONTACT_PERIOD, direction=(1.0, 0.0, 0.0), controller):
@@ -348,6 +431,9 @@ def contact_experiment(robot="ur5", seconds=4.0, *, amplitude=CONTACT_AMPLITUDE,
     ValueError
         If ``seconds``, ``amplitude`` or ``period`` is not a finite number > 0, or
         ``direction`` is zero.
+    FixedPointRangeError
+        (a ValueError) If the peak commanded wrench does not fit the last node's wrench
+        registers (:func:`check_contact_amplitude`), before the run.
     TypeError
         If ``robot`` is not a name or ``direction`` not a 3-vector.
     """
@@ -367,6 +453,7 @@ def contact_experiment(robot="ur5", seconds=4.0, *, amplitude=CONTACT_AMPLITUDE,
     robot_model = plant.robot
     point_n = robot_model.tool[:3, 3]
     amplitude, period = float(amplitude), float(period)
+    check_contact_amplitude(robot_model, q0, amplitude * d, point_n)
 
     def command(t):
         return amplitude * math.sin(math.pi * t / period) ** 2

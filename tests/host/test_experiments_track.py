@@ -202,3 +202,26 @@ def test_docs_section_is_generated_from_the_summary(short, tmp_path):
     update_docs(tmp_path / "summary.json", page)
     again = page.read_text()
     assert again == text and again.count(BEGIN) == again.count(END) == 1
+
+
+def test_track_error_plot_shows_the_csv_force_convention(short, tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    from linkdyn.host.experiments import report_extra
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    report_extra._plot_track_error(short, tmp_path / "track_error.png")
+    (fig,) = figures
+    axis = fig.axes[1]
+    log = short["runs"]["track_disturbed"]
+    lines = {line.get_label(): line.get_ydata() for line in axis.get_lines()}
+    for k, name in enumerate("xyz"):              # the CSV's fx, fy, fz, unchanged
+        np.testing.assert_array_equal(lines[f"f{name} (wrist)"], log.f[:, k])
+    assert "exerts" in axis.get_ylabel() and "fx, fy, fz" in axis.get_ylabel()
+    # A push on the tool held at rest: the tool exerts its reaction, -d, the dotted line.
+    hold = (log.t > short["hold"] - 0.5) & (log.t < short["hold"])
+    pushed = next(k for k in range(3) if np.any(log.d[hold, k]))
+    np.testing.assert_allclose(lines[f"f{'xyz'[pushed]} (wrist)"][hold].mean(),
+                               lines[f"-d{'xyz'[pushed]} (applied, tool or forearm)"][hold]
+                               .mean(), rtol=0.02)
+    monkeypatch.undo()
+    plt.close(fig)
