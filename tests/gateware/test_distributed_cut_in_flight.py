@@ -1,0 +1,219 @@
+"""A link cut while a register access to a board behind it is under way (Amaranth simulator).
+
+The base board answers an access to a board behind a link it knows is down at once; an access
+already on its way when the link goes down used to wait for the base's whole timeout
+(``ActuatorCore(timeout=)``, 65,536 cycles by default, as in the board tops) with the base's
+bus held. With joint controllers and the CONTROL_PERIOD timer that starved the boards in front
+of the cut: the step sequencer's next HOLD round could not reach them, so board 0 latched
+``message_watchdog`` (1.5 periods, about 5,100 cycles at 2 boards through the host) although it
+was never cut off. Here: the access is refused as soon as the link is down (a few hundred
+cycles, the links' down timeout), the late request the boards behind execute after the restore
+is never taken for another access's answer, and (``LINKDYN_LONG=1``, about a minute) 2 boards
+with controllers on the timer, hop 0 cut in the middle of a sequencer command to board 1:
+board 1 reaches its safe state within two periods, board 0 never faults nor stops driving,
+before or after the restore.
+"""
+
+import pytest
+from amaranth.sim import Simulator
+
+from linkdyn.gateware.actuator import LINK_DOWN
+from linkdyn.gateware.controlled_actuator import ControlledDistributedChain
+from linkdyn.gateware.distributed import DistributedChain
+from linkdyn.model import protocol as P
+from linkdyn.model.controller import FAULTS, WORD, ControllerConfig, decode_fault
+from linkdyn.model.golden import microprogram
+from linkdyn.sim.chain_testbench import BusHost
+
+from support import LONG
+
+REGISTERS = microprogram().registers
+#: The links' down timeout (LinkLayer's default): a cut is known this many cycles after it.
+DOWN_TIMEOUT = 256
+
+
+def _run(dut, bench):
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+async def _access_with_cut(ctx, host, cut, node, addr, write=None, *, after, limit):
+    """One access; ``cut`` set ``after`` cycles into it (the request on its way). Return
+    ``(error, word, cycles)``; raise AssertionError if no answer in ``limit`` cycles."""
+    bus = host.bus
+    ctx.set(bus.valid, 1)
+    ctx.set(bus.node, node)
+    ctx.set(bus.addr, addr)
+    ctx.set(bus.we, write is not None)
+    ctx.set(bus.wdata, (write or 0) & 0xFFFFFFFF)
+    for cycle in range(1, limit + 1):
+        if cycle == after:
+            ctx.set(cut, 1)
+        _, _, ready, error, rdata = await ctx.tick().sample(bus.ready, bus.error, bus.rdata)
+        if ready:
+            ctx.set(bus.valid, 0)
+            return bool(error), int(rdata), cycle
+    raise AssertionError(f"no answer within {limit} cycles of an access whose link was cut "
+                         f"under way")
+
+
+async def _link_up(ctx, host, limit=20_000):
+    for _ in range(limit // 10):
+        error, down = await host.access(ctx, P.CONTROL_NODE, LINK_DOWN)
+        assert not error
+        if down == 0 and not (await host.access(ctx, 1, REGISTERS["m"].address))[0]:
+            return
+        await host.tick(ctx, 10)
+    raise AssertionError("the link did not come up")
+
+
+# The write variant with LINKDYN_LONG=1 (about 8 s each).
+@pytest.mark.parametrize("write", [False] + ([True] if LONG else []),
+                         ids=["read", "write"][:1 + int(LONG)])
+def test_an_access_under_way_when_its_link_is_cut_is_refused_once_the_link_is_down(write):
+    """2 boards, the base's timeout as in the board tops (65,536 cycles): hop 0 cut 6 cycles
+    into an access to board 1 (its request on the link). The access is refused within the
+    links' down timeout plus a margin (not after the timeout); board 0 answers meanwhile;
+    after the restore board 1's words read as they were written: the late answer of the
+    refused access (delivered after the restore) is never another access's answer."""
+    dut = DistributedChain(2, bits=5)
+    assert dut.cores[0]._timeout == 1 << 16
+    host = BusHost(dut)
+    q, qd = REGISTERS["q"].address, REGISTERS["qd"].address
+    seen = {}
+
+    async def bench(ctx):
+        await _link_up(ctx, host)
+        assert await host.write(ctx, 1, q, 0x1234)
+        assert await host.write(ctx, 1, qd, 0x5678)
+        error, _, cycles = await _access_with_cut(
+            ctx, host, dut.cut, 1, q, 0x4321 if write else None, after=6, limit=4 * DOWN_TIMEOUT)
+        seen["error"], seen["cycles"] = error, cycles
+        # Board 0 answers; board 1 is refused at once.
+        seen["board0"] = await host.access(ctx, 0, REGISTERS["m"].address)
+        seen["board1"] = await host.access(ctx, 1, qd)
+        seen["link_down"] = (await host.access(ctx, P.CONTROL_NODE, LINK_DOWN))[1]
+        ctx.set(dut.cut, 0)
+        await _link_up(ctx, host)
+        seen["after"] = [await host.read(ctx, 1, address) for address in (qd, q, qd)]
+        assert await host.write(ctx, 1, q, 0x2468)
+        seen["after_write"] = [await host.read(ctx, 1, address) for address in (q, qd)]
+
+    _run(dut, bench)
+    assert seen["error"], "refused: no value"
+    assert seen["cycles"] <= 2 * DOWN_TIMEOUT, seen["cycles"]
+    assert seen["board0"][0] is False
+    assert seen["board1"][0] is True
+    assert seen["link_down"] == 1
+    # The refused write may take effect after the restore (it was on its way); the reads
+    # give the words as they are, each its own.
+    assert seen["after"] == [0x5678, 0x4321 if write else 0x1234, 0x5678]
+    assert seen["after_write"] == [0x2468, 0x5678]
+
+
+# -- joint controllers on the period timer ----------------------------------------------------
+
+_WORD = {w.name: w.address for w in P.CONTROLLER_WORDS}
+_MESSAGE_WATCHDOG = next(code for code, (name, _) in FAULTS.items()
+                         if name == "message_watchdog")
+
+
+def _word(x):
+    return int(WORD.encode(x)) & 0xFFFFFFFF
+
+
+@pytest.mark.skipif(not LONG, reason="LINKDYN_LONG=1: about a minute of 2 boards with "
+                    "controllers in the Amaranth simulator")
+def test_a_cut_under_a_step_command_never_faults_the_board_in_front():
+    """2 boards with controllers on the CONTROL_PERIOD timer, the base's timeout as in the
+    board tops: hop 0 cut while the step sequencer's command to board 1 is under way. Board 1
+    (behind) is at zero current with enable low within two periods and latches
+    message_watchdog; board 0 (in front) never faults nor stops driving, in the cut and for
+    three periods after the restore; FAULTS names board 1 only, and the steps resume."""
+    n = 2
+    dut = ControlledDistributedChain(n, bits=5)
+    assert dut.chain.cores[0]._timeout == 1 << 16
+    host = BusHost(dut)
+    config = ControllerConfig(kp=100.0, kd=10.0, lim_p=50.0, lim_d=50.0, guard_kp=10.0,
+                              guard_kv=1.0, guard_small=0.5, guard_large=5.0, q_min=-1.0,
+                              q_max=1.0, qd_max=2.0, q_hard_min=-1.5, q_hard_max=1.5,
+                              qd_hard_max=3.0, tau_max=200.0, current_per_torque=0.5,
+                              watchdog_cycles=0, watchdog_message=True)
+    words = {name: word for name, word in config.encode().items() if word}
+    seen = {"front_faulted": None, "front_stopped": None, "safe_at": None}
+    steps_address = P.control_register("CONTROL_STEPS").address
+
+    async def write(ctx, node, addr, word):
+        for _ in range(200):        # refused while a step runs: tried again
+            if await host.write(ctx, node, addr, word):
+                return
+        raise AssertionError(f"write to {node}:{addr:#x} refused 200 times")
+
+    async def read(ctx, node, addr):
+        error, word = await host.access(ctx, node, addr, limit=200_000)
+        assert not error, (node, hex(addr))
+        return word
+
+    def watch(ctx, cycle):
+        if seen["front_faulted"] is None and ctx.get(dut.board_fault[0]):
+            seen["front_faulted"] = cycle
+        if seen["front_stopped"] is None and not (ctx.get(dut.actuator[0].enable)
+                                                  and ctx.get(dut.actuator[0].i_ref)):
+            seen["front_stopped"] = cycle
+        if seen["safe_at"] is None and not ctx.get(dut.actuator[1].enable) \
+                and ctx.get(dut.actuator[1].i_ref) == 0:
+            seen["safe_at"] = cycle
+
+    async def bench(ctx):
+        for i in range(n):
+            ctx.set(dut.sensor[i].q, _word(1.2))        # beyond q_max: a current flows
+            for name, word in words.items():
+                await write(ctx, i, _WORD[name], word)
+            for word in P.REFERENCE_WORDS:
+                await write(ctx, i, word.address, 0)
+        await write(ctx, P.CONTROL_NODE, P.control_register("CONTROL").address, P.CONTROL_STEP)
+        await read(ctx, P.CONTROL_NODE, steps_address)
+        latency = await read(ctx, P.CONTROL_NODE,
+                             P.control_register("CONTROL_LATENCY_CYCLES").address)
+        period = seen["period"] = latency * 4 // 3
+        await write(ctx, P.CONTROL_NODE, P.control_register("CONTROL_PERIOD").address, period)
+        seen["steps_before"] = await read(ctx, P.CONTROL_NODE, steps_address)
+        # The timer's first step: wait for its sequencer's command to board 1, then cut hop 0
+        # a few cycles into it (the command on the link).
+        chain_bus = dut.chain.bus
+        for _ in range(3 * period):
+            await ctx.tick()
+            if ctx.get(chain_bus.valid) and ctx.get(chain_bus.node) == 1:
+                break
+        else:
+            raise AssertionError("no step command to board 1")
+        await host.tick(ctx, 6)
+        ctx.set(dut.cut, 1)
+        seen["drive_at_cut"] = [(ctx.get(dut.actuator[i].enable), ctx.get(dut.actuator[i].i_ref))
+                                for i in range(n)]
+        for cycle in range(1, 3 * period + 1):
+            await ctx.tick()
+            watch(ctx, cycle)
+        ctx.set(dut.cut, 0)
+        for cycle in range(3 * period + 1, 6 * period + 1):
+            await ctx.tick()
+            watch(ctx, cycle)
+        seen["fault_words"] = [await read(ctx, i, _WORD["fault"]) for i in range(n)]
+        seen["faults"] = await read(ctx, P.CONTROL_NODE, P.control_register("FAULTS").address)
+        seen["steps_after"] = await read(ctx, P.CONTROL_NODE, steps_address)
+
+    _run(dut, bench)
+    period = seen["period"]
+    print(f"\nperiod {period} cycles; board 1 safe {seen['safe_at']} cycles after the cut; "
+          f"board 0 faulted at {seen['front_faulted']}, stopped at {seen['front_stopped']}")
+    assert all(enable and i_ref for enable, i_ref in seen["drive_at_cut"])
+    assert seen["front_faulted"] is None and seen["front_stopped"] is None
+    assert seen["safe_at"] is not None and seen["safe_at"] <= 2 * period
+    assert seen["fault_words"][0] == 0
+    code, cause = decode_fault(seen["fault_words"][1])
+    assert code == _MESSAGE_WATCHDOG and cause == 1 << (_MESSAGE_WATCHDOG - 1), \
+        hex(seen["fault_words"][1])
+    assert seen["faults"] == 0b10
+    assert seen["steps_after"] > seen["steps_before"] + 1, "the steps resumed"
