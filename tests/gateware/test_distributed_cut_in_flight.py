@@ -7,17 +7,21 @@ bus held. With joint controllers and the CONTROL_PERIOD timer that starved the b
 of the cut: the step sequencer's next HOLD round could not reach them, so board 0 latched
 ``message_watchdog`` (1.5 periods, about 5,100 cycles at 2 boards through the host) although it
 was never cut off. Here: the access is refused as soon as the link is down (a few hundred
-cycles, the links' down timeout), the late request the boards behind execute after the restore
-is never taken for another access's answer, and (``LINKDYN_LONG=1``, about a minute) 2 boards
-with controllers on the timer, hop 0 cut in the middle of a sequencer command to board 1:
-board 1 reaches its safe state within two periods, board 0 never faults nor stops driving,
-before or after the restore.
+cycles, the links' down timeout), and the late request the boards behind execute after the
+restore is never taken for another access's answer. With ``LINKDYN_LONG=1`` (about a minute
+each): the same for a write; 2 boards with controllers on the timer, hop 0 cut in the middle
+of a sequencer command to board 1: board 1 reaches its safe state within two periods, board 0
+never faults nor stops driving, before or after the restore (fails without the fix: board 0
+off 1.55 periods after the cut); and 3 boards where the late reply of a refused read of board
+2 reaches the base while it waits for a read of board 1 that would carry the same tag if the
+four tags were used in turn (fails without the base's guard of the given-up tags: the read
+of board 1 returns board 2's word).
 """
 
 import pytest
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.actuator import LINK_DOWN
+from linkdyn.gateware.actuator import LINK_DOWN, LINK_WORDS
 from linkdyn.gateware.controlled_actuator import ControlledDistributedChain
 from linkdyn.gateware.distributed import DistributedChain
 from linkdyn.model import protocol as P
@@ -217,3 +221,89 @@ def test_a_cut_under_a_step_command_never_faults_the_board_in_front():
         hex(seen["fault_words"][1])
     assert seen["faults"] == 0b10
     assert seen["steps_after"] > seen["steps_before"] + 1, "the steps resumed"
+
+
+# -- a late reply is never another access's answer -----------------------------------------------
+
+@pytest.mark.skipif(not LONG, reason="LINKDYN_LONG=1: about a minute of 3 boards in the "
+                    "Amaranth simulator")
+def test_the_late_reply_of_a_refused_access_is_never_taken_for_another_answer():
+    """3 boards: a read of board 2 is under way when hop 1 (board 1 to 2) is cut; it is
+    refused, and board 1 (in front) is read three times meanwhile. After the restore the read
+    reaches board 2 and its reply comes back late: the moment it reaches board 1, board 1 is
+    read again, so the late reply arrives at the base while the base waits for that read, the
+    fourth access after the refused one (the refused one's tag again, were the four tags used
+    in turn). The read gives board 1's word, and so does every other read of board 1."""
+    dut = DistributedChain(3, bits=5)
+    host = BusHost(dut)
+    q = REGISTERS["q"].address
+    board1, board2 = 0x0B0B0B, 0x0A0A0A
+    # counting: board 2's own replies (its write's echo, the reads of it) are not late.
+    seen = {"late_at_board1": 0, "late_at_base": 0, "counting": False, "wrong": []}
+    reply_word = LINK_WORDS["BUS_REPLY"]
+
+    def watcher(rx, key):
+        async def watch(ctx):
+            async for _, _, valid, direction, word, data in ctx.tick().sample(
+                    rx.valid, rx.payload.direction, rx.payload.word, rx.payload.data):
+                if valid and direction == 1 and word == reply_word and data == board2 \
+                        and seen["counting"]:
+                    seen[key] += 1
+        return watch
+
+    async def read1(ctx):
+        word = await host.read(ctx, 1, q) & 0xFFFFFFFF
+        if word != board1:
+            seen["wrong"].append(hex(word))
+
+    async def bench(ctx):
+        await _link_up(ctx, host)
+        assert await host.write(ctx, 1, q, board1)
+        assert await host.write(ctx, 2, q, board2)
+        await host.tick(ctx, 4)
+        seen["counting"] = True
+        # The read of board 2, hop 1 cut under way (the request stays before the cut).
+        bus = host.bus
+        ctx.set(bus.valid, 1)
+        ctx.set(bus.node, 2)
+        ctx.set(bus.addr, q)
+        ctx.set(bus.we, 0)
+        for cycle in range(1, 4 * DOWN_TIMEOUT + 1):
+            if cycle == 6:
+                ctx.set(dut.cut, 0b10)
+            _, _, ready, error = await ctx.tick().sample(bus.ready, bus.error)
+            if ready:
+                ctx.set(bus.valid, 0)
+                break
+        else:
+            raise AssertionError("the read of board 2 was not answered")
+        seen["refused"] = bool(error)
+        for _ in range(3):
+            await read1(ctx)
+        ctx.set(dut.cut, 0)
+        for _ in range(20_000):
+            await ctx.tick()
+            if seen["late_at_board1"]:
+                break
+        else:
+            raise AssertionError("the late reply did not come")
+        seen["base_before"] = seen["late_at_base"]
+        await read1(ctx)                # in flight when the late reply reaches the base
+        await host.tick(ctx, 200)
+        for _ in range(4):
+            await read1(ctx)
+        seen["counting"] = False
+        seen["board2"] = await host.read(ctx, 2, q)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.add_testbench(watcher(dut.cores[1].downstream.rx_words, "late_at_board1"),
+                      background=True)
+    sim.add_testbench(watcher(dut.cores[0].downstream.rx_words, "late_at_base"),
+                      background=True)
+    sim.run()
+    assert seen["refused"], "board 2 is behind the cut"
+    assert seen["base_before"] == 0 and seen["late_at_base"] == 1, seen
+    assert seen["wrong"] == [], "a late reply was taken for a read of board 1"
+    assert seen["board2"] == board2
