@@ -15,7 +15,9 @@ never faults nor stops driving, before or after the restore (fails without the f
 off 1.55 periods after the cut); and 3 boards where the late reply of a refused read of board
 2 reaches the base while it waits for a read of board 1 that would carry the same tag if the
 four tags were used in turn (fails without the base's guard of the given-up tags: the read
-of board 1 returns board 2's word).
+of board 1 returns board 2's word); and 2 boards with controllers where the host's read of
+board 1 right after the restore comes while board 1 runs the step's FEEDBACK the link
+repeated late (fails if board 1 drops it: no answer, the base waits its whole timeout).
 """
 
 import pytest
@@ -307,3 +309,55 @@ def test_the_late_reply_of_a_refused_access_is_never_taken_for_another_answer():
     assert seen["base_before"] == 0 and seen["late_at_base"] == 1, seen
     assert seen["wrong"] == [], "a late reply was taken for a read of board 1"
     assert seen["board2"] == board2
+
+
+# -- a request that comes while a given-up one runs ------------------------------------------------
+
+@pytest.mark.skipif(not LONG, reason="LINKDYN_LONG=1: about a minute of 2 boards with "
+                    "controllers in the Amaranth simulator")
+def test_a_request_behind_a_late_one_is_run_after_it_not_dropped():
+    """2 boards with controllers, host-driven steps: hop 0 cut while a step's FEEDBACK command
+    to board 1 is under way (the step is refused there and holds the boards). At the restore
+    the link repeats the FEEDBACK, and board 1 runs it late (its controller's feedback and
+    three node writes); the host's read of board 1, sent as soon as LINK_DOWN clears, comes
+    while that runs. It is answered with board 1's word within a few hundred cycles (a board
+    that dropped it would leave the base waiting its whole timeout)."""
+    n = 2
+    dut = ControlledDistributedChain(n, bits=5)
+    host = BusHost(dut)
+    kp = _WORD["kp"]
+    seen = {}
+
+    async def bench(ctx):
+        await _link_up(ctx, host)
+        for i in range(n):
+            assert await host.write(ctx, i, kp, 0x100 + i)
+        chain_bus = dut.chain.bus
+        assert await host.write(ctx, P.CONTROL_NODE, P.control_register("CONTROL").address,
+                                P.CONTROL_STEP)
+        for _ in range(20_000):
+            await ctx.tick()
+            if ctx.get(chain_bus.valid) and ctx.get(chain_bus.node) == 1:
+                break
+        else:
+            raise AssertionError("no step command to board 1")
+        await host.tick(ctx, 6)
+        ctx.set(dut.cut, 1)
+        await host.tick(ctx, 4 * DOWN_TIMEOUT)
+        ctx.set(dut.cut, 0)
+        for _ in range(5_000):
+            error, down = await host.access(ctx, P.CONTROL_NODE, LINK_DOWN)
+            assert not error
+            if down == 0:
+                break
+        else:
+            raise AssertionError("the link did not come up")
+        start = host.cycle
+        seen["read"] = await host.access(ctx, 1, kp, limit=4_000)
+        seen["cycles"] = host.cycle - start
+        seen["kp"] = [await host.read(ctx, i, kp) for i in range(n)]
+
+    _run(dut, bench)
+    print(f"\nthe read of board 1 after the restore: {seen['cycles']} cycles")
+    assert seen["read"] == (False, 0x101)
+    assert seen["kp"] == [0x100, 0x101]
