@@ -33,7 +33,8 @@ The base board (``base=True``) is the register-bus target of the protocol engine
 chain's semantics (``docs/chain.md``, *The register bus*): the control block (CONTROL,
 STATUS, OVERFLOW, OVERFLOW_STICKY, LATENCY_CYCLES, INTERVAL_CYCLES, UPDATE_COUNT,
 RESULT_SELECT), the access rules, the mailbox-register redirection, and a timeout that answers
-an access to a board beyond a broken link with ``error``.
+an access to a board beyond a broken link with ``error`` (and refuses it as soon as LINK_DOWN shows the
+link, also for an access already under way; its tag is not reused until its late reply).
 """
 
 from __future__ import annotations
@@ -256,6 +257,8 @@ class ActuatorCore(wiring.Component):
     timeout : int
         Base board: cycles after which an access to a node is answered with ``error`` (a
         board behind a broken link; a node whose running request waits for a missing word).
+        An access to a board behind a hop known to be down is refused at once, and one under
+        way when such a hop goes down as soon as that is known (``docs/distributed.md``).
     link_parameters : dict, optional
         ``window``, ``ack_timeout``, ``down_timeout``, ``burst`` of the links; ``burst`` an
         integer (both links) or ``{"up": k, "down": k}``, default :data:`LINK_BURST`.
