@@ -33,8 +33,8 @@ The base board (``base=True``) is the register-bus target of the protocol engine
 chain's semantics (``docs/chain.md``, *The register bus*): the control block (CONTROL,
 STATUS, OVERFLOW, OVERFLOW_STICKY, LATENCY_CYCLES, INTERVAL_CYCLES, UPDATE_COUNT,
 RESULT_SELECT), the access rules, the mailbox-register redirection, and a timeout that answers
-an access to a board beyond a broken link with ``error`` (and refuses it as soon as LINK_DOWN shows the
-link, also for an access already under way; its tag is not reused until its late reply).
+an access to a board beyond a broken link with ``error`` (refused as soon as LINK_DOWN shows
+the link, also an access already under way; its tag is not reused until its late reply).
 """
 
 from __future__ import annotations
