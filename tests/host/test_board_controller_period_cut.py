@@ -7,9 +7,10 @@ the serial port), simulated time let run between the host's requests by
 With CONTROL_PERIOD > 0 and the message watchdog on, hop 0 is cut while the board steps on its
 own: board 1 (behind the cut) latches ``message_watchdog`` (zero current, enable low), board 0
 (in front) keeps its drive without a fault, also while the host reads the controllers' state
-during the cut (board 1's words refused with the error naming the link); after the restore the host reads each board's fault
-word with its cause, clears them, and host-driven control steps give the software board's words
-(the protocol's ReferenceEngine on ControlledChainModel) again, the configuration kept."""
+during the cut (board 1's words refused with the error naming the link); after the restore
+the host reads each board's fault word with its cause, clears them, and host-driven control
+steps give the software board's words (the protocol's ReferenceEngine on ControlledChainModel)
+again, the configuration kept."""
 
 from __future__ import annotations
 
