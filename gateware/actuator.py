@@ -33,7 +33,8 @@ The base board (``base=True``) is the register-bus target of the protocol engine
 chain's semantics (``docs/chain.md``, *The register bus*): the control block (CONTROL,
 STATUS, OVERFLOW, OVERFLOW_STICKY, LATENCY_CYCLES, INTERVAL_CYCLES, UPDATE_COUNT,
 RESULT_SELECT), the access rules, the mailbox-register redirection, and a timeout that answers
-an access to a board beyond a broken link with ``error``.
+an access to a board beyond a broken link with ``error`` (refused as soon as LINK_DOWN shows
+the link, also an access already under way; its tag is not reused until its late reply).
 """
 
 from __future__ import annotations
@@ -256,6 +257,8 @@ class ActuatorCore(wiring.Component):
     timeout : int
         Base board: cycles after which an access to a node is answered with ``error`` (a
         board behind a broken link; a node whose running request waits for a missing word).
+        An access to a board behind a hop known to be down is refused at once, and one under
+        way when such a hop goes down as soon as that is known (``docs/distributed.md``).
     link_parameters : dict, optional
         ``window``, ``ack_timeout``, ``down_timeout``, ``burst`` of the links; ``burst`` an
         integer (both links) or ``{"up": k, "down": k}``, default :data:`LINK_BURST`.
@@ -839,16 +842,29 @@ class ActuatorCore(wiring.Component):
                                  running, start_event, finished, finished_overflow,
                                  pendings.get("down"), reply_in, reply, down, down_mask)
         else:
-            # Relay and execute requests: one for this board runs here (unless one still runs:
-            # then it is dropped and the base's timeout answers it); others go on downstream.
+            # Relay and execute requests: one for this board runs here; others go on
+            # downstream. One that comes while the last one still runs waits for its end (the
+            # one running is then a request the base gave up while a link on the way was down,
+            # delivered after the restore: the base sends a new one only after it answered or
+            # gave up the last); a newer one takes its place.
             tag = Signal(2)
             mine = request.node == index
-            with m.If(request_in & mine & ~running):
+            queued = Signal()
+            queued_request = Signal(request.shape(), name="queued_request")
+
+            def run(source):
                 m.d.comb += local.eq(1)
-                m.d.sync += [job.addr.eq(request.addr), job.we.eq(request.we),
-                             job.wdata.eq(request.wdata), tag.eq(request.tag)]
+                m.d.sync += [job.addr.eq(source.addr), job.we.eq(source.we),
+                             job.wdata.eq(source.wdata), tag.eq(source.tag), queued.eq(0)]
                 if pipelined:
-                    m.d.sync += [job.bank.eq(request.bank), job.sample.eq(request.sample)]
+                    m.d.sync += [job.bank.eq(source.bank), job.sample.eq(source.sample)]
+
+            with m.If(request_in & mine & ~running):
+                run(request)
+            with m.Elif(queued & ~running):
+                run(queued_request)
+            with m.If(request_in & mine & running):
+                m.d.sync += [queued.eq(1), queued_request.eq(request)]
             reply_pending = pendings["up"]["BUS_REPLY"]
             with m.If(local_answer):
                 m.d.comb += [reply_pending.set.eq(1), reply_pending.next.direction.eq(1),
@@ -867,6 +883,50 @@ class ActuatorCore(wiring.Component):
                                    request.node, request.addr, request.we, request.wdata,
                                    *((request.bank, request.sample) if pipelined else ()))
         return m
+
+    def _stale_tags(self, m, tag, abandon, target, reply_in, reply, down_mask):
+        """The tags of the bus requests the base gave up (``abandon``: the one with ``tag`` to
+        board ``target``, refused because a link on the way went down, or timed out): such a
+        request may still reach its board after the restore and its reply come back late. Its
+        tag is not used again until that reply has come (and is dropped), so a late reply is
+        never taken for another access's answer (replies from different boards can overtake
+        each other on the way). A tag given up is free again ``timeout`` cycles after every
+        link on the way to its board is up again without its reply (the request was lost).
+
+        Returns ``(next_tag, free)``: the tag of the next request, whether there is one."""
+        n = self._n
+        poisoned = Signal(4, name="stale_tags")
+        targets = [Signal(8, name=f"stale_target_{t}") for t in range(4)]
+        age = Signal(range(self._timeout + 1), name="stale_age")
+
+        def path_down(board):
+            if n == 1:
+                return Const(0, 1)
+            return Cat(*(down_mask[h] & (board > h) for h in range(n - 1))).any()
+
+        held = Cat(*(poisoned[t] & path_down(targets[t]) for t in range(4))).any()
+        added = Mux(abandon, (Const(1, 4) << tag)[:4], 0)
+        late = Mux(reply_in, (Const(1, 4) << reply.tag)[:4], 0)
+        with m.If(abandon):
+            with m.Switch(tag):
+                for t in range(4):
+                    with m.Case(t):
+                        m.d.sync += targets[t].eq(target)
+        with m.If(age == self._timeout):
+            m.d.sync += poisoned.eq(added)
+        with m.Else():
+            m.d.sync += poisoned.eq((poisoned & ~late) | added)
+        with m.If(abandon | held | (poisoned == 0)):
+            m.d.sync += age.eq(0)
+        with m.Else():
+            m.d.sync += age.eq(age + 1)
+        next_tag = Signal(2, name="next_tag")
+        free = Signal(name="tag_free")
+        for k in (3, 2, 1):               # the nearest free one after the last
+            candidate = (tag + k)[:2]
+            with m.If(~poisoned.bit_select(candidate, 1)):
+                m.d.comb += [next_tag.eq(candidate), free.eq(1)]
+        return next_tag, free
 
     @staticmethod
     def _send_request(m, pend, go, tag, node, addr, we, wdata, *extra):
@@ -1257,6 +1317,9 @@ class ActuatorCore(wiring.Component):
         tag = Signal(2)
         wait = Signal(range(self._timeout + 1))
         path_down = Signal()
+        abandon = Signal()
+        next_tag, tag_free = self._stale_tags(m, tag, abandon, decoded.target, reply_in, reply,
+                                              down_mask)
         # A hop on the way to the target is known to be down: refuse at once.
         if n > 1:
             m.d.comb += path_down.eq(Cat(*(down_mask[h] & (decoded.target > h)
@@ -1320,13 +1383,13 @@ class ActuatorCore(wiring.Component):
                     m.d.sync += [job.addr.eq(decoded.addr), job.we.eq(req.we),
                                  job.wdata.eq(req.wdata), wait.eq(0)]
                     m.next = "LOCAL"
-                with m.Elif(path_down | (pend is None)):
+                with m.Elif(path_down | ~tag_free | (pend is None)):
                     m.d.comb += [answer.eq(1), answer_error.eq(1)]
                     m.next = "ANSWER"
                 with m.Else():
-                    m.d.sync += [tag.eq(tag + 1), wait.eq(0)]
+                    m.d.sync += [tag.eq(next_tag), wait.eq(0)]
                     if pend is not None:
-                        self._send_request(m, pend, 1, tag + 1, decoded.target, decoded.addr,
+                        self._send_request(m, pend, 1, next_tag, decoded.target, decoded.addr,
                                            req.we, req.wdata)
                     m.next = "REMOTE"
             with m.State("LOCAL"):
@@ -1355,8 +1418,12 @@ class ActuatorCore(wiring.Component):
                     m.d.comb += [answer.eq(1), answer_rdata.eq(reply.data),
                                  answer_error.eq(reply.error)]
                     m.next = "ANSWER"
-                with m.Elif(wait == self._timeout):
-                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                with m.Elif(path_down | (wait == self._timeout)):
+                    # A hop on the way went down while the access was under way (or no answer
+                    # came): refused as soon as that is known, not after the whole timeout, so
+                    # the bus is free for the boards in front of the cut; its tag is kept
+                    # from reuse until its late reply (_stale_tags).
+                    m.d.comb += [answer.eq(1), answer_error.eq(1), abandon.eq(1)]
                     m.next = "ANSWER"
             with m.State("ANSWER"):
                 m.next = "IDLE"
@@ -1514,6 +1581,9 @@ class ActuatorCore(wiring.Component):
         tag = Signal(2)
         wait = Signal(range(self._timeout + 1))
         path_down = Signal()
+        abandon = Signal()
+        next_tag, tag_free = self._stale_tags(m, tag, abandon, decoded.target, reply_in, reply,
+                                              down_mask)
         # A hop on the way to the target is known to be down: refuse at once.
         if n > 1:
             m.d.comb += path_down.eq(Cat(*(down_mask[h] & (decoded.target > h)
@@ -1579,13 +1649,13 @@ class ActuatorCore(wiring.Component):
                                  job.wdata.eq(req.wdata), wait.eq(0),
                                  job.bank.eq(access_bank), job.sample.eq(view_sample)]
                     m.next = "LOCAL"
-                with m.Elif(path_down | (pend is None)):
+                with m.Elif(path_down | ~tag_free | (pend is None)):
                     m.d.comb += [answer.eq(1), answer_error.eq(1)]
                     m.next = "ANSWER"
                 with m.Else():
-                    m.d.sync += [tag.eq(tag + 1), wait.eq(0)]
+                    m.d.sync += [tag.eq(next_tag), wait.eq(0)]
                     if pend is not None:
-                        self._send_request(m, pend, 1, tag + 1, decoded.target, decoded.addr,
+                        self._send_request(m, pend, 1, next_tag, decoded.target, decoded.addr,
                                            req.we, req.wdata, access_bank, view_sample)
                     m.next = "REMOTE"
             with m.State("LOCAL"):
@@ -1614,8 +1684,12 @@ class ActuatorCore(wiring.Component):
                     m.d.comb += [answer.eq(1), answer_rdata.eq(reply.data),
                                  answer_error.eq(reply.error)]
                     m.next = "ANSWER"
-                with m.Elif(wait == self._timeout):
-                    m.d.comb += [answer.eq(1), answer_error.eq(1)]
+                with m.Elif(path_down | (wait == self._timeout)):
+                    # A hop on the way went down while the access was under way (or no answer
+                    # came): refused as soon as that is known, not after the whole timeout, so
+                    # the bus is free for the boards in front of the cut; its tag is kept
+                    # from reuse until its late reply (_stale_tags).
+                    m.d.comb += [answer.eq(1), answer_error.eq(1), abandon.eq(1)]
                     m.next = "ANSWER"
             with m.State("ANSWER"):
                 m.next = "IDLE"

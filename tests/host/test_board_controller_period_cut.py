@@ -6,9 +6,11 @@ the serial port), simulated time let run between the host's requests by
 
 With CONTROL_PERIOD > 0 and the message watchdog on, hop 0 is cut while the board steps on its
 own: board 1 (behind the cut) latches ``message_watchdog`` (zero current, enable low), board 0
-(in front) keeps its drive without a fault; after the restore the host reads each board's fault
-word with its cause, clears them, and host-driven control steps give the software board's words
-(the protocol's ReferenceEngine on ControlledChainModel) again, the configuration kept."""
+(in front) keeps its drive without a fault, also while the host reads the controllers' state
+during the cut (board 1's words refused with the error naming the link); after the restore
+the host reads each board's fault word with its cause, clears them, and host-driven control
+steps give the software board's words (the protocol's ReferenceEngine on ControlledChainModel)
+again, the configuration kept."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import pytest
 from linkdyn.host import Board, BoardDeviceError
 from linkdyn.host.simulated import open_simulated
 from linkdyn.host.board_controller import fault_names
+from linkdyn.host.board_links import LinkDownError
 from linkdyn.model.controller import ControllerConfig
 from linkdyn.model.fixedpoint import Q15_16
 from linkdyn.model.protocol import ErrorCode
@@ -104,12 +107,15 @@ def test_period_timer_across_a_cut_latches_the_message_watchdog_behind_it():
 
         sim.cut_link(0)
         sim.run_cycles(6 * period)
-        # The host sees the cut from board 0's own registers (LINK_DOWN, its link window).
-        # It does not touch board 1 now: with the timer on, read_controller_state() during the
-        # cut was seen to latch message_watchdog on board 0 as well (docs/distributed.md,
-        # "Not done").
+        # The host sees the cut from board 0's own registers (LINK_DOWN, its link window), and
+        # an error naming the link for board 1's words; the boards in front keep running (an
+        # access under way when its link goes down is refused once the link is known down:
+        # tests/gateware/test_distributed_cut_in_flight.py).
         links = gateware.links()
         assert links.hops_down == (0,) and links.reachable == 1
+        for _ in range(3):
+            with pytest.raises(LinkDownError, match="board 1 .node 1. cannot be reached"):
+                gateware.read_controller_state()
         sim.restore_link(0)
         sim.run_cycles(6 * period)
         # Read with the timer still running (the window's reads pass while a step runs).
