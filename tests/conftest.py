@@ -16,35 +16,56 @@ from pathlib import Path
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
-#: What marks a test file as one that runs an HDL simulator (Verilator, Icarus: cocotb
-#: testbenches, simulated boards, their command-line tools) or a simulated board process.
-_HDL = re.compile(r"run_chain|run_cocotb|run_distributed|simulator_or_none|get_runner|"
-                  r"[Vv]erilator|iverilog|SimulatedBoard|sim-board|simulated_board|"
-                  r"support\.host")
+#: Units of work of ``make test`` on both cores (pytest-xdist ``-n 2``), by what a test file's
+#: source uses: each named unit runs on one worker, one test after another; every other file is
+#: a unit of its own. ``board``: simulated boards behind a serial line (their replies have
+#: wall-clock timeouts, so they do not run beside each other); ``chain`` and ``distributed``:
+#: the cocotb runs that share the build folders under ``build/sim/chain`` and
+#: ``build/sim/distributed``. Checked in this order.
+_UNITS = [
+    ("chain", re.compile(r"run_chain\b")),
+    ("distributed", re.compile(r"run_distributed\b")),
+    ("board", re.compile(r"SimulatedBoard|sim-board|simulated_board|support\.host|"
+                         r"simulator_or_none|[Vv]erilator|iverilog|run_cocotb")),
+]
+#: Files that would match ``board`` but run no serial line (a cocotb testbench on the board's
+#: pins, its build cached under a lock): units of their own, started early (they are long).
+_OWN_UNIT = ("tests/sim/test_board_uart.py",)
+#: The units started first, longest first.
+_FIRST = ("board", *_OWN_UNIT, "chain", "distributed")
 
 
-def _simulates_hdl(path, cache={}):
-    """Return whether the test file at ``path`` simulates HDL (:data:`_HDL`)."""
+def _unit(root, path, cache={}):
+    """Return the unit of work of the test file ``path`` (relative to ``root``)."""
     if path not in cache:
-        try:
-            cache[path] = bool(_HDL.search(Path(path).read_text()))
-        except OSError:
-            cache[path] = False
+        cache[path] = path
+        if path not in _OWN_UNIT:
+            try:
+                source = (root / path).read_text()
+            except OSError:
+                source = ""
+            cache[path] = next((name for name, pattern in _UNITS if pattern.search(source)),
+                               path)
     return cache[path]
 
 
 if importlib.util.find_spec("xdist") is not None:
     def pytest_xdist_make_scheduler(config, log):
-        """With pytest-xdist (``make test`` runs ``-n 2``): the test files that simulate HDL
-        form one unit of work, run on one worker one test after another (they share simulator
-        build folders, and a simulated board's wall-clock timeouts want a core of their own);
-        every other test file is a unit of its own, spread over the workers. (xdist's
-        ``--dist loadgroup`` would do this with marks, but does not group under pytest 9.)"""
+        """With pytest-xdist (``make test`` runs ``-n 2``): the units of work of
+        :data:`_UNITS`, the longest first. (xdist's ``--dist loadgroup`` would group with
+        marks, but does not under pytest 9.)"""
         from xdist.scheduler import LoadScopeScheduling
 
-        class HDLScheduling(LoadScopeScheduling):
+        class UnitScheduling(LoadScopeScheduling):
             def _split_scope(self, nodeid):
-                path = nodeid.split("::", 1)[0]
-                return "hdl" if _simulates_hdl(config.rootpath / path) else path
+                return _unit(config.rootpath, nodeid.split("::", 1)[0])
 
-        return HDLScheduling(config, log)
+            def _assign_work_unit(self, node):
+                if not getattr(self, "_ordered", False):
+                    self._ordered = True
+                    first = [scope for scope in _FIRST if scope in self.workqueue]
+                    for scope in reversed(first):
+                        self.workqueue.move_to_end(scope, last=False)
+                super()._assign_work_unit(node)
+
+        return UnitScheduling(config, log)
