@@ -24,6 +24,8 @@ from linkdyn.gateware.controlled_chain import ControlledChain
 from linkdyn.gateware.protocol import ProtocolEngine
 from linkdyn.model import protocol as P
 
+from support.protocol_engine import exchange
+
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
 C, E = P.Command, P.ErrorCode
@@ -78,30 +80,7 @@ def _run(lock):
     async def bench(ctx):
         ctx.set(engine.tx.ready, 1)
         for frame in script:
-            reply = bytearray()
-            for byte in frame:
-                ctx.set(engine.rx.valid, 1)
-                ctx.set(engine.rx.payload, byte)
-                while True:
-                    _, _, ready, tx_valid, tx_byte = await ctx.tick().sample(
-                        engine.rx.ready, engine.tx.valid, engine.tx.payload)
-                    if tx_valid:
-                        reply.append(tx_byte)
-                    if ready:
-                        break
-            ctx.set(engine.rx.valid, 0)
-            for _ in range(50_000):
-                _, _, tx_valid, tx_byte = await ctx.tick().sample(engine.tx.valid,
-                                                                  engine.tx.payload)
-                if tx_valid:
-                    reply.append(tx_byte)
-                if len(reply) >= P.REPLY_HEADER_BYTES:
-                    length = int.from_bytes(reply[5:7], "little")
-                    if len(reply) == P.REPLY_HEADER_BYTES + length + P.CRC_BYTES:
-                        break
-            else:
-                raise AssertionError("no complete reply")
-            replies.append(P.decode_reply(bytes(reply)))
+            replies.append(P.decode_reply(await exchange(ctx, engine, frame, 50_000)))
 
     sim = Simulator(board)
     sim.add_clock(1e-8)

@@ -30,6 +30,8 @@ from linkdyn.sim.chain_cases import random_robot
 from linkdyn.sim.chain_model import TIMING_MARKS
 from linkdyn.sim.controlled_chain_model import CONTROL_TIMING_MARKS, ControlledChainModel
 
+from support.protocol_engine import exchange
+
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
 C = P.Command
@@ -73,30 +75,7 @@ def _run(n, script, local_loop=False):
                 model.set_sensor(node, q, qd)
                 continue
             want.append(reference.receive(entry))
-            reply = bytearray()
-            for byte in entry:
-                ctx.set(engine.rx.valid, 1)
-                ctx.set(engine.rx.payload, byte)
-                while True:
-                    _, _, ready, tx_valid, tx_byte = await ctx.tick().sample(
-                        engine.rx.ready, engine.tx.valid, engine.tx.payload)
-                    if tx_valid:
-                        reply.append(tx_byte)
-                    if ready:
-                        break
-            ctx.set(engine.rx.valid, 0)
-            for _ in range(100_000):
-                _, _, tx_valid, tx_byte = await ctx.tick().sample(engine.tx.valid,
-                                                                  engine.tx.payload)
-                if tx_valid:
-                    reply.append(tx_byte)
-                if len(reply) >= P.REPLY_HEADER_BYTES:
-                    length = int.from_bytes(reply[5:7], "little")   # the header's length
-                    if len(reply) == P.REPLY_HEADER_BYTES + length + P.CRC_BYTES:
-                        break
-            else:
-                raise AssertionError("no complete reply")
-            got.append(bytes(reply))
+            got.append(await exchange(ctx, engine, entry))
 
     sim = Simulator(board)
     sim.add_clock(1e-8)

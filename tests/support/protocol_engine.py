@@ -298,3 +298,35 @@ def assert_same_replies(actual, expected, n_nodes):
             words[index] = ra.words[index]
             e = P.encode_reply(re_.seq, re_.command, re_.status, words)
         assert a == e, (f"reply {k}: got {P.decode_reply(a)}, expected {P.decode_reply(e)}")
+
+
+async def exchange(ctx, engine, frame, max_cycles=100_000):
+    """Send the request ``frame`` to ``engine`` (a :class:`ProtocolEngine` in the simulator,
+    ``tx.ready`` held high by the caller) byte by byte as its ``rx.ready`` allows, and return
+    the reply's bytes once a whole reply (header, payload, CRC) has been sent.
+
+    Raises
+    ------
+    AssertionError
+        If no complete reply comes within ``max_cycles`` after the request's last byte."""
+    reply = bytearray()
+    for byte in frame:
+        ctx.set(engine.rx.valid, 1)
+        ctx.set(engine.rx.payload, byte)
+        while True:
+            _, _, ready, tx_valid, tx_byte = await ctx.tick().sample(
+                engine.rx.ready, engine.tx.valid, engine.tx.payload)
+            if tx_valid:
+                reply.append(tx_byte)
+            if ready:
+                break
+    ctx.set(engine.rx.valid, 0)
+    for _ in range(max_cycles):
+        _, _, tx_valid, tx_byte = await ctx.tick().sample(engine.tx.valid, engine.tx.payload)
+        if tx_valid:
+            reply.append(tx_byte)
+        if len(reply) >= P.REPLY_HEADER_BYTES:
+            length = int.from_bytes(reply[5:7], "little")      # the header's length
+            if len(reply) == P.REPLY_HEADER_BYTES + length + P.CRC_BYTES:
+                return bytes(reply)
+    raise AssertionError("no complete reply")
