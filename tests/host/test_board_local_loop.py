@@ -82,7 +82,7 @@ def test_a_board_without_the_local_loop_refuses_a_multiple_but_takes_one_rate():
 
 def test_configure_local_multiple_on_the_command_line(capsys):
     with ReferencePty(ControlledReferenceSerial(N, sensor_at_reference, local_loop=True)) as pty:
-        argv = ["control", "--port", pty.port, "--timeout", "0.5", "--robot", "ur5",
+        argv = ["control", "--port", pty.port, "--timeout", "5", "--robot", "ur5",
                 "configure", "--period", "0.001"]
         assert main(argv + ["--local-multiple", "5"]) == 0
         out = capsys.readouterr().out

@@ -22,9 +22,12 @@ ACCURACY = 2e-3          # Q15.16 accuracy of the UR5's torques (docs/accuracy.m
 
 @pytest.fixture
 def board():
-    """A fresh software board with controllers on a pseudo-terminal: ``(pty, argv prefix)``."""
+    """A fresh software board with controllers on a pseudo-terminal: ``(pty, argv prefix)``.
+
+    The reply timeout is wall-clock time: the board is a Python thread behind the pty, which
+    a loaded machine can hold up for longer than a real board's reply takes."""
     with ReferencePty(ControlledReferenceSerial(N, sensor_at_reference)) as pty:
-        yield pty, ["control", "--port", pty.port, "--timeout", "0.5"]
+        yield pty, ["control", "--port", pty.port, "--timeout", "5"]
 
 
 def _write_states(path, t, q, qd, qdd):
@@ -95,7 +98,7 @@ def test_info_shows_the_joint_controllers(board, capsys):
 def test_control_commands_refuse_a_board_without_controllers(capsys):
     with ReferencePty(ReferenceSerial()) as pty:
         for action in (["--robot", "ur5", "configure"], ["hold"], ["status"], ["clear"]):
-            assert main(["control", "--port", pty.port, "--timeout", "0.5"] + action) == 2
+            assert main(["control", "--port", pty.port, "--timeout", "5"] + action) == 2
             err = capsys.readouterr().err
             assert "has no joint controllers (INFO CONTROLLERS = 0)" in err, action
 
