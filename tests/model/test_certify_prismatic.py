@@ -5,7 +5,8 @@ right arm to its finger (seven revolute joints, a prismatic finger), both exampl
 URDFs, and on random mixed chains (fixed seeds), the golden model (rnea_fixed, bit-exact with
 the gateware) never errs from the float model (rnea) by more than the certified bound, per
 joint, on random and corner states of the box and the states of a directed worst-case search;
-narrow boxes too, where the bound comes within a few times the sampled maximum; every register
+narrow boxes and an external wrench too, the bound within a few times the sampled maximum
+in the narrow ones; every register
 the golden model computes lies within the certified range widened by its certified error. The
 saturation check names the offset register ``r_q_z`` of a prismatic joint whose box leaves the
 offset word, at a state where the golden model does saturate. The revolute certificates of
@@ -120,11 +121,14 @@ def test_bound_holds_in_narrow_boxes(name, seed):
         assert np.max(bound / sampled) < 20  # not vacuous here
 
 
-def test_every_golden_register_lies_in_its_certified_range():
+@pytest.mark.parametrize("name", ["tiago", "baxter", "mixed"])
+def test_every_golden_register_lies_in_its_certified_range(name):
     """The certified range of every register widened by its certified error holds the words the
-    golden model computes (decoded), on every node of TIAGo's chain."""
-    robot = _real("tiago")
-    certificate = certify(robot)
+    golden model computes (decoded), on every node: a prismatic root (TIAGo), tip (Baxter) and
+    two inner ones (a random mixed chain)."""
+    robot = mixed_chain(2) if name == "mixed" else _real(name)
+    certificate = certify(robot, **(RANDOM_BOX if name == "mixed" else {}))
+    assert certificate.saturation_free
     q, qd, qdd, _ = box_states(certificate, 300)
     result = rnea_fixed(robot, q, qd, qdd, keep_registers=True)
     checked = 0
@@ -138,6 +142,8 @@ def test_every_golden_register_lies_in_its_certified_range():
         assert np.all(value >= low - slack) and np.all(value <= high + slack), record
         checked += 1
     assert checked > 100
+    if name != "tiago":
+        return
     # The prismatic root node: no joint rate (omega stays 0), r_z at q moves with the travel.
     ranges = {(r["node"], r["register"]): r["range"] for r in certificate.registers}
     assert ranges[(1, "omega_z")] == [0.0, 0.0]
@@ -208,3 +214,15 @@ def test_revolute_certificates_keep_the_published_figures(name, largest):
     except FileNotFoundError as error:
         pytest.skip(str(error))
     assert float(f"{certify(robot).max_bound_nm:.3g}") == largest
+
+
+def test_bound_holds_with_an_external_wrench_on_a_prismatic_chain():
+    """f_ext, mu_ext on every link: the prismatic node's r x f_ext has r at q."""
+    robot = _real("tiago")
+    certificate = certify(robot, wrench_max=(20.0, 2.0))
+    assert certificate.saturation_free
+    sampled, overflow = sampled_error(robot, certificate, RANDOM_STATES)
+    assert not overflow.any()
+    bound = np.array(certificate.bound_nm)
+    assert np.all(sampled <= bound), (sampled, bound)
+    assert np.all(bound > np.array(certify(robot).bound_nm))  # the wrench's words cost
