@@ -5,9 +5,9 @@ right arm to its finger (seven revolute joints, a prismatic finger), both exampl
 URDFs, and on random mixed chains (fixed seeds), the golden model (rnea_fixed, bit-exact with
 the gateware) never errs from the float model (rnea) by more than the certified bound, per
 joint, on random and corner states of the box and the states of a directed worst-case search;
-narrow boxes and an external wrench too, the bound within a few times the sampled maximum
-in the narrow ones; every register
-the golden model computes lies within the certified range widened by its certified error. The
+narrow boxes and an external wrench too (in the narrow boxes the bound comes within a few
+times the sampled maximum); every register the golden model computes lies within the certified
+range widened by its certified error. The
 saturation check names the offset register ``r_q_z`` of a prismatic joint whose box leaves the
 offset word, at a state where the golden model does saturate. The revolute certificates of
 UR5, UR10 and Panda keep the figures of docs/certificate.md. LINKDYN_LONG=1 samples 10^5
