@@ -46,7 +46,7 @@ def command_certify(args):
             robot, args.out, qd_max=args.qd_max, qdd_max=args.qdd_max,
             wrench_max=args.wrench_max, domain=args.domain, states=args.states,
             log=lambda text: print(text, file=sys.stderr))
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, NotImplementedError) as error:
         raise CommandError(str(error)) from None
     print(f"{robot.name}: certified bound per joint (N·m): "
           + " ".join(f"{v:.3e}" for v in certificate.bound_nm))

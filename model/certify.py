@@ -81,6 +81,23 @@ in float64; a margin of ``1e-9`` N·m plus ``1e-9`` relative covers the float64 
 ``rnea`` and of this analysis itself. The bound treats every rounding as an adversary
 (independent), so it is an upper bound, not an estimate.
 
+*Prismatic joints* (``q`` moves ``d``): the node selects its words by the constant words
+``revolute`` and ``prismatic`` (:mod:`linkdyn.model.microprogram`); the analysis runs the same
+program with the link's words, so on a prismatic node the joint rate of ``omega``,
+``omega_dot`` and ``v`` is exactly 0 (``rate``, ``qd_revolute``, ``qdd_revolute`` are 0 and
+their terms are left out, as for the revolute node's prismatic terms), the phase is the
+constant offset (its sine and cosine still carry the table's error), ``r`` at ``q`` is
+computed by the Dots ``r_q_y = r_y + q sin alpha``, ``r_q_z = r_z + q cos alpha`` (their
+rounding, ``q``'s encoding, and their Q1.30 range: saturation is named there when the travel
+leaves ``|r| < 2`` m), ``p_ddot`` gains ``qdd R^T z`` and ``u`` ``2 qd R^T z``, and ``tau`` is
+``f_out_z`` plus friction. The norm factors of ``r``, ``c' = m r + m c`` and ``I'`` are their
+bounds over the box's travel (:mod:`linkdyn.model.certify_prismatic`), the inertial-wrench
+identities read the base acceleration ``A = R^T p_ddot_in + qdd z_0 + 2 qd omega x z_0``
+(:meth:`_Analysis.base_acceleration_norm`), the rounding triplets are closed on ``f_out``, and
+the second error bound of ``f_local`` and ``mu_local`` by those identities
+(:meth:`_Analysis.mechanics_error`) is not used on prismatic nodes (the program-order bound
+alone holds there).
+
 The register formats are a parameter (``formats``: fractional bits per quantity,
 :data:`QUANTITIES`), so the analysis answers "what if ``q`` had 28 fractional bits?" as a real
 computation on the same microprogram; the golden model and gateware only exist for the formats
@@ -102,6 +119,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .certify_prismatic import (joint_axis, largest_affine_norm,
+                                shifted_inertia_bounds)
 from .fixedpoint import WORD_WIDTH
 from .golden import microprogram
 from .microprogram import (QUANTITIES, SELECTIONS, Atan, Dot, Lookup, Term,
@@ -414,7 +433,8 @@ class Certificate:
     robot : str
         Robot name.
     bound_nm : tuple of float
-        Per joint, a guaranteed bound on ``|tau_fixed - tau_exact|``, N·m (``tau_fixed``:
+        Per joint, a guaranteed bound on ``|tau_fixed - tau_exact|``, N·m (N for a prismatic
+        joint's force; ``tau_fixed``:
         :func:`linkdyn.model.golden.rnea_fixed` for the default formats).
     saturation_free : bool
         Whether no register can saturate anywhere in the box (proven).
@@ -424,8 +444,9 @@ class Certificate:
         corner of the box that drives the range outwards by the signs of the affine form,
         ``q``, ``qd``, ``qdd``; with ``domain="interval"`` simply the upper corner).
     box : dict
-        ``q_min``, ``q_max`` (rad), ``qd_max`` (rad/s), ``qdd_max`` (rad/s^2) per joint and
-        ``wrench_max`` (``(F, M)`` N, N·m, or ``None``).
+        ``q_min``, ``q_max`` (rad), ``qd_max`` (rad/s), ``qdd_max`` (rad/s^2) per joint (m,
+        m/s, m/s^2 for a prismatic joint), ``wrench_max`` (``(F, M)`` N, N·m, or ``None``) and
+        ``joint_types`` (``"revolute"`` or ``"prismatic"`` per joint).
     formats : dict
         Fractional bits per quantity of :data:`QUANTITIES` (and the word format's name).
     domain : str
@@ -601,14 +622,16 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     Parameters
     ----------
     robot : Robot
-        The robot (n revolute joints), with its friction if it has any.
+        The robot: a serial chain in plain DH (no mounts) of n revolute or prismatic joints,
+        with its friction if it has any. A prismatic joint's ``q``, ``qd``, ``qdd`` are m, m/s,
+        m/s^2 and its bound is a force, N (the travel's bounds: :mod:`.certify_prismatic`).
     q_box : (array_like, array_like), optional
-        ``(q_min, q_max)``, rad, shape (n,) each or scalars; default the joint limits
+        ``(q_min, q_max)``, rad (m), shape (n,) each or scalars; default the joint limits
         (``±pi`` where a joint has none).
     qd_max : float or array_like, optional
-        ``|qd| <= qd_max``, rad/s; default the velocity limits (``pi`` where none).
+        ``|qd| <= qd_max``, rad/s (m/s); default the velocity limits (``pi`` where none).
     qdd_max : float or array_like
-        ``|qdd| <= qdd_max``, rad/s^2 (default 10).
+        ``|qdd| <= qdd_max``, rad/s^2 (m/s^2; default 10).
     wrench_max : (float, float), optional
         ``(F, M)``: every component of ``f_ext`` within ``±F`` N and of ``mu_ext`` within
         ``±M`` N·m, on every link (frame i, about origin i, as for :func:`linkdyn.model.rnea`);
@@ -650,8 +673,8 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     TypeError
         If ``robot`` is not a Robot or ``fmt`` neither NodeFormats nor a QFormat.
     NotImplementedError
-        If the robot has a prismatic joint (the message names them): the analysis and its
-        mechanics bounds are those of revolute joints, so it does not certify prismatic nodes.
+        If the robot is a tree or has a mount (a chain of nodes runs plain DH; cut a chain
+        with ``tip``, :func:`linkdyn.model.library.load_robot`).
     ValueError
         If the box is empty, not finite or negative, ``wrench_max`` is malformed, a quantity of
         ``formats`` is unknown, a constant does not fit its word, or the box exceeds the range
@@ -659,12 +682,11 @@ def certify(robot, *, q_box=None, qd_max=None, qdd_max=DEFAULT_QDD_MAX, wrench_m
     """
     if not isinstance(robot, Robot):
         raise TypeError(f"robot must be a Robot, not {type(robot).__name__}")
-    if robot.has_prismatic:
-        joints = [name for name, link in zip(robot.joint_names, robot.links)
-                  if link.joint_type == "prismatic"]
+    if not robot.is_chain or any(link.has_mount for link in robot.links):
         raise NotImplementedError(
-            f"certify analyses revolute joints only (its mechanics bounds are those of a "
-            f"turning joint); robot {robot.name!r} has prismatic joints {joints!r}")
+            f"certify analyses a serial chain of nodes in plain DH (a chain of nodes, as "
+            f"linkdyn.model.golden.rnea_fixed runs it); robot {robot.name!r} is a tree or has "
+            f"a mount: choose a chain with tip=LINK (--tip)")
     if domain not in ("affine", "interval"):
         raise ValueError(f"domain must be 'affine' or 'interval', not {domain!r}")
     q_min, q_max, qd_lim, qdd_lim = default_box(robot, q_box=q_box, qd_max=qd_max,
@@ -751,6 +773,9 @@ class _Analysis:
         self.program = microprogram(fmt)
         self.rmap = self.program.registers
         n = robot.n
+        # Prismatic nodes (q moves d): the box's travel enters r, c' and I' (link_mechanics)
+        # and the joint's rate and acceleration the base acceleration (base_acceleration_norm).
+        self.prismatic = [link.joint_type == "prismatic" for link in robot.links]
         per_node = 3 + (6 if wrench else 0)
         self.values = _Domain(per_node * n, domain == "affine")
         ops = sum(len(seg.ops) for seg in self.program.segments.values())
@@ -884,8 +909,8 @@ class _Analysis:
         for term in op.terms:
             term = Term(alias.get(term.a, term.a), alias.get(term.b, term.b), term.kind,
                         term.negate)
-            zero = [(name in _SELECTIONS or name in _ZERO_CONSTANTS) and _exactly_zero(regs[name])
-                    for name in (term.a, term.b)]
+            zero = [(name in _SELECTIONS or name in _ZERO_CONSTANTS or name == "rate")
+                    and _exactly_zero(regs[name]) for name in (term.a, term.b)]
             if term.kind == "mul":
                 for one, other in ((term.a, term.b), (term.b, term.a)):
                     if self.rmap[one].format.name == "count":
@@ -965,8 +990,11 @@ class _Analysis:
         if kind == "one":
             return 1.0
         if kind == "qd":
-            return float(self.qd_max[node])
+            # A prismatic node's v has no qd omega_in x z term (qd_revolute is 0).
+            return 0.0 if self.prismatic[node] else float(self.qd_max[node])
         if kind == "r":
+            if self.prismatic[node]:
+                return self.link_mechanics(node)["r"]  # the largest |r(q)| of the travel
             return float(np.linalg.norm(link_offset_vector(link))) * slack
         if kind == "mc":
             return float(np.linalg.norm(link.first_moment)) * slack
@@ -1140,6 +1168,8 @@ class _Analysis:
         norms = self.norms[node]
         cylinders = self.cylinders[node]
         qd, qdd = float(self.qd_max[node]), float(self.qdd_max[node])
+        if self.prismatic[node]:
+            qd = qdd = 0.0  # a prismatic joint adds no rate to omega, omega_dot, v
         slack = 1 + 1e-12
         if group == "omega":
             n_in = norms["omega_in"][0]
@@ -1162,7 +1192,8 @@ class _Analysis:
                              + qdd * qdd) * slack
         if group in ("f_local", "mu_local"):
             mech = self.link_mechanics(node)
-            n_p, n_wd, n_w = (norms[k][0] for k in ("p_ddot_in", "omega_dot", "omega"))
+            n_wd, n_w = norms["omega_dot"][0], norms["omega"][0]
+            n_p = self.base_acceleration_norm(node)
             force, moment = (0.0, 0.0) if self.wrench is None else self.wrench
             if group == "f_local":
                 bound = (mech["m"] * n_p + mech["c1"] * (n_wd + n_w * n_w)
@@ -1238,7 +1269,14 @@ class _Analysis:
         and the smaller of the two holds. With ``triplets`` (a count), the same first-order
         bound for the block norms of the first ``triplets`` rounding triplets
         (:meth:`close_triplets`) instead of the symbols.
+
+        A prismatic node has none (infinite bounds: the program-order bound holds alone): its
+        words' identity would also carry the errors of ``q`` in ``r`` and of ``qd``, ``qdd``
+        in the base acceleration ``A`` (:meth:`base_acceleration_norm`).
         """
+        if self.prismatic[node]:
+            size = self.errors.size if triplets is None else triplets
+            return np.full(size, math.inf), math.inf
         mech = self.link_mechanics(node)
         norms = self.norms[node]
         m = self._factor(regs, ("m",), mech["m"])
@@ -1347,8 +1385,9 @@ class _Analysis:
         xx, xy, xz, yy, yz, zz = (float(v) for v in delta[4:10])
         d_inertia = ((xx, xy, xz), (xy, yy, yz), (xz, yz, zz))
         value = lambda name: regs[name][0]  # noqa: E731
-        p, wd, w, r = ([value(c) for c in _vec(name)] for name in ("p_ddot", "omega_dot",
-                                                                    "omega", "r"))
+        p, wd, w = ([value(c) for c in _vec(name)] for name in ("p_ddot", "omega_dot", "omega"))
+        # r at q (r_q_y, r_q_z: on a revolute node copies of r_y, r_z).
+        r = [value(c) for c in ("r_x", "r_q_y", "r_q_z")]
 
         def scale(x, c):
             return values.mul(x, const(c))
@@ -1382,11 +1421,18 @@ class _Analysis:
         eig = np.linalg.eigvalsh(0.5 * (shifted + shifted.T))
         dc = float(np.linalg.norm(dm * r_exact + dmc_v))
         norms = self.norms[node]
-        n_w, n_wd, n_in = (norms[k][0] for k in ("omega", "omega_dot", "p_ddot_in"))
+        n_w, n_wd = norms["omega"][0], norms["omega_dot"][0]
+        n_in = self.base_acceleration_norm(node)
+        largest, spread = float(np.max(np.abs(eig))), 0.5 * float(eig[-1] - eig[0])
+        if self.prismatic[node]:
+            # r moves with q: the largest |dc'| and the eigenvalue bounds over the travel.
+            axis = joint_axis(self.robot.links[node].alpha)
+            lo, hi = float(self.q_min[node]), float(self.q_max[node])
+            dc = largest_affine_norm(dm * r_exact + dmc_v, dm * axis, lo, hi)
+            largest, spread = shifted_inertia_bounds(d_matrix, dm, dmc_v, r_exact, axis, lo, hi)
         slack = 1 + 1e-9
         bounds = {"f_local": (abs(dm) * n_in + dc * (n_wd + n_w * n_w)) * slack,
-                  "mu_local": (float(np.max(np.abs(eig))) * n_wd + 0.5 * float(eig[-1] - eig[0])
-                               * n_w * n_w + dc * n_in) * slack}
+                  "mu_local": (largest * n_wd + spread * n_w * n_w + dc * n_in) * slack}
         k = self.errors.used
         self.errors.new(1.0, ("constant", _KNOWN_PARAMETERS, node))
         for group, vector in (("f_local", df), ("mu_local", dmu)):
@@ -1424,7 +1470,28 @@ class _Analysis:
                            "I1_spread": 0.5 * float(eig[-1] - eig[0]) * slack + 1e-15,
                            "r": float(np.linalg.norm(r)) * slack,
                            "mc": float(np.linalg.norm(mc)) * slack}
+            if self.prismatic[node]:
+                # r(q) = r + q z_0 over the travel (linkdyn.model.certify_prismatic).
+                axis = joint_axis(link.alpha)
+                lo, hi = float(self.q_min[node]), float(self.q_max[node])
+                largest, spread = shifted_inertia_bounds(inertia, m, mc, r, axis, lo, hi)
+                cache[node].update({
+                    "c1": largest_affine_norm(m * r + mc, m * axis, lo, hi) * slack,
+                    "I1": largest * slack, "I1_spread": spread * slack + 1e-15,
+                    "r": largest_affine_norm(r, axis, lo, hi) * slack})
         return cache[node]
+
+    def base_acceleration_norm(self, node):
+        """A bound on ``|A|``, the acceleration of origin ``i-1`` that the inertial-wrench
+        identities of :meth:`mechanics_norm` read: ``A = R^T p_ddot_in`` on a revolute node;
+        on a prismatic one ``A = R^T p_ddot_in + qdd z_0 + 2 qd omega x z_0`` (``p_ddot``'s
+        prismatic terms: ``p_ddot = A + omega_dot x r + omega x (omega x r)``), so ``|A| <=
+        |p_ddot_in| + qdd_max + 2 qd_max |omega|``."""
+        norms = self.norms[node]
+        if not self.prismatic[node]:
+            return norms["p_ddot_in"][0]
+        return (norms["p_ddot_in"][0] + float(self.qdd_max[node])
+                + 2 * float(self.qd_max[node]) * norms["omega"][0]) * (1 + 1e-12)
 
     def rotation_norms(self, regs):
         """Per error symbol, a bound on the spectral norm of its coefficient in ``R~ - R``.
@@ -1549,15 +1616,19 @@ class _Analysis:
         exact = {"sin_alpha": math.sin(link.alpha), "cos_alpha": math.cos(link.alpha),
                  "r_x": r[0], "r_y": r[1], "r_z": r[2], "F_c": link.friction.coulomb,
                  "F_v": link.friction.viscous, "F_o": link.friction.offset,
-                 "k_friction": link.friction.steepness, "revolute": 1.0, "prismatic": 0.0}
+                 "k_friction": link.friction.steepness,
+                 "revolute": 0.0 if self.prismatic[i] else 1.0,
+                 "prismatic": 1.0 if self.prismatic[i] else 0.0}
         exact.update(zip(("m", "mc_x", "mc_y", "mc_z", "I_xx", "I_xy", "I_xz", "I_yy", "I_yz",
                           "I_zz"), link.parameters()))
         for reg in self.rmap.of_kind("constant"):
             if reg.name == "zero":
                 regs["zero"] = (self.values.const(0.0), self.errors.zero())
             elif reg.name == "rate":
-                regs["rate"] = self.constant(i, "rate", 1.0 / (2 * math.pi),
-                                             reg.format.fraction_bits)
+                # revolute / (2 pi): a prismatic joint's theta is the offset alone (the
+                # golden model's word 0).
+                regs["rate"] = self.constant(i, "rate", 0.0 if self.prismatic[i]
+                                             else 1.0 / (2 * math.pi), reg.format.fraction_bits)
             elif reg.name == "theta_offset":
                 regs["theta_offset"] = self.constant(i, "theta_offset",
                                                      link.offset / (2 * math.pi), 32, wraps=True)
@@ -1652,7 +1723,9 @@ class _Analysis:
         ``vector_roundings`` each rounding triplet's three parts scaled down together to at most
         ``sqrt(3)`` times its block norm in ``mu_out`` (:meth:`close_triplets`)."""
         per = error.per_symbol()[:self.errors.used].copy()
-        blocks = self.triplet_norms[node].get("mu_out") if self.vector_roundings else None
+        # tau = mu_out_z (+ friction) on a revolute node, f_out_z (+ friction) on a prismatic one.
+        carrier = "f_out" if self.prismatic[node] else "mu_out"
+        blocks = self.triplet_norms[node].get(carrier) if self.vector_roundings else None
         for key, index in self.triplets.items() if blocks is not None else ():
             norm = float(blocks[self.triplet_slot[key]])
             if norm <= 0:
@@ -1703,7 +1776,8 @@ class _Analysis:
         box = {"q_min": [float(v) for v in self.q_min], "q_max": [float(v) for v in self.q_max],
                "qd_max": [float(v) for v in self.qd_max],
                "qdd_max": [float(v) for v in self.qdd_max],
-               "wrench_max": None if self.wrench is None else list(self.wrench)}
+               "wrench_max": None if self.wrench is None else list(self.wrench),
+               "joint_types": [link.joint_type for link in robot.links]}
         formats = {"word": self.fmt.name, **{k: int(v) for k, v in self.bits.items()}}
         return Certificate(robot.name, tuple(bounds), not self.saturations,
                            tuple(self.saturations), box, formats, self.domain, tuple(hot),
@@ -1816,6 +1890,10 @@ def plot_bound(certificate, sampled, path, title=None):
     ax.axhline(1e-3, color="k", linestyle="--", linewidth=1, label="goal 1e-3 N·m")
     ax.set_yscale("log")
     ax.set_xticks(x)
+    kinds = certificate.box.get("joint_types", ())
+    if "prismatic" in kinds:  # a prismatic joint's bound is a force
+        ax.set_xticks(x, [f"{i}{' (N)' if kind == 'prismatic' else ''}"
+                          for i, kind in zip(x, kinds)])
     ax.set_xlabel("joint")
     ax.set_ylabel("|tau_fixed - tau| (N·m)")
     ax.set_title(title or f"{certificate.robot}: certified vs sampled torque error")
@@ -1833,7 +1911,12 @@ def report_markdown(certificate, sampled, states, plot_name=None):
     out = [f"# Fixed-point torque error certificate: {c.robot}", ""]
     box = c.box
     q_range = ", ".join(f"{a:.4g}..{b:.4g}" for a, b in zip(box["q_min"], box["q_max"]))
-    out.append(f"Box: q within [{q_range}] rad; "
+    prismatic = [i + 1 for i, kind in enumerate(box.get("joint_types", ()))
+                 if kind == "prismatic"]
+    units = (f" (q, qd, qdd in m, m/s, m/s² and the bound in N for the prismatic "
+             f"joint{'s' if len(prismatic) > 1 else ''} {', '.join(map(str, prismatic))})"
+             if prismatic else "")
+    out.append(f"Box{units}: q within [{q_range}] rad; "
                f"|qd| <= [{', '.join(f'{v:.4g}' for v in box['qd_max'])}] rad/s; "
                f"|qdd| <= [{', '.join(f'{v:.4g}' for v in box['qdd_max'])}] rad/s²; "
                + ("no external wrench." if box["wrench_max"] is None else
@@ -1995,7 +2078,7 @@ def _run(args):
             robot, args.out, qd_max=args.qd_max, qdd_max=args.qdd_max,
             wrench_max=args.wrench_max, domain=args.domain, states=args.states,
             log=lambda text: print(text, file=sys.stderr))
-    except ValueError as error:
+    except (ValueError, NotImplementedError) as error:
         raise CommandError(str(error)) from None
     print(f"bound per joint (N·m): {' '.join(f'{v:.3e}' for v in certificate.bound_nm)}; "
           f"saturation free: {'yes' if certificate.saturation_free else 'NO'}; "

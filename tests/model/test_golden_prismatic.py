@@ -4,8 +4,8 @@ exactly the words it computed without them; the golden chain and tree on prismat
 equal each other word for word and the float model (:func:`linkdyn.model.rnea`, itself checked
 against Pinocchio in tests/model/test_tree_rnea.py) within the first-order budget of
 support.tree_budget; a vertical slider gives ``m (qdd + g)``; offsets beyond the word are
-refused naming the link, travel beyond it saturates with the flag; certify refuses prismatic
-joints naming them."""
+refused naming the link, travel beyond it saturates with the flag; certify analyses prismatic
+joints (tests/model/test_certify_prismatic.py)."""
 
 import math
 import warnings
@@ -218,13 +218,13 @@ def test_prismatic_travel_beyond_the_word_saturates_with_the_flag():
     assert batch.tau[0, 1] == pytest.approx(-3.0 * robot.gravity[2], abs=1e-4)
 
 
-def test_certify_refuses_prismatic_joints_naming_them():
+def test_certify_analyses_prismatic_joints_with_the_joint_type_words():
+    """certify runs the node's words: a prismatic chain's box carries its joint types (its
+    soundness against the golden model: tests/model/test_certify_prismatic.py)."""
     robot = prismatic_chain(4)
-    names = [name for name, link in zip(robot.joint_names, robot.links)
-             if link.joint_type == "prismatic"]
-    with pytest.raises(NotImplementedError, match="prismatic joints " + repr(names)
-                       .replace("[", r"\[").replace("]", r"\]")):
-        certify(robot)
+    certificate = certify(robot, qd_max=1.0, qdd_max=5.0)
+    assert certificate.box["joint_types"] == [link.joint_type for link in robot.links]
+    assert len(certificate.bound_nm) == robot.n
 
 
 def test_the_node_tree_of_a_prismatic_tree_keeps_every_joint_type():
