@@ -233,9 +233,11 @@ def command_load(args):
               + ("" if args.no_verify else ", read back and checked"))
         certificate = board.certificate
     if certificate is not None:
-        bounds = ", ".join(f"{b:.1e}" for b in certificate.bound_nm)
+        types = certificate.box.get("joint_types", ("revolute",) * len(certificate.bound_nm))
+        bounds = ", ".join(f"{b:.1e} {'N' if kind == 'prismatic' else 'N·m'}"
+                           for b, kind in zip(certificate.bound_nm, types))
         print(f"certified fixed-point torque error (default box: q within the joint limits, "
-              f"|qd| within the velocity limits, |qdd| <= 10 rad/s^2): <= {bounds} N·m per "
+              f"|qd| within the velocity limits, |qdd| <= 10 rad/s^2): <= {bounds} per "
               f"joint, " + ("saturation-free" if certificate.saturation_free
                             else "registers may saturate"))
     return 0

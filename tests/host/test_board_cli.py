@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from linkdyn.host.cli import main
-from linkdyn.model import Robot, save_robot
+from linkdyn.model import Robot, load_robot, save_robot
+from linkdyn.model.certify import certify
 
 from support.host import (
     CHAIN, NODES, ROBOT, expected, make_board, random_states, simulator_or_none, tau_values,
@@ -50,7 +51,11 @@ def test_info_load_and_status_commands(port, capsys):
     out = capsys.readouterr().out
     assert "6 nodes, LinkDyn formats" in out and "3,000,000 baud" in out
     assert main(["load", "--port", port, "--robot", "ur5"]) == 0
-    assert "loaded 'ur5' (6 joints)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "loaded 'ur5' (6 joints)" in out
+    bounds = certify(load_robot("ur5")).bound_nm       # the default box's certificate
+    assert ("<= " + ", ".join(f"{b:.1e} N·m" for b in bounds)
+            + " per joint, saturation-free") in out
     assert main(["status", "--port", port, "--clear"]) == 0
     out = capsys.readouterr().out
     assert "chain: idle" in out and "error replies: none" in out and "cleared" in out
