@@ -306,6 +306,8 @@ class BoardTop(Elaboratable):
         Core clock when none is given, Hz.
     uart_note : str
         Where the UART is (documentation, report).
+    joint_pins : tuple or None
+        The joint ports' header pins (:mod:`linkdyn.boards.joint_pins`), None for none.
 
     Parameters
     ----------

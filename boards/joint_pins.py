@@ -19,7 +19,8 @@ from amaranth.lib import io
 from linkdyn.gateware.joint_port import JointPort, frame_cycles
 
 __all__ = ["PIN_NAMES", "SCLK_HZ", "MISO_SETTLE_SECONDS", "GAP_SECONDS", "port_timing", "joint_resources",
-           "check_joint_count", "add_joint_ports", "connect_joint_port", "describe"]
+           "check_joint_count", "add_joint_ports", "connect_joint_port", "fault_led",
+           "FAULT_LED", "describe"]
 
 #: A port's pins and their direction on the board.
 PIN_NAMES = {"sclk": "o", "cs_n": "o", "mosi": "o", "miso": "i", "enable": "o"}
@@ -101,6 +102,7 @@ def add_joint_ports(m, platform, clock_hz, joints):
     Returns
     -------
     list of JointPort
+        The ports; LED :data:`FAULT_LED`, where the board has it, shows any port's fault.
     """
     divisor, gap = port_timing(clock_hz)
     ports = []
@@ -114,7 +116,27 @@ def add_joint_ports(m, platform, clock_hz, joints):
             m.d.comb += (signal.eq(buffer.i) if direction == "i" else buffer.o.eq(signal))
         connect_joint_port(m, port, sensor, actuator, fault_clear)
         ports.append(port)
+    fault_led(m, platform, ports)
     return ports
+
+
+#: The LED that shows a latched joint-port fault, where the board has it (ULX3S, Mimas: LEDs
+#: 0..3 are the core's status LEDs).
+FAULT_LED = 4
+
+
+def fault_led(m, platform, ports):
+    """Light LED :data:`FAULT_LED` while any of ``ports`` has its fault latched, if the
+    platform has that LED; return whether it has."""
+    if ("led", FAULT_LED) not in platform.resources or not ports:
+        return False
+    m.submodules.joint_fault_led = led = io.Buffer(
+        "o", platform.request("led", FAULT_LED, dir="-"))
+    faults = ports[0].fault
+    for port in ports[1:]:
+        faults = faults | port.fault
+    m.d.comb += led.o.eq(faults)
+    return True
 
 
 def connect_joint_port(m, port, sensor, actuator, fault_clear):

@@ -19,7 +19,7 @@ GND       P1-1 / 2    -         adapter GND
 Joint ports (built with the joint controllers, ``controllers=True``; an SPI link per joint to
 its drive, :mod:`linkdyn.boards.joint_pins`, docs/controller.md, "Joint port"), on header
 P1, LVCMOS33, ``miso`` pulled up (the same FPGA pins on the Mimas's P1 and the SK-XC6SLX9's
-X7):
+X7); LED D5 (P115) lights while a joint port's fault is latched:
 
 =====  =============  =============  =============  =============  =============
 joint  sclk           cs_n           mosi           miso (in)      enable

@@ -12,7 +12,7 @@
   its drive, :mod:`linkdyn.boards.joint_pins`, docs/controller.md, "Joint port"): six, on the
   GPIO headers' single-ended GP/GN pins, LVCMOS33, ``miso`` pulled up. Pairs 0..3 stay free for
   the distributed mode's links, 11..13 (shared with the ESP32) and 14..17 (the ADC's inputs)
-  are not used:
+  are not used; LED 4 (D1) lights while a joint port's fault is latched:
 
   =====  ============  ============  ============  ============  ============
   joint  sclk          cs_n          mosi          miso (in)     enable

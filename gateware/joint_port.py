@@ -176,7 +176,9 @@ class JointPort(wiring.Component):
 
         # The command frame latched when it starts; the bit on the wire is ``index`` of the
         # frame (FRAME_BITS - 1 first), the CRC's bits once the payload has gone out.
-        command = Signal(COMMAND_LAYOUT)
+        # Loaded at every frame start, no reset of its own: the flip-flops' reset input zeroes
+        # i_ref while disabled (32 LUTs fewer on Spartan-6).
+        command = Signal(COMMAND_LAYOUT, reset_less=True)
         frame = Cat(tx_crc.crc, command.as_value())
         index = Signal(range(FRAME_BITS))
         bit_out = frame.bit_select(index, 1)

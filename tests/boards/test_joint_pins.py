@@ -96,12 +96,14 @@ def test_builds_with_controllers_put_a_joint_port_on_each_joints_pins():
                            else f'NET "{net}" LOC={mapping[pin]};')
                 assert (located in constraints) == (index < nodes), (name, net)
             assert (f"joint_port{index}" in design) == (index < nodes)
+        assert 'LOCATE COMP "led_4__io" SITE "D1"' in constraints    # the port fault LED
         assert "joint 0: sclk" in top.joint_pins_report
         assert (f"joint {nodes}:" in top.joint_pins_report) is False
     # Without controllers no joint pins; the Atlys has none.
     top = BOARDS["mimas"](1)
     plan = top.platform().prepare(top, name="top")
     assert "joint" not in plan.files["top.ucf"] and "joint_port" not in plan.files["top.v"]
+    assert "led_4" not in plan.files["top.ucf"]
     assert top.joint_pins_report is None
     assert BOARDS["atlys"].joint_pins is None
     assert describe(BOARDS["atlys"], 1, 100_000_000).startswith("none on this board")

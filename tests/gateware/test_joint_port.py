@@ -117,6 +117,16 @@ def test_crc_detects_every_error_of_up_to_three_bits_in_a_frame():
     assert all(syndromes)
     assert all(a ^ b for a, b in itertools.combinations(syndromes, 2))
     assert all(a ^ b ^ c for a, b, c in itertools.combinations(syndromes, 3))
+    # Every odd number of flipped bits: the polynomial x^8 + x^5 + x^3 + x^2 + x + 1 has an
+    # even number of terms, so x + 1 divides it; sampled here over random odd-weight errors.
+    assert bin((1 << 8) | CRC.polynomial).count("1") % 2 == 0
+    rng = random.Random(1)
+    for _ in range(2000):
+        flipped = rng.sample(range(FRAME_BITS), rng.choice([5, 7, 9, 21, 71]))
+        total = 0
+        for position in flipped:
+            total ^= syndromes[position]
+        assert total
     # A line stuck at 0 or at 1 (no drive on the pins) is no frame.
     for level in (0, 1):
         stuck = [level] * FRAME_BITS
