@@ -8,7 +8,9 @@ board without ``joint_pins`` (Atlys) has none: its controllers' sensor inputs re
 
 The SPI clock is the fastest at most :data:`SCLK_HZ` the core clock divides to that leaves the
 drive at least :data:`MISO_SETTLE_SECONDS` for its ``miso`` (12.5 MHz at 100 MHz, 8.33 MHz at
-50 MHz), the gap between frames at least :data:`GAP_SECONDS` (:func:`port_timing`).
+50 MHz), the gap between frames at least :data:`GAP_SECONDS` (:func:`port_timing`). LED
+:data:`FAULT_LED`, where the board has it (ULX3S, Mimas), lights while a port's fault is
+latched.
 """
 
 import math
@@ -18,9 +20,9 @@ from amaranth.lib import io
 
 from linkdyn.gateware.joint_port import JointPort, frame_cycles
 
-__all__ = ["PIN_NAMES", "SCLK_HZ", "MISO_SETTLE_SECONDS", "GAP_SECONDS", "port_timing", "joint_resources",
-           "check_joint_count", "add_joint_ports", "connect_joint_port", "fault_led",
-           "FAULT_LED", "describe"]
+__all__ = ["PIN_NAMES", "SCLK_HZ", "MISO_SETTLE_SECONDS", "GAP_SECONDS", "FAULT_LED",
+           "port_timing", "joint_resources", "check_joint_count", "add_joint_ports",
+           "connect_joint_port", "fault_led", "describe"]
 
 #: A port's pins and their direction on the board.
 PIN_NAMES = {"sclk": "o", "cs_n": "o", "mosi": "o", "miso": "i", "enable": "o"}

@@ -31,20 +31,22 @@ A feedback frame whose CRC does not match is dropped: ``sensor.q`` / ``sensor.qd
 good frame's words (the controller samples them when its step starts), ``errors`` counts it
 (saturating), and ``fault_errors`` bad frames in a row latch ``fault``: the enable pin goes low
 and the command frames carry ``enable = 0`` and ``i_ref = 0`` until ``fault_clear`` (on a board:
-the joint controller's fault clear, CONTROL.clear), after which the next good frame enables the
-drive again. The drive is expected to switch its bridge off when the enable pin is low, when a
+the joint controller's fault clear, CONTROL.fault_clear), after which the next good frame
+enables the drive again. The drive is expected to switch its bridge off when the enable pin is low, when a
 command frame's CRC fails or says ``enable = 0``, and when no good command frame came for a few
 frame periods.
 
-The frame goes out as soon as the previous one ends (a sample at most one frame period old when
-the controller takes it); the command latches ``actuator.i_ref`` and ``enable`` when its frame
-starts, so a frame never carries half of two references. ``miso`` passes an
+A frame goes out as soon as the previous one ends: the words the controller takes were loaded by
+the drive less than two frame periods before (plus the drive's own latency), with no trigger from
+the control step; the command latches ``actuator.i_ref`` and ``enable`` when its frame starts,
+so a frame never carries half of two references. ``miso`` passes an
 :class:`~amaranth.lib.cdc.FFSynchronizer` and is taken at the end of each bit, just before the
-falling edge that lets the drive change it: the drive's output has ``2 divisor - 3`` clock
-cycles less the line's round trip to settle.
+falling edge that lets the drive change it: from the falling edge leaving the board to the next
+``miso`` bit arriving (the drive's clock to output and the line's round trip) the drive has
+``2 divisor - 3`` clock cycles (tests/gateware/test_joint_port.py finds the limit there).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.crc import catalog

@@ -73,8 +73,8 @@ class CommandFrame:
 @dataclass
 class DriveModel:
     """The drive side: answers every frame with the next of ``responses`` (72-bit lists; the
-    last one repeats), records the command frames, the enable pin as each frame starts and the cycles of the
-    rising ``sclk`` edges.
+    last one repeats), records the command frames, the enable pin as each frame starts and the
+    cycles of the rising ``sclk`` edges.
 
     ``delay``: clock cycles between the falling edge the drive sees and its MISO change.
     """
