@@ -163,7 +163,7 @@ def test_joint_port_exchanges_the_words_of_every_frame_with_the_drive():
     assert port.frame_cycles == 2 * DIVISOR * 72 + DIVISOR + GAP + 1
 
 
-@pytest.mark.parametrize("divisor, delay", [(2, 0), (2, 1), (3, 3)])
+@pytest.mark.parametrize("divisor, delay", [(2, 0), (2, 1), (3, 3), (4, 5)])
 def test_joint_port_drops_damaged_frames_and_latches_a_fault_that_disables_the_drive(divisor,
                                                                                       delay):
     # delay: the drive changes miso this many cycles after it sees sclk fall, up to the
