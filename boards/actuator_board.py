@@ -51,6 +51,7 @@ from .common import (
     ecp5_pll_setting, oscillator_input, reset_input, spartan6_pll_setting, synchronised_domain,
 )
 from .core import LED_COUNT, heartbeat
+from .joint_pins import add_joint_ports, describe
 
 __all__ = ["ROLES", "ActuatorBoardCore", "ActuatorBoardTop", "ACTUATOR_BOARDS",
            "actuator_pll_setting",
@@ -328,9 +329,10 @@ class ActuatorBoardTop(Elaboratable):
     controllers : bool
         The board's joint controller beside its node (:class:`ActuatorBoardCore`; sequential
         policy only). As the single-FPGA builds with controllers
-        (:class:`~linkdyn.boards.common.BoardTop`), the board has no joint pins yet: the
-        sensor inputs read 0 (a joint at rest at q = 0) and the current reference and enable
-        reach only the step's record the host reads (``i_ref``, ``tau_cmd``).
+        (:class:`~linkdyn.boards.common.BoardTop`), the joint's controller talks to its drive
+        through a :class:`~linkdyn.gateware.joint_port.JointPort` on the board's joint 0 pins
+        (the board module's ``joint_pins``, :mod:`linkdyn.boards.joint_pins`; free of the
+        link and UART pins).
 
     Attributes
     ----------
@@ -379,8 +381,7 @@ class ActuatorBoardTop(Elaboratable):
             report["policy"] = self.core.policy
         if self.core.controllers:
             report["controller"] = True
-            report["joint_pins"] = ("none: sensor inputs tied to 0, i_ref / enable only in the "
-                                    "step's record")
+            report["joint_pins"] = describe(self.board_class, 1, self.clock_hz)
         return report
 
     def update_cycles(self, updates=3):
@@ -528,6 +529,9 @@ class ActuatorBoardTop(Elaboratable):
             led = io.Buffer("o", platform.request("led", index, dir="-"))
             m.submodules[f"led_{index}"] = led
             m.d.comb += led.o.eq(core.leds[index])
+        if core.controllers:
+            add_joint_ports(m, platform, self.clock_hz, [
+                (core.joint_sensor, core.joint_actuator, core.target.controller.fault_clear)])
         return m
 
 

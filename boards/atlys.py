@@ -3,7 +3,9 @@
 - clock: the 100 MHz oscillator (``clk100``, L15), or a PLL_BASE output for another
   ``clock_hz``; reset: the RESET button (``rst``, T15, active low);
 - UART: the XR21V1410 USB-UART (amaranth-boards ``uart`` 0, J17: rx A16, tx B16);
-- LEDs LD0..LD3 (U18 M14 N14 L14): heartbeat, host link busy, overflow, chain busy.
+- LEDs LD0..LD3 (U18 M14 N14 L14): heartbeat, host link busy, overflow, chain busy;
+- no joint pins (``joint_pins`` None): a build with the joint controllers reads their sensor
+  inputs as 0 (:mod:`linkdyn.boards.joint_pins`).
 
 Synthesis figures from Yosys (``synth_xilinx -family xc6s``); place and route and the
 bitstream need Xilinx ISE 14.7 (the build tree is written by Amaranth).

@@ -20,14 +20,17 @@ simulation of ``DistributedChain(N)``. ``--policy pipelined`` (``POLICY=pipeline
 board for the pipelined policy over the links (every board of a chain needs the same policy);
 it has no joint controllers. ``--controllers`` (``CONTROLLERS=1``) builds the board with its
 joint controller beside the node (``ActuatorBoardTop(..., controllers=True)``; on the base
-board the control step's front end and sequencer); every board of a chain needs it; no joint
-pins yet (as below: the sensor inputs read 0). A Spartan-6 board with its controller may not
+board the control step's front end and sequencer); every board of a chain needs it; its joint
+port on the board's joint 0 pins (as below). A Spartan-6 board with its controller may not
 fit an XC6SLX9: the build says so first and reports Yosys's utilisation (``fits``).
 
 ``--controllers`` builds a joint controller beside every node (paper Fig. 7;
 :class:`~linkdyn.gateware.controlled_chain.ControlledChain`, ``BoardTop(..., controllers=True)``;
-the sequential LinkDyn chain only). The boards have no joint pins yet: the sensor inputs read 0
-and the current references reach the host through the records. ``--local-loop`` (with
+the sequential LinkDyn chain only). Every joint's controller talks to its drive through a
+joint port (an SPI link, :mod:`linkdyn.boards.joint_pins`, docs/controller.md, "Joint port")
+on the board's header pins (ULX3S: 6, Mimas and SK-XC6SLX9: 2; a build with more joints is
+refused); the Atlys has none (the sensor inputs read 0). The report's ``joint_pins`` names
+them. ``--local-loop`` (with
 ``--controllers``; ``make bitstream CONTROLLERS=1 LOCAL_LOOP=1``) builds the controlled chain
 with the local loop (``ControlledChain(..., local_loop=True)``: LOCAL_MULTIPLE, INFO CONTROLLERS
 bit 1; docs/controller.md, "The local loop in gateware").
@@ -265,6 +268,9 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
         "ise_build_tree": None,
         **({"distributed": distributed} if distributed else {}),
     }
+    joint_pins = getattr(top, "joint_pins_report", None)
+    if joint_pins:
+        report["joint_pins"] = joint_pins
     status, exit_status, message = "synthesis-only", EXIT_OK, ""
     tools = {"yosys": tool_version("yosys")}
     try:
@@ -387,6 +393,8 @@ def report_text(report):
         + (", a joint controller beside every node" if r.get("controllers") else "")
         + (", the local loop" if r.get("local_loop") else "") + ")",
     ]
+    if r.get("joint_pins"):
+        lines.append(f"joint pins       {r['joint_pins']}")
     parents = r.get("parents")
     if parents and not _is_chain(parents):
         lines.append(f"tree of nodes    parents {','.join(map(str, parents))}"

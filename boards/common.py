@@ -17,6 +17,7 @@ from amaranth.lib.cdc import ResetSynchronizer
 from linkdyn.gateware.cordic import STEP_CYCLES
 
 from .core import LED_COUNT, BoardCore
+from .joint_pins import add_joint_ports, check_joint_count, describe, joint_resources
 
 __all__ = [
     "CHAINS", "DEFAULT_CHAIN", "check_chain", "make_chain", "chain_name", "chain_policy",
@@ -305,6 +306,8 @@ class BoardTop(Elaboratable):
         Core clock when none is given, Hz.
     uart_note : str
         Where the UART is (documentation, report).
+    joint_pins : tuple or None
+        The joint ports' header pins (:mod:`linkdyn.boards.joint_pins`), None for none.
 
     Parameters
     ----------
@@ -323,9 +326,12 @@ class BoardTop(Elaboratable):
         A joint controller beside every node (paper Fig. 7): the chain is a
         :class:`~linkdyn.gateware.controlled_chain.ControlledChain` (sequential policy, the
         family's CORDIC steps) and the core has the CONTROL command
-        (``BoardCore(..., controllers=True)``). The boards have no joint pins yet: the joints'
-        sensor inputs read 0 (a joint at rest at q = 0) and the actuator outputs reach only the
-        records the host reads (``i_ref``, ``tau_cmd``).
+        (``BoardCore(..., controllers=True)``). On a board with ``joint_pins`` every joint's
+        controller talks to its drive through a
+        :class:`~linkdyn.gateware.joint_port.JointPort` on the header pins
+        (:mod:`linkdyn.boards.joint_pins`; docs/controller.md, "Joint port"); on one without
+        (Atlys) the sensor inputs read 0 (a joint at rest at q = 0) and the actuator outputs
+        reach only the records the host reads (``i_ref``, ``tau_cmd``).
     local_loop : bool
         With ``controllers``: the controlled chain with the local loop (``ControlledChain(...,
         local_loop=True)``; LOCAL_MULTIPLE, INFO CONTROLLERS bit 1; docs/controller.md).
@@ -338,8 +344,8 @@ class BoardTop(Elaboratable):
     ValueError
         If ``nodes`` is outside 1 .. ``max_nodes``, the clock cannot be made, the chain or
         policy is unknown, a chain component has another node count, or ``controllers`` is
-        asked with the stand-in chain, a chain component or the pipelined policy, or
-        ``local_loop`` without ``controllers``.
+        asked with the stand-in chain, a chain component or the pipelined policy, or for more
+        joints than the board has joint pins for, or ``local_loop`` without ``controllers``.
     parents : sequence of int, optional
         The parent node of every node: a tree of nodes (:func:`make_chain`; docs/trees.md);
         None (default) the chain. Not with ``controllers`` or a chain component.
@@ -357,6 +363,9 @@ class BoardTop(Elaboratable):
     uart_note = ""
     #: Resources added to the amaranth-boards platform (header UART, LEDs).
     extra_resources = ()
+    #: The joint ports' header pins, ``(connector, [{pin name: connector pin}, ...])``, one dict
+    #: per joint (:mod:`linkdyn.boards.joint_pins`); None: the board has none.
+    joint_pins = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -396,6 +405,7 @@ class BoardTop(Elaboratable):
             if policy not in (None, "sequential"):
                 raise ValueError("The controlled chain runs the sequential policy, not "
                                  f"{policy!r}")
+            check_joint_count(type(self), self.nodes)
             from linkdyn.gateware.controlled_chain import ControlledChain
             chain = ControlledChain(self.nodes, fmt,
                                     cordic_step_cycles=self.cordic_step_cycles,
@@ -435,10 +445,13 @@ class BoardTop(Elaboratable):
 
     @classmethod
     def platform(cls, **kwargs):
-        """Return a new platform instance with :attr:`extra_resources` added."""
+        """Return a new platform instance with :attr:`extra_resources` and the joint ports'
+        resources (:attr:`joint_pins`) added."""
         platform = cls.platform_class(**kwargs)
         if cls.extra_resources:
             platform.add_resources(list(cls.extra_resources))
+        if cls.joint_pins is not None:
+            platform.add_resources(joint_resources(cls))
         return platform
 
     @classmethod
@@ -485,7 +498,20 @@ class BoardTop(Elaboratable):
             led = io.Buffer("o", platform.request("led", index, dir="-"))
             m.submodules[f"led_{index}"] = led
             m.d.comb += led.o.eq(core.leds[index])
+
+        if core.controllers and self.joint_pins is not None:
+            add_joint_ports(m, platform, self.clock_hz, [
+                (core.sensor[i], core.actuator[i], controller.fault_clear)
+                for i, controller in enumerate(core.chain.controllers)])
         return m
+
+    @property
+    def joint_pins_report(self):
+        """str: what a build report says of the joint pins (:func:`~linkdyn.boards.joint_pins.
+        describe`); None without controllers."""
+        if not self.core.controllers:
+            return None
+        return describe(type(self), self.nodes, self.clock_hz)
 
 
 def oscillator_input(m, platform, resource):

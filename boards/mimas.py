@@ -15,6 +15,18 @@ GND       P1-1 / 2    -         adapter GND
   ``clock_hz``; no reset button is used (the four push buttons stay free): reset is released
   synchronously after configuration;
 - LEDs D1..D4 (P119 P118 P117 P116): heartbeat, host link busy, overflow, chain busy.
+
+Joint ports (built with the joint controllers, ``controllers=True``; an SPI link per joint to
+its drive, :mod:`linkdyn.boards.joint_pins`, docs/controller.md, "Joint port"), on header
+P1, LVCMOS33, ``miso`` pulled up (the same FPGA pins on the Mimas's P1 and the SK-XC6SLX9's
+X7); LED D5 (P115) lights while a joint port's fault is latched:
+
+=====  =============  =============  =============  =============  =============
+joint  sclk           cs_n           mosi           miso (in)      enable
+=====  =============  =============  =============  =============  =============
+0      P1-10 (P26)   P1-11 (P24)   P1-12 (P23)   P1-13 (P22)   P1-14 (P21)
+1      P1-23 (P8)    P1-24 (P7)    P1-25 (P6)    P1-26 (P5)    P1-27 (P2)
+=====  =============  =============  =============  =============  =============
 """
 
 from amaranth.build import Attrs, Pins, Resource, Subsignal
@@ -50,6 +62,11 @@ class MimasTop(BoardTop):
     max_nodes = 2
     default_clock_hz = 100_000_000
     uart_note = "header P1: rx P1-3 (P35), tx P1-4 (P34), 3.3 V USB-UART adapter"
+    #: The joint ports (module documentation): header P1 pins 10..14 and 23..27.
+    joint_pins = (("p", 1), [
+        {"sclk": "10", "cs_n": "11", "mosi": "12", "miso": "13", "enable": "14"},
+        {"sclk": "23", "cs_n": "24", "mosi": "25", "miso": "26", "enable": "27"},
+    ])
     extra_resources = (HEADER_UART,)
 
     @classmethod

@@ -17,6 +17,18 @@ led 3     X7-9        P27       chain busy
 - clock: the 50 MHz oscillator (``clk50``, P134), or a PLL_BASE output for another
   ``clock_hz``; no reset button: reset is released synchronously after configuration;
 - UART: 2 Mbaud by default (50 MHz makes 3 Mbaud only 2 % off; 2 Mbaud is exact).
+
+Joint ports (built with the joint controllers, ``controllers=True``; an SPI link per joint to
+its drive, :mod:`linkdyn.boards.joint_pins`, docs/controller.md, "Joint port"), on header
+X7, LVCMOS33, ``miso`` pulled up (the same FPGA pins on the Mimas's P1 and the SK-XC6SLX9's
+X7):
+
+=====  =============  =============  =============  =============  =============
+joint  sclk           cs_n           mosi           miso (in)      enable
+=====  =============  =============  =============  =============  =============
+0      X7-10 (P26)   X7-11 (P24)   X7-12 (P23)   X7-13 (P22)   X7-14 (P21)
+1      X7-23 (P8)    X7-24 (P7)    X7-25 (P6)    X7-26 (P5)    X7-27 (P2)
+=====  =============  =============  =============  =============  =============
 """
 
 from amaranth.build import Attrs, Pins, Resource, Subsignal
@@ -57,6 +69,11 @@ class SK_XC6SLX9Top(BoardTop):
     max_nodes = 2
     default_clock_hz = 50_000_000
     uart_note = "header X7: rx X7-3 (P34), tx X7-5 (P33), 3.3 V USB-UART adapter"
+    #: The joint ports (module documentation): header X7 pins 10..14 and 23..27.
+    joint_pins = (("x", 7), [
+        {"sclk": "10", "cs_n": "11", "mosi": "12", "miso": "13", "enable": "14"},
+        {"sclk": "23", "cs_n": "24", "mosi": "25", "miso": "26", "enable": "27"},
+    ])
     extra_resources = (HEADER_UART, *HEADER_LEDS)
 
     @classmethod

@@ -7,7 +7,23 @@
 - UART: the FT231X USB-UART (amaranth-boards ``uart`` 0: FPGA receives on M1, transmits on
   L4), 2 Mbaud at 50 MHz, 3 Mbaud at 60, 75, 80 or 100 MHz (the fastest standard rate the
   clock makes within 1.5 %);
-- LEDs 0..3 (B2 C2 C1 D2): heartbeat, host link busy, overflow, chain busy.
+- LEDs 0..3 (B2 C2 C1 D2): heartbeat, host link busy, overflow, chain busy;
+- joint ports (built with the joint controllers, ``controllers=True``; an SPI link per joint to
+  its drive, :mod:`linkdyn.boards.joint_pins`, docs/controller.md, "Joint port"): six, on the
+  GPIO headers' single-ended GP/GN pins, LVCMOS33, ``miso`` pulled up. Pairs 0..3 stay free for
+  the distributed mode's links, 11..13 (shared with the ESP32) and 14..17 (the ADC's inputs)
+  are not used; LED 4 (D1) lights while a joint port's fault is latched:
+
+  =====  ============  ============  ============  ============  ============
+  joint  sclk          cs_n          mosi          miso (in)     enable
+  =====  ============  ============  ============  ============  ============
+  0      GP4 (A7)      GN4 (A8)      GP5 (C8)      GN5 (B8)      GP6 (C6)
+  1      GN6 (C7)      GP7 (A6)      GN7 (B6)      GP8 (A4)      GN8 (A5)
+  2      GP18 (H18)    GN18 (H17)    GP19 (F17)    GN19 (G18)    GP20 (D18)
+  3      GN20 (E17)    GP21 (C18)    GN21 (D17)    GP22 (B15)    GN22 (C15)
+  4      GP23 (B17)    GN23 (C17)    GP24 (C16)    GN24 (D16)    GP25 (D14)
+  5      GN25 (E14)    GP26 (B13)    GN26 (C13)    GP27 (D13)    GN27 (E13)
+  =====  ============  ============  ============  ============  ============
 
 Built with Yosys, nextpnr-ecp5 and ecppack (YoWASP), programmed with openFPGALoader.
 """
@@ -41,6 +57,15 @@ class ULX3STop(BoardTop):
     default_clock_hz = 100_000_000
     uart_note = "FT231X USB-UART (uart 0: rx M1, tx L4)"
     reset = "button_pwr"
+    #: The joint ports (module documentation): GPIO pairs 4..8 (J1) and 18..27 (J2).
+    joint_pins = (("gpio", 0), [
+        {"sclk": "4+", "cs_n": "4-", "mosi": "5+", "miso": "5-", "enable": "6+"},
+        {"sclk": "6-", "cs_n": "7+", "mosi": "7-", "miso": "8+", "enable": "8-"},
+        {"sclk": "18+", "cs_n": "18-", "mosi": "19+", "miso": "19-", "enable": "20+"},
+        {"sclk": "20-", "cs_n": "21+", "mosi": "21-", "miso": "22+", "enable": "22-"},
+        {"sclk": "23+", "cs_n": "23-", "mosi": "24+", "miso": "24-", "enable": "25+"},
+        {"sclk": "25-", "cs_n": "26+", "mosi": "26-", "miso": "27+", "enable": "27-"},
+    ])
 
     @classmethod
     def check_clock(cls, clock_hz):

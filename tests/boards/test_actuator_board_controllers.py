@@ -236,7 +236,8 @@ def test_board_tops_with_controllers_elaborate_with_their_link_pins():
         assert "board_controller" in design
         assert ("sequencer" in design) == (role == "base")
         report = top.distributed_report
-        assert report["controller"] is True and "tied to 0" in report["joint_pins"]
+        assert report["controller"] is True and "joint 0: sclk" in report["joint_pins"]
+        assert 'joint_0__miso__io' in constraints
 
 
 def test_controllers_with_the_pipelined_policy_and_bad_arguments_are_refused(capsys):

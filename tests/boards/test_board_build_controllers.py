@@ -146,6 +146,9 @@ def test_build_with_controllers_reports_them_and_the_chains_simulated_counters(
     assert "Controlled chain" in report["cycles_source"]
     text = (out / "report.txt").read_text()
     assert "a joint controller beside every node" in text
+    # The joint port's pins (boards/joint_pins.py) are in the report.
+    assert report["joint_pins"].startswith("SPI joint ports (sclk 12.5 MHz")
+    assert "joint 0: sclk P1-10 (P26)" in report["joint_pins"] and "joint pins" in text
     assert "a joint controller beside every node" in capsys.readouterr().out
     # The ISE build tree carries the controllers: the Verilog has the controller's module.
     assert "controller0" in (out / "top.v").read_text()
