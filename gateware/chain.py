@@ -600,17 +600,25 @@ class LinkDynChain(wiring.Component):
         """
         n, tickets = self._n, self._tickets
         now = state.now
+        # One update in flight at most: the cycles since the last start are both intervals
+        # (start to start, start to its finish), one counter instead of time stamps and their
+        # differences (the same words modulo 2**32: `now` starts at 0 as this counter does).
+        since_start = Signal(_COUNTER, name="since_start")
+        if tickets == 1:
+            m.d.sync += since_start.eq(since_start + 1)
         with m.If(state.start_event):
             m.d.sync += [
                 state.started.eq(state.started + 1 if tickets > 1 else 0),
                 state.started_count.eq(state.started_count + 1),
-                state.interval.eq(now - state.last_start),
-                state.last_start.eq(now),
                 state.ever_started.eq(1),
             ]
-            for t in range(tickets):
-                with m.If(state.started == t):
-                    m.d.sync += state.start_stamp[t].eq(now)
+            if tickets == 1:
+                m.d.sync += [state.interval.eq(since_start), since_start.eq(1)]
+            else:
+                m.d.sync += [state.interval.eq(now - state.last_start), state.last_start.eq(now)]
+                for t in range(tickets):
+                    with m.If(state.started == t):
+                        m.d.sync += state.start_stamp[t].eq(now)
         finish_event = Signal()
         finish_overflow = Signal(n)
         finish_stamp = Signal(_COUNTER)
@@ -623,7 +631,7 @@ class LinkDynChain(wiring.Component):
             m.d.sync += [
                 state.finished.eq(state.finished + 1 if tickets > 1 else 0),
                 state.result_ticket.eq(state.finished),
-                state.latency.eq(now - finish_stamp),
+                state.latency.eq(since_start if tickets == 1 else now - finish_stamp),
                 state.update_count.eq(state.update_count + 1),
                 state.overflow.eq(finish_overflow),
             ]
@@ -703,10 +711,17 @@ class LinkDynChain(wiring.Component):
         # the transaction that may start an update), so that the check is two comparisons side
         # by side, not an adder before a comparison.
         select_value = req.wdata[:_COUNTER - 1]
-        select_floor = Signal(signed(_COUNTER + 1))
-        m.d.sync += select_floor.eq(state.started_count - tickets)
-        select_valid = ((select_value != 0) & (select_value <= update_count)
-                        & (select_value > select_floor))
+        if tickets == 1:
+            # started_count = update_count + in_flight: with one ticket, v <= update_count and
+            # started_count - 1 < v hold together only for v == update_count, nothing in
+            # flight (an equality instead of a subtraction and two comparisons).
+            select_valid = ((select_value != 0) & (update_count == select_value)
+                            & (state.in_flight == 0))
+        else:
+            select_floor = Signal(signed(_COUNTER + 1))
+            m.d.sync += select_floor.eq(state.started_count - tickets)
+            select_valid = ((select_value != 0) & (select_value <= update_count)
+                            & (select_value > select_floor))
         control_address = control_register("CONTROL").address
         is_node = req.node < n
         target = Signal(range(n))          # node of a node-register access
