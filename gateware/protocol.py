@@ -458,7 +458,10 @@ class ProtocolEngine(wiring.Component):
         # Reception.
         s.header = Signal(RequestHeader)
         s.header_index = Signal(range(REQUEST_HEADER_BYTES))
-        s.byte_index = Signal(16)                      # payload byte being received
+        # Indices as wide as the frame buffer needs (LENGTH refuses a payload beyond it, and a
+        # block's count is checked against the buffer before it is used): no 16-bit counters
+        # and comparisons where 9 and 7 bits hold every value.
+        s.byte_index = Signal(range(spec.max_payload_bytes))  # payload byte being received
         s.assembly = Signal(32)                        # payload word being assembled
         s.block = Signal(BlockWord)                    # payload word 0 (READ / WRITE)
         s.crc_received = Signal(16)
@@ -467,14 +470,14 @@ class ProtocolEngine(wiring.Component):
 
         # Validation and execution.
         s.phase = Signal(range(16))
-        s.check_index = Signal(16)                     # VALIDATE: word of the block
+        s.check_index = Signal(range(depth))           # VALIDATE: word of the block
         s.read_only = Signal()                         # VALIDATE: a read-only word seen
         s.x_node = Signal(8)
         s.x_node_last = Signal(8)
         s.x_addr_base = Signal(8)
         s.x_addr = Signal(8)
-        s.x_count = Signal(16)
-        s.x_index = Signal(16)
+        s.x_count = Signal(range(depth + 1))
+        s.x_index = Signal(range(depth))
         s.x_we = Signal()
         s.x_constant = Signal()
         s.x_constant_data = Signal(32)
@@ -523,7 +526,7 @@ class ProtocolEngine(wiring.Component):
         s.state_changing = decoder.state_changing
         s.is_block = (s.command == Command.READ) | (s.command == Command.WRITE)
 
-        check_addr = Signal(17)
+        check_addr = Signal(9)                         # addresses from 256 up do not exist
         m.d.comb += [
             check_addr.eq(s.block.addr + s.check_index),
             check_access.node.eq(s.block.node),
@@ -607,7 +610,7 @@ class ProtocolEngine(wiring.Component):
                     m.d.comb += [wr.addr.eq(s.byte_index >> 2), wr.data.eq(word), wr.en.eq(1)]
                     with m.If(s.byte_index < WORD_BYTES):
                         m.d.sync += s.block.eq(word)
-                with m.If(s.byte_index == s.length - 1):
+                with m.If(s.byte_index == (s.length - 1)[:len(s.byte_index)]):
                     m.next = "CRC_LOW"
 
         with m.State("CRC_LOW"):
@@ -657,7 +660,7 @@ class ProtocolEngine(wiring.Component):
             read_only = s.read_only | ((s.command == Command.WRITE) & ~s.checked_writable)
             with m.If(~s.checked_exists):
                 self._fail(m, s, ErrorCode.BAD_ADDRESS)
-            with m.Elif(s.check_index != s.block.count - 1):
+            with m.Elif(s.check_index != (s.block.count - 1)[:len(s.check_index)]):
                 m.d.sync += [s.check_index.eq(s.check_index + 1), s.read_only.eq(read_only)]
                 m.next = "VALIDATE"
             with m.Elif(read_only):
