@@ -192,9 +192,12 @@ class CommandDecoder(wiring.Component):
 class EngineRegisters(wiring.Component):
     """The control words answered by the engine: frame and error counters, build information.
 
-    Counters count one event per cycle; the error and UART counters saturate at
-    ``2**counter_width - 1``, FRAME_COUNT (32 bits) wraps. ``clear`` zeroes every counter but
-    FRAME_COUNT.
+    The error and UART counters saturate at ``2**counter_width - 1``, FRAME_COUNT (32 bits)
+    wraps. ``clear`` zeroes every counter but FRAME_COUNT. FRAME_COUNT counts in the cycle after
+    its event; the saturating counters are words of a LUT RAM with one shared incrementer and
+    count within 3 cycles of their event, provided ``count`` pulses come at least 3 cycles
+    apart and so do the pulses of each UART error (the engine gives one ``count`` per reply,
+    the UART at most one error of each kind per byte).
 
     Parameters
     ----------
@@ -233,12 +236,12 @@ class EngineRegisters(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        counters = {}
-        for reg in CONTROL_REGISTERS:
-            if reg.owner == "engine" and reg.address < INFO_FIRST:
-                width = 32 if reg.name == "FRAME_COUNT" else self.counter_width
-                counters[reg.name] = Signal(width, name=reg.name.lower())
-        events = {name: Signal(name=f"count_{name.lower()}") for name in counters}
+        width = self.counter_width
+        saturating = [reg for reg in CONTROL_REGISTERS if reg.owner == "engine"
+                      and reg.address < INFO_FIRST and reg.name != "FRAME_COUNT"]
+        frame_count = Signal(32)
+        events = {reg.name: Signal(name=f"count_{reg.name.lower()}") for reg in saturating}
+        frame_event = Signal()
         m.d.comb += [
             events["UART_FRAME_ERRORS"].eq(self.uart_errors.frame),
             events["UART_OVERFLOWS"].eq(self.uart_errors.overflow),
@@ -247,27 +250,79 @@ class EngineRegisters(wiring.Component):
             with m.Switch(self.status):
                 for code in ErrorCode:
                     with m.Case(code.value):
-                        name = "FRAME_COUNT" if code is ErrorCode.OK else f"ERRORS_{code.name}"
-                        m.d.comb += events[name].eq(1)
-        for name, counter in counters.items():
-            if name == "FRAME_COUNT":
-                with m.If(events[name]):
-                    m.d.sync += counter.eq(counter + 1)
-                continue
+                        if code is ErrorCode.OK:
+                            m.d.comb += frame_event.eq(1)
+                        else:
+                            m.d.comb += events[f"ERRORS_{code.name}"].eq(1)
+        with m.If(frame_event):
+            m.d.sync += frame_count.eq(frame_count + 1)
+
+        # The saturating counters live in LUT RAM, one word per control address (the RAM's
+        # read ports are the read mux), with one incrementer: an event sets its counter's
+        # pending bit, and every cycle the first pending counter is read, incremented
+        # (saturating) and written back. Events come one per counter at most per reply or
+        # UART byte, so a pending count is taken within a few cycles, long before the host can
+        # read it. A counter's `zero` bit (set by reset and `clear`) makes it read 0 until its
+        # next count: the clear of every counter in one cycle. An event in the cycle of a clear
+        # is not counted, as before the clear.
+        depth = 1 << bits_for(max(reg.address for reg in saturating))
+        m.submodules.counters = memory = Memory(shape=width, depth=depth, init=[])
+        write = memory.write_port()
+        service = memory.read_port(domain="comb")
+        host = memory.read_port(domain="comb")
+        pending = {reg.name: Signal(name=f"pending_{reg.name.lower()}") for reg in saturating}
+        zero = {reg.name: Signal(init=1, name=f"zero_{reg.name.lower()}") for reg in saturating}
+        grant = {}
+        earlier = Const(0, 1)
+        for reg in saturating:
+            grant[reg.name] = Signal(name=f"grant_{reg.name.lower()}")
+            m.d.comb += grant[reg.name].eq(pending[reg.name] & ~earlier)
+            earlier = earlier | pending[reg.name]
+        serviced_zero = Signal()
+        m.d.comb += [
+            service.addr.eq(_or_values([Mux(grant[reg.name], reg.address, 0)
+                                        for reg in saturating])),
+            serviced_zero.eq(Cat(*(grant[r.name] & zero[r.name] for r in saturating)).any()),
+            write.addr.eq(service.addr),
+        ]
+        value = Mux(serviced_zero, 0, service.data)
+        full = value == (1 << width) - 1
+        m.d.comb += [write.data.eq(value + 1), write.en.eq(earlier & ~full & ~self.clear)]
+        for reg in saturating:
+            name = reg.name
             with m.If(self.clear):
-                m.d.sync += counter.eq(0)
-            with m.Elif(events[name] & (counter != (1 << len(counter)) - 1)):
-                m.d.sync += counter.eq(counter + 1)
+                m.d.sync += [pending[name].eq(0), zero[name].eq(1)]
+            with m.Else():
+                m.d.sync += pending[name].eq((pending[name] & ~grant[name]) | events[name])
+                with m.If(grant[name] & ~full):
+                    m.d.sync += zero[name].eq(0)
 
         info = self.spec.engine_words()
+        m.d.comb += host.addr.eq(self.addr)
+        host_counter = Signal()         # `addr` is a saturating counter's
+        host_zero = Signal()
         with m.Switch(self.addr):
             for reg in CONTROL_REGISTERS:
                 if reg.owner != "engine":
                     continue
                 with m.Case(reg.address):
-                    value = counters[reg.name] if reg.name in counters else info[reg.name]
-                    m.d.comb += self.rdata.eq(value)
+                    if reg.name in zero:
+                        m.d.comb += [host_counter.eq(1), host_zero.eq(zero[reg.name])]
+                    elif reg.name == "FRAME_COUNT":
+                        m.d.comb += self.rdata.eq(frame_count)
+                    else:
+                        m.d.comb += self.rdata.eq(info[reg.name])
+        with m.If(host_counter & ~host_zero):
+            m.d.comb += self.rdata.eq(host.data)
         return m
+
+
+def _or_values(values):
+    """Return the bitwise OR of a list of values."""
+    result = values[0]
+    for value in values[1:]:
+        result = result | value
+    return result
 
 
 class ProtocolEngine(wiring.Component):
@@ -392,8 +447,9 @@ class ProtocolEngine(wiring.Component):
     transfers), ``_transmit`` (the reply); ``_signals`` creates the state they share.
 
     Resources (Spartan-6, ``synth_xilinx -family xc6s``, 6 nodes, 100 MHz timeouts): about
-    600 flip-flops, 1,050 LUTs and one RAMB8 (the frame buffer); the 16-bit counters are 240
-    of the flip-flops.
+    600 flip-flops, 1,050 LUTs and one RAMB8 (the frame buffer), before the indices were
+    narrowed and the error counters moved into LUT RAM (docs/controller.md, "Where the
+    one-node build's LUTs go", has the one-node figures).
     """
 
     rx: In(stream.Signature(8))
