@@ -650,30 +650,40 @@ class LinkDynChain(wiring.Component):
         """Add the results of every update, per ticket, for reads that never wait: every
         node's tau, and node 0's f_out, mu_out (the base wrench).
 
+        A node's words are one memory (word ``j`` of ticket ``t`` at ``j * tickets + t``): a
+        node writes one result per cycle, and a read takes one word, so the memory's read port
+        (LUT RAM) is the read mux.
+
         Returns
         -------
-        dict of (int, int) to Value
-            ``(node, address)``: the word of the update the result reads show.
+        list of (int, list of int, ReadPort)
+            Per node: its index, the addresses of its shadowed words (in memory order) and the
+            memory's combinational read port, whose address the bus target drives.
         """
         rmap = microprogram(self._fmt).registers
         backward = message_layout("backward", self._fmt)
-        shadowed = {}  # (node, address) -> word of the last finished update
+        tickets = self._tickets
+        shadowed = []
         for i, node in enumerate(self.nodes):
             names = ["tau"] + ([source for source, _ in backward] if i == 0 else [])
-            for name in names:
-                address = rmap[name].address
-                memory = Memory(shape=WORD_WIDTH, depth=self._tickets, init=[])
-                m.submodules[f"result{i}_{name}"] = memory
-                write = memory.write_port()
-                read = memory.read_port(domain="comb")
-                m.d.comb += [
-                    write.en.eq(node.result.valid & (node.result.addr == address)),
-                    write.data.eq(node.result.data),
-                    read.addr.eq(state.view_ticket),
-                ]
-                if self._tickets > 1:
-                    m.d.comb += write.addr.eq(state.head_ticket[i])
-                shadowed[(i, address)] = read.data
+            addresses = [rmap[name].address for name in names]
+            memory = Memory(shape=WORD_WIDTH, depth=tickets * len(names), init=[])
+            m.submodules[f"result{i}"] = memory
+            write = memory.write_port()
+            read = memory.read_port(domain="comb")
+            word = Signal(range(len(names)), name=f"result{i}_word")
+            hit = Signal(name=f"result{i}_hit")
+            with m.Switch(node.result.addr):
+                for j, address in enumerate(addresses):
+                    with m.Case(address):
+                        m.d.comb += [word.eq(j), hit.eq(1)]
+            ticket = state.head_ticket[i] if tickets > 1 else 0
+            m.d.comb += [
+                write.en.eq(node.result.valid & hit),
+                write.data.eq(node.result.data),
+                write.addr.eq(word * tickets + ticket),
+            ]
+            shadowed.append((i, addresses, read))
         return shadowed
 
     def _elaborate_bus(self, m, state, shadowed):
@@ -731,12 +741,22 @@ class LinkDynChain(wiring.Component):
         m.d.comb += [target.eq(req.node), target_addr.eq(req.addr)]
         # Node reads: results from their shadows, mailbox words from the sender's register,
         # the rest from the node (held idle).
-        shadow_hits = Signal(len(shadowed))  # one-hot: the shadowed word addressed (DECODE)
+        # one-hot: the shadowed word addressed (DECODE)
+        shadow_hits = Signal(sum(len(addresses) for _, addresses, _ in shadowed))
         shadow_word = Signal(WORD_WIDTH)
-        for k, ((i, address), word) in enumerate(shadowed.items()):
-            m.d.sync += shadow_hits[k].eq((req.node == i) & (req.addr == address))
-            with m.If(shadow_hits[k]):
-                m.d.comb += shadow_word.eq(word)
+        k = 0
+        for i, addresses, read in shadowed:
+            hits = []
+            for j, address in enumerate(addresses):
+                m.d.sync += shadow_hits[k].eq((req.node == i) & (req.addr == address))
+                hits.append((j, shadow_hits[k]))
+                k += 1
+            word = 0
+            for j, hit in hits[1:]:
+                word = word | Mux(hit, j, 0)
+            m.d.comb += read.addr.eq(word * tickets + state.view_ticket)
+            with m.If(Cat(*(hit for _, hit in hits)).any()):
+                m.d.comb += shadow_word.eq(read.data)
         m.d.comb += [read_target.eq(target), read_addr.eq(target_addr)]
         if self.is_chain:
             with m.Switch(req.addr):
