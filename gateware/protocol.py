@@ -508,8 +508,10 @@ class ProtocolEngine(wiring.Component):
         s.wr = buffer.write_port()
         s.rd = buffer.read_port()
 
-        m.submodules.rx_crc = s.rx_crc = crc_parameters().create()
-        m.submodules.tx_crc = s.tx_crc = crc_parameters().create()
+        # One CRC for both directions: the engine takes no bytes while it replies (HUNT
+        # starts it for a request, REPLY for the reply).
+        m.submodules.crc = s.rx_crc = crc_parameters().create()
+        s.tx_crc = s.rx_crc
 
         # Reception.
         s.header = Signal(RequestHeader)
