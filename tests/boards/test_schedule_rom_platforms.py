@@ -1,0 +1,53 @@
+"""Where the node's schedule ROM goes (:data:`linkdyn.gateware.node.SCHEDULE_ROM_STYLE`): block
+RAM when elaborated for a Spartan-6 platform (the Mimas' own platform class), logic for an
+ECP5 platform and without a platform; the same words either way (the attribute only tells
+synthesis where to put them: read back through the Amaranth simulator on every row).
+"""
+
+import pytest
+from amaranth.back import rtlil
+from amaranth.sim import Simulator
+
+from linkdyn.boards.mimas import MimasTop
+from linkdyn.boards.ulx3s import ULX3STop
+from linkdyn.gateware.node import LinkDynNode, ScheduleRom
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
+
+
+def _rom():
+    node = LinkDynNode()
+    return node, ScheduleRom(node._slot_layout, node.rom)
+
+
+def _style(platform):
+    _, rom = _rom()
+    text = rtlil.convert(rom, name="top", platform=platform)
+    styles = {line.split()[-1].strip('"') for line in text.splitlines()
+              if "rom_style" in line}
+    assert len(styles) == 1, styles
+    return styles.pop()
+
+
+def test_schedule_rom_is_block_ram_on_spartan6_and_logic_elsewhere():
+    assert _style(MimasTop.platform_class()) == "block"
+    assert _style(ULX3STop.platform_class()) == "logic"
+    assert _style(None) == "logic"
+
+
+def test_schedule_rom_reads_every_row():
+    node, rom = _rom()
+    rows = [rom.data.shape().const(row).as_value().value for row in node.rom]
+    seen = []
+
+    async def bench(ctx):
+        for index in range(len(rows)):
+            ctx.set(rom.addr, index)
+            await ctx.tick()
+            seen.append(ctx.get(rom.data.as_value()))
+
+    sim = Simulator(rom)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == rows
