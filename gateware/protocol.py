@@ -523,7 +523,11 @@ class ProtocolEngine(wiring.Component):
         s.assembly = Signal(32)                        # payload word being assembled
         s.block = Signal(BlockWord)                    # payload word 0 (READ / WRITE)
         s.crc_received = Signal(16)
-        s.idle = Signal(range(self.timeout_cycles))
+        # The cycles a timeout has left: the inter-byte gap inside a frame (loaded with
+        # timeout_cycles - 1 by each byte) and, in POLL, the step's wait (loaded with
+        # step_timeout_cycles - 1); one down-counter, never needed for both at once. It counts
+        # to 0, where it stays: each timeout is an equality with 0.
+        s.timer = Signal(range(max(self.timeout_cycles, self.step_timeout_cycles)))
         s.status = Signal(8)
 
         # Validation and execution.
@@ -542,9 +546,6 @@ class ProtocolEngine(wiring.Component):
         s.wdata = Signal(32)
         s.x_wdata = Mux(s.x_constant, s.x_constant_data, s.wdata)  # the word a transfer writes
         s.pointer = Signal(range(depth + 1))           # buffer word of transfer and reply
-        # Cycles the STEP poll may still take: counts down (to 0, where it stays), so that the
-        # timeout is an equality with 0, not a comparison's carry chain before the FSM.
-        s.poll_left = Signal(range(self.step_timeout_cycles))
         # BATCH: the sample in hand, the buffer word its inputs start at (then: its reply
         # words start at), the update number it selects.
         s.sample = Signal(range(max(spec.max_batch, 1)))
@@ -620,12 +621,12 @@ class ProtocolEngine(wiring.Component):
         """Accept a byte of a frame; count the gap; end the frame on the timeout."""
         m.d.comb += self.rx.ready.eq(1)
         with m.If(self.rx.valid):
-            m.d.sync += s.idle.eq(0)
+            m.d.sync += s.timer.eq(self.timeout_cycles - 1)
             m.d.comb += [s.rx_crc.data.eq(self.rx.payload)]
-        with m.Elif(s.idle == self.timeout_cycles - 1):
+        with m.Elif(s.timer == 0):
             self._fail(m, s, ErrorCode.TRUNCATED)
         with m.Else():
-            m.d.sync += s.idle.eq(s.idle + 1)
+            m.d.sync += s.timer.eq(s.timer - 1)
 
     def _receive(self, m, s):
         """States ``HUNT`` .. ``CRC_HIGH``: hunt for the sync byte, collect the header, the
@@ -635,7 +636,8 @@ class ProtocolEngine(wiring.Component):
         with m.State("HUNT"):
             m.d.comb += rx.ready.eq(1)
             with m.If(rx.valid & (rx.payload == REQUEST_SYNC)):
-                m.d.sync += [s.header.eq(REQUEST_SYNC), s.header_index.eq(1), s.idle.eq(0),
+                m.d.sync += [s.header.eq(REQUEST_SYNC), s.header_index.eq(1),
+                             s.timer.eq(self.timeout_cycles - 1),
                              s.block.eq(0), s.status.eq(ErrorCode.OK), s.phase.eq(0)]
                 m.d.comb += rx_crc.start.eq(1)
                 m.next = "HEADER"
@@ -760,7 +762,7 @@ class ProtocolEngine(wiring.Component):
             m.next = "TRANSFER_FETCH"
 
         def poll():
-            m.d.sync += s.poll_left.eq(self.step_timeout_cycles - 1)
+            m.d.sync += s.timer.eq(self.step_timeout_cycles - 1)
             m.next = "POLL"
 
         control = CONTROL_NODE
@@ -927,8 +929,8 @@ class ProtocolEngine(wiring.Component):
                     self._advance(m, s)
 
         with m.State("POLL"):
-            with m.If(s.poll_left != 0):
-                m.d.sync += s.poll_left.eq(s.poll_left - 1)
+            with m.If(s.timer != 0):
+                m.d.sync += s.timer.eq(s.timer - 1)
             m.d.comb += [bus.valid.eq(1), bus.node.eq(CONTROL_NODE), bus.addr.eq(_STATUS_ADDR)]
             with m.If(bus.ready):
                 with m.If(bus.error):
@@ -956,9 +958,9 @@ class ProtocolEngine(wiring.Component):
 
         with m.State("POLL_GAP"):
             # One cycle without a transaction; the timeout never abandons one.
-            with m.If(s.poll_left != 0):
-                m.d.sync += s.poll_left.eq(s.poll_left - 1)
-            with m.If(s.poll_left == 0):
+            with m.If(s.timer != 0):
+                m.d.sync += s.timer.eq(s.timer - 1)
+            with m.If(s.timer == 0):
                 self._fail(m, s, ErrorCode.TIMEOUT)
             with m.Else():
                 m.next = "POLL"
