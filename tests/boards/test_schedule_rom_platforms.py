@@ -1,7 +1,9 @@
-"""Where the node's schedule ROM goes (:data:`linkdyn.gateware.node.SCHEDULE_ROM_STYLE`): block
-RAM when elaborated for a Spartan-6 platform (the Mimas' own platform class), logic for an
-ECP5 platform and without a platform; the same words either way (the attribute only tells
-synthesis where to put them: read back through the Amaranth simulator on every row).
+"""Where the node's schedule ROM and the joint controller's program ROM go
+(:data:`linkdyn.gateware.node.SCHEDULE_ROM_STYLE`,
+:data:`linkdyn.gateware.controller.PROGRAM_ROM_STYLE`): block RAM when elaborated for a
+Spartan-6 platform (the Mimas' own platform class), logic for an ECP5 platform and without a
+platform; the same words either way (the attribute only tells synthesis where to put them:
+the schedule ROM read back through the Amaranth simulator on every row).
 """
 
 import pytest
@@ -10,6 +12,7 @@ from amaranth.sim import Simulator
 
 from linkdyn.boards.mimas import MimasTop
 from linkdyn.boards.ulx3s import ULX3STop
+from linkdyn.gateware.controller import JointController
 from linkdyn.gateware.node import LinkDynNode, ScheduleRom
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
@@ -20,9 +23,9 @@ def _rom():
     return node, ScheduleRom(node._slot_layout, node.rom)
 
 
-def _style(platform):
-    _, rom = _rom()
-    text = rtlil.convert(rom, name="top", platform=platform)
+def _style(platform, design=None):
+    design = design or _rom()[1]
+    text = rtlil.convert(design, name="top", platform=platform)
     styles = {line.split()[-1].strip('"') for line in text.splitlines()
               if "rom_style" in line}
     assert len(styles) == 1, styles
@@ -33,6 +36,12 @@ def test_schedule_rom_is_block_ram_on_spartan6_and_logic_elsewhere():
     assert _style(MimasTop.platform_class()) == "block"
     assert _style(ULX3STop.platform_class()) == "logic"
     assert _style(None) == "logic"
+
+
+def test_controller_program_rom_is_block_ram_on_spartan6_and_logic_elsewhere():
+    assert _style(MimasTop.platform_class(), JointController()) == "block"
+    assert _style(ULX3STop.platform_class(), JointController()) == "logic"
+    assert _style(None, JointController()) == "logic"
 
 
 def test_schedule_rom_reads_every_row():
