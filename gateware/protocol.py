@@ -579,7 +579,10 @@ class ProtocolEngine(wiring.Component):
         s.command = s.header.command
         s.length = s.header.length
         m.submodules.decoder = decoder = CommandDecoder(spec)
-        m.d.comb += [decoder.command.eq(s.command), decoder.length.eq(s.length),
+        # The decoder is read from CHECK on, when LENGTH has refused a length beyond the
+        # buffer: its low bits are the length.
+        m.d.comb += [decoder.command.eq(s.command),
+                     decoder.length.eq(s.length[:bits_for(spec.max_payload_bytes)]),
                      decoder.block.eq(s.block)]
         s.known, s.length_ok = decoder.known, decoder.length_ok
         s.state_changing = decoder.state_changing
