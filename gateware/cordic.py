@@ -25,7 +25,7 @@ results are the model's for every input:
 
 import math
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -210,10 +210,14 @@ class CordicArctangent(wiring.Component):
                 self.busy.eq(1),
             ]
         with m.Elif(self.busy):
+            # Each is one adder with the operand complemented and a carry in: a - b is
+            # a + ~b + 1 (not an adder and a subtractor and a choice between them).
+            negative = ~positive
+            dy_wide = Cat(dy, Const(0, 1)).as_signed()   # X >> i, non-negative
             m.d.sync += [
-                big_x.eq(Mux(positive, big_x + dx, big_x - dx)),
-                big_y.eq(Mux(positive, big_y - dy, big_y + dy)),
-                z.eq(Mux(positive, z + angle, z - angle)),
+                big_x.eq(big_x + Mux(positive, dx, ~dx) + negative),
+                big_y.eq(big_y + Mux(positive, ~dy_wide, dy_wide) + positive),
+                z.eq(z + Mux(positive, angle, ~angle) + negative),
                 step.eq(step + 1),
             ]
             with m.If(step == n - 1):
