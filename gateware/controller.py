@@ -433,7 +433,9 @@ class JointController(wiring.Component):
         # -- ALU stage 1 (cycle 2 -> 3): the adders, registered. One adder gives a + b, a - b,
         #    or a - L for clamp / within (L = max(b, 0)); 33 bits, exact. --
         sum_or_difference = Signal(signed(W + 1))
-        m.d.comb += sum_or_difference.eq(Mux(is_op("add", "count"), a + limit, a - limit))
+        # One adder: a - L is a + ~L + 1.
+        subtract = ~is_op("add", "count")
+        m.d.comb += sum_or_difference.eq(a + Mux(subtract, ~limit, limit) + subtract)
         total = Signal(signed(W + 1))
         negative_limit = Signal(signed(W))
         below = Signal()            # a < -L
