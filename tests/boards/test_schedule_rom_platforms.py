@@ -1,6 +1,7 @@
-"""Where the node's schedule ROM and the joint controller's program ROM go
-(:data:`linkdyn.gateware.node.SCHEDULE_ROM_STYLE`,
-:data:`linkdyn.gateware.controller.PROGRAM_ROM_STYLE`): block RAM when elaborated for a
+"""Where the node's schedule ROM, the joint controller's program ROM and the CORDIC's angle ROM
+go (:data:`linkdyn.gateware.node.SCHEDULE_ROM_STYLE`,
+:data:`linkdyn.gateware.controller.PROGRAM_ROM_STYLE`,
+:data:`linkdyn.gateware.cordic.ANGLE_ROM_STYLE`): block RAM when elaborated for a
 Spartan-6 platform (the Mimas' own platform class), logic for an ECP5 platform and without a
 platform; the same words either way (the attribute only tells synthesis where to put them:
 the schedule ROM read back through the Amaranth simulator on every row).
@@ -13,6 +14,7 @@ from amaranth.sim import Simulator
 from linkdyn.boards.mimas import MimasTop
 from linkdyn.boards.ulx3s import ULX3STop
 from linkdyn.gateware.controller import JointController
+from linkdyn.gateware.cordic import CordicArctangent
 from linkdyn.gateware.node import LinkDynNode, ScheduleRom
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
@@ -60,3 +62,9 @@ def test_schedule_rom_reads_every_row():
     sim.add_testbench(bench)
     sim.run()
     assert seen == rows
+
+
+def test_cordic_angle_rom_of_one_cycle_steps_is_block_ram_on_spartan6_and_logic_elsewhere():
+    assert _style(MimasTop.platform_class(), CordicArctangent(step_cycles=1)) == "block"
+    assert _style(ULX3STop.platform_class(), CordicArctangent(step_cycles=1)) == "logic"
+    assert _style(None, CordicArctangent(step_cycles=1)) == "logic"
