@@ -195,7 +195,7 @@ class EngineRegisters(wiring.Component):
     The error and UART counters saturate at ``2**counter_width - 1``, FRAME_COUNT (32 bits)
     wraps. ``clear`` zeroes every counter but FRAME_COUNT. FRAME_COUNT counts in the cycle after
     its event; the saturating counters are words of a LUT RAM with one shared incrementer and
-    count within 3 cycles of their event, provided ``count`` pulses come at least 3 cycles
+    count within 4 cycles of their event, provided ``count`` pulses come at least 3 cycles
     apart and so do the pulses of each UART error (the engine gives one ``count`` per reply,
     the UART at most one error of each kind per byte).
 
@@ -259,12 +259,13 @@ class EngineRegisters(wiring.Component):
 
         # The saturating counters live in LUT RAM, one word per control address (the RAM's
         # read ports are the read mux), with one incrementer: an event sets its counter's
-        # pending bit, and every cycle the first pending counter is read, incremented
-        # (saturating) and written back. Events come one per counter at most per reply or
-        # UART byte, so a pending count is taken within a few cycles, long before the host can
-        # read it. A counter's `zero` bit (set by reset and `clear`) makes it read 0 until its
-        # next count: the clear of every counter in one cycle. An event in the cycle of a clear
-        # is not counted, as before the clear.
+        # pending bit; every cycle the first pending counter is taken (registered: its address
+        # and whether it reads 0), and in the next cycle it is read, incremented (saturating)
+        # and written back. Events come one per counter at most per reply or UART byte, so a
+        # pending count is written within 4 cycles, long before the host can read it. A
+        # counter's `zero` bit (set by reset and `clear`) makes it read 0 until its next count:
+        # the clear of every counter in one cycle. An event in the cycle of a clear, or a count
+        # taken but not yet written then, is not counted, as before the clear.
         depth = 1 << bits_for(max(reg.address for reg in saturating))
         m.submodules.counters = memory = Memory(shape=width, depth=depth, init=[])
         write = memory.write_port()
@@ -278,23 +279,30 @@ class EngineRegisters(wiring.Component):
             grant[reg.name] = Signal(name=f"grant_{reg.name.lower()}")
             m.d.comb += grant[reg.name].eq(pending[reg.name] & ~earlier)
             earlier = earlier | pending[reg.name]
-        serviced_zero = Signal()
-        m.d.comb += [
-            service.addr.eq(_or_values([Mux(grant[reg.name], reg.address, 0)
-                                        for reg in saturating])),
-            serviced_zero.eq(Cat(*(grant[r.name] & zero[r.name] for r in saturating)).any()),
-            write.addr.eq(service.addr),
+        # The counter taken, registered (the priority choice and the RAM's read are a cycle
+        # apart).
+        taken = {reg.name: Signal(name=f"taken_{reg.name.lower()}") for reg in saturating}
+        taken_any = Signal()
+        taken_addr = Signal(range(depth))
+        taken_zero = Signal()
+        m.d.sync += [
+            taken_any.eq(earlier & ~self.clear),
+            taken_addr.eq(_or_values([Mux(grant[reg.name], reg.address, 0)
+                                      for reg in saturating])),
+            taken_zero.eq(Cat(*(grant[r.name] & zero[r.name] for r in saturating)).any()),
         ]
-        value = Mux(serviced_zero, 0, service.data)
+        m.d.sync += [taken[r.name].eq(grant[r.name] & ~self.clear) for r in saturating]
+        m.d.comb += [service.addr.eq(taken_addr), write.addr.eq(taken_addr)]
+        value = Mux(taken_zero, 0, service.data)
         full = value == (1 << width) - 1
-        m.d.comb += [write.data.eq(value + 1), write.en.eq(earlier & ~full & ~self.clear)]
+        m.d.comb += [write.data.eq(value + 1), write.en.eq(taken_any & ~full & ~self.clear)]
         for reg in saturating:
             name = reg.name
             with m.If(self.clear):
                 m.d.sync += [pending[name].eq(0), zero[name].eq(1)]
             with m.Else():
                 m.d.sync += pending[name].eq((pending[name] & ~grant[name]) | events[name])
-                with m.If(grant[name] & ~full):
+                with m.If(taken[name] & ~full):
                     m.d.sync += zero[name].eq(0)
 
         info = self.spec.engine_words()

@@ -98,8 +98,8 @@ def test_engine_counters_count_saturate_and_clear_as_defined():
             ctx.set(dut.clear, 0)
             ctx.set(dut.uart_errors.frame, 0)
             ctx.set(dut.uart_errors.overflow, 0)
-            await ctx.tick().repeat(3)       # the counts still pending are taken
-            cycle += 3
+            await ctx.tick().repeat(4)       # the counts still pending are written
+            cycle += 4
             await read_all(ctx)
 
     sim = Simulator(dut)
