@@ -28,6 +28,7 @@ from amaranth.back import rtlil
 from amaranth.sim import Simulator
 
 from linkdyn.boards.core import BoardCore
+from linkdyn.boards.mimas import MimasTop
 from linkdyn.boards.toolchain import yosys_utilisation
 from linkdyn.gateware.controlled_chain import ControlledChain
 from linkdyn.gateware.controller import CYCLES
@@ -236,7 +237,10 @@ def synthesize_fit(controllers=True, flatten=True):
     core = BoardCore(1, clock_hz=100_000_000, chain=chain, controllers=controllers)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="linkdyn-fit-") as tmp:
-        Path(tmp, "top.il").write_text(rtlil.convert(core, name="top"))
+        # Elaborated for the Mimas' platform, as its board build is (the platform's family
+        # places the node's schedule ROM: linkdyn.gateware.node.SCHEDULE_ROM_STYLE).
+        Path(tmp, "top.il").write_text(rtlil.convert(core, name="top",
+                                                     platform=MimasTop.platform_class()))
         result = yosys_utilisation("xc6s", "top.il", tmp, flatten=flatten)
     out = {key: result[key] for key in ("luts", "ffs", "dsps", "brams")}
     if not flatten:

@@ -600,17 +600,25 @@ class LinkDynChain(wiring.Component):
         """
         n, tickets = self._n, self._tickets
         now = state.now
+        # One update in flight at most: the cycles since the last start are both intervals
+        # (start to start, start to its finish), one counter instead of time stamps and their
+        # differences (the same words modulo 2**32: `now` starts at 0 as this counter does).
+        since_start = Signal(_COUNTER, name="since_start")
+        if tickets == 1:
+            m.d.sync += since_start.eq(since_start + 1)
         with m.If(state.start_event):
             m.d.sync += [
                 state.started.eq(state.started + 1 if tickets > 1 else 0),
                 state.started_count.eq(state.started_count + 1),
-                state.interval.eq(now - state.last_start),
-                state.last_start.eq(now),
                 state.ever_started.eq(1),
             ]
-            for t in range(tickets):
-                with m.If(state.started == t):
-                    m.d.sync += state.start_stamp[t].eq(now)
+            if tickets == 1:
+                m.d.sync += [state.interval.eq(since_start), since_start.eq(1)]
+            else:
+                m.d.sync += [state.interval.eq(now - state.last_start), state.last_start.eq(now)]
+                for t in range(tickets):
+                    with m.If(state.started == t):
+                        m.d.sync += state.start_stamp[t].eq(now)
         finish_event = Signal()
         finish_overflow = Signal(n)
         finish_stamp = Signal(_COUNTER)
@@ -623,7 +631,7 @@ class LinkDynChain(wiring.Component):
             m.d.sync += [
                 state.finished.eq(state.finished + 1 if tickets > 1 else 0),
                 state.result_ticket.eq(state.finished),
-                state.latency.eq(now - finish_stamp),
+                state.latency.eq(since_start if tickets == 1 else now - finish_stamp),
                 state.update_count.eq(state.update_count + 1),
                 state.overflow.eq(finish_overflow),
             ]
@@ -642,30 +650,40 @@ class LinkDynChain(wiring.Component):
         """Add the results of every update, per ticket, for reads that never wait: every
         node's tau, and node 0's f_out, mu_out (the base wrench).
 
+        A node's words are one memory (word ``j`` of ticket ``t`` at ``j * tickets + t``): a
+        node writes one result per cycle, and a read takes one word, so the memory's read port
+        (LUT RAM) is the read mux.
+
         Returns
         -------
-        dict of (int, int) to Value
-            ``(node, address)``: the word of the update the result reads show.
+        list of (int, list of int, ReadPort)
+            Per node: its index, the addresses of its shadowed words (in memory order) and the
+            memory's combinational read port, whose address the bus target drives.
         """
         rmap = microprogram(self._fmt).registers
         backward = message_layout("backward", self._fmt)
-        shadowed = {}  # (node, address) -> word of the last finished update
+        tickets = self._tickets
+        shadowed = []
         for i, node in enumerate(self.nodes):
             names = ["tau"] + ([source for source, _ in backward] if i == 0 else [])
-            for name in names:
-                address = rmap[name].address
-                memory = Memory(shape=WORD_WIDTH, depth=self._tickets, init=[])
-                m.submodules[f"result{i}_{name}"] = memory
-                write = memory.write_port()
-                read = memory.read_port(domain="comb")
-                m.d.comb += [
-                    write.en.eq(node.result.valid & (node.result.addr == address)),
-                    write.data.eq(node.result.data),
-                    read.addr.eq(state.view_ticket),
-                ]
-                if self._tickets > 1:
-                    m.d.comb += write.addr.eq(state.head_ticket[i])
-                shadowed[(i, address)] = read.data
+            addresses = [rmap[name].address for name in names]
+            memory = Memory(shape=WORD_WIDTH, depth=tickets * len(names), init=[])
+            m.submodules[f"result{i}"] = memory
+            write = memory.write_port()
+            read = memory.read_port(domain="comb")
+            word = Signal(range(len(names)), name=f"result{i}_word")
+            hit = Signal(name=f"result{i}_hit")
+            with m.Switch(node.result.addr):
+                for j, address in enumerate(addresses):
+                    with m.Case(address):
+                        m.d.comb += [word.eq(j), hit.eq(1)]
+            ticket = state.head_ticket[i] if tickets > 1 else 0
+            m.d.comb += [
+                write.en.eq(node.result.valid & hit),
+                write.data.eq(node.result.data),
+                write.addr.eq(word * tickets + ticket),
+            ]
+            shadowed.append((i, addresses, read))
         return shadowed
 
     def _elaborate_bus(self, m, state, shadowed):
@@ -703,10 +721,17 @@ class LinkDynChain(wiring.Component):
         # the transaction that may start an update), so that the check is two comparisons side
         # by side, not an adder before a comparison.
         select_value = req.wdata[:_COUNTER - 1]
-        select_floor = Signal(signed(_COUNTER + 1))
-        m.d.sync += select_floor.eq(state.started_count - tickets)
-        select_valid = ((select_value != 0) & (select_value <= update_count)
-                        & (select_value > select_floor))
+        if tickets == 1:
+            # started_count = update_count + in_flight: with one ticket, v <= update_count and
+            # started_count - 1 < v hold together only for v == update_count, nothing in
+            # flight (an equality instead of a subtraction and two comparisons).
+            select_valid = ((select_value != 0) & (update_count == select_value)
+                            & (state.in_flight == 0))
+        else:
+            select_floor = Signal(signed(_COUNTER + 1))
+            m.d.sync += select_floor.eq(state.started_count - tickets)
+            select_valid = ((select_value != 0) & (select_value <= update_count)
+                            & (select_value > select_floor))
         control_address = control_register("CONTROL").address
         is_node = req.node < n
         target = Signal(range(n))          # node of a node-register access
@@ -716,12 +741,22 @@ class LinkDynChain(wiring.Component):
         m.d.comb += [target.eq(req.node), target_addr.eq(req.addr)]
         # Node reads: results from their shadows, mailbox words from the sender's register,
         # the rest from the node (held idle).
-        shadow_hits = Signal(len(shadowed))  # one-hot: the shadowed word addressed (DECODE)
+        # one-hot: the shadowed word addressed (DECODE)
+        shadow_hits = Signal(sum(len(addresses) for _, addresses, _ in shadowed))
         shadow_word = Signal(WORD_WIDTH)
-        for k, ((i, address), word) in enumerate(shadowed.items()):
-            m.d.sync += shadow_hits[k].eq((req.node == i) & (req.addr == address))
-            with m.If(shadow_hits[k]):
-                m.d.comb += shadow_word.eq(word)
+        k = 0
+        for i, addresses, read in shadowed:
+            hits = []
+            for j, address in enumerate(addresses):
+                m.d.sync += shadow_hits[k].eq((req.node == i) & (req.addr == address))
+                hits.append((j, shadow_hits[k]))
+                k += 1
+            word = 0
+            for j, hit in hits[1:]:
+                word = word | Mux(hit, j, 0)
+            m.d.comb += read.addr.eq(word * tickets + state.view_ticket)
+            with m.If(Cat(*(hit for _, hit in hits)).any()):
+                m.d.comb += shadow_word.eq(read.data)
         m.d.comb += [read_target.eq(target), read_addr.eq(target_addr)]
         if self.is_chain:
             with m.Switch(req.addr):

@@ -68,6 +68,12 @@ OP_CYCLES = OP_CYCLES_OF[True]
 MUL_CYCLES = MUL_CYCLES_OF[True]
 #: Width of the register port address: the register file below 64, special registers above.
 ADDRESS_WIDTH = 7
+#: Where the program ROM goes, by the Amaranth platform's ``family`` (the platform given to
+#: ``elaborate``; ``"logic"`` for any other platform and without one, as in simulation):
+#: Spartan-6, block RAM (its 64 x 50 bits: two RAMB8BWER), LUTs kept for logic on the
+#: LUT-bound XC6SLX9; elsewhere logic (its registered output keeps a block RAM's
+#: clock-to-output out of the operand paths). Same synchronous read, cycles and words.
+PROGRAM_ROM_STYLE = {"spartan6": "block"}
 #: Input sources of operand ``a``: 0 is the register file, then :data:`INPUTS` in order.
 SOURCES = ("register", *INPUTS)
 #: The flags ops write (the mode bits come first in :data:`FLAGS` and are read-only).
@@ -364,9 +370,10 @@ class JointController(wiring.Component):
             self.fault_code.eq(code),
         ]
 
-        # -- the operation at pc, from the program ROM (LUTs) --
+        # -- the operation at pc, from the program ROM (PROGRAM_ROM_STYLE) --
+        style = PROGRAM_ROM_STYLE.get(getattr(platform, "family", None), "logic")
         m.submodules.rom = rom = Memory(shape=CONTROL_LAYOUT, depth=ROM_DEPTH,
-                                        init=control_words())
+                                        init=control_words(), attrs={"rom_style": style})
         # The ROM is read synchronously at the next pc, so that its word (the operation at pc)
         # comes out of a register.
         pc_next = Signal.like(pc)
@@ -426,7 +433,9 @@ class JointController(wiring.Component):
         # -- ALU stage 1 (cycle 2 -> 3): the adders, registered. One adder gives a + b, a - b,
         #    or a - L for clamp / within (L = max(b, 0)); 33 bits, exact. --
         sum_or_difference = Signal(signed(W + 1))
-        m.d.comb += sum_or_difference.eq(Mux(is_op("add", "count"), a + limit, a - limit))
+        # One adder: a - L is a + ~L + 1.
+        subtract = ~is_op("add", "count")
+        m.d.comb += sum_or_difference.eq(a + Mux(subtract, ~limit, limit) + subtract)
         total = Signal(signed(W + 1))
         negative_limit = Signal(signed(W))
         below = Signal()            # a < -L

@@ -25,14 +25,15 @@ results are the model's for every input:
 
 import math
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.model.fixedpoint import WORD_WIDTH
 from linkdyn.model.tables import CORDIC, Cordic
 
-__all__ = ["CordicArctangent", "state_widths", "STEP_CYCLES"]
+__all__ = ["CordicArctangent", "state_widths", "STEP_CYCLES", "ANGLE_ROM_STYLE"]
 
 #: Cycles per CORDIC step (:class:`CordicArctangent`'s ``step_cycles``) on each FPGA family the
 #: project builds for, by the family names of the board tops (``BoardTop.family``) and of the
@@ -43,6 +44,12 @@ __all__ = ["CordicArctangent", "state_widths", "STEP_CYCLES"]
 #: whether it meets a Spartan-6 board's clock is for ISE's timing report). The one definition
 #: of which family uses which.
 STEP_CYCLES = {"ecp5": 2, "xc6s": 1}
+
+#: Where the angle ROM of one-cycle steps goes, by the Amaranth platform's ``family`` (the
+#: platform given to ``elaborate``; ``"logic"`` for any other and without one): block RAM on
+#: Spartan-6 (LUT-bound XC6SLX9), logic elsewhere. Read a cycle ahead either way (same cycles
+#: and words).
+ANGLE_ROM_STYLE = {"spartan6": "block"}
 
 
 def state_widths(cordic=CORDIC, input_width=WORD_WIDTH):
@@ -178,6 +185,10 @@ class CordicArctangent(wiring.Component):
     def elaborate(self, platform):
         if self._step_cycles == 2:
             return self._elaborate_shared_shifter()
+        return self._elaborate_one_cycle_steps(platform)
+
+    def _elaborate_one_cycle_steps(self, platform):
+        """One-cycle steps: both barrel shifters, the three adders every busy cycle."""
         m = Module()
         c = self._cordic
         n = c.iterations
@@ -186,7 +197,14 @@ class CordicArctangent(wiring.Component):
         big_y = Signal(signed(y_bits))
         z = self.result
         step = Signal(range(n))
-        angles = Array(Const(angle, signed(WORD_WIDTH)) for angle in c.angles)
+        # The angle ROM, read a cycle ahead (A[0] with the start, A[i + 1] in step i), so that
+        # its word comes out of a register (block RAM on Spartan-6: ANGLE_ROM_STYLE).
+        depth = 1 << (n - 1).bit_length()
+        m.submodules.angles = angles = Memory(
+            shape=signed(WORD_WIDTH), depth=depth, init=list(c.angles) + [0] * (depth - n),
+            attrs={"rom_style": ANGLE_ROM_STYLE.get(getattr(platform, "family", None),
+                                                    "logic")})
+        angle_read = angles.read_port()
 
         # One-cycle steps: dx = Y >> i, dy = X >> i, the angle A[i] and the direction, and
         # every busy cycle adds.
@@ -197,7 +215,8 @@ class CordicArctangent(wiring.Component):
         m.d.comb += [
             dx.eq(big_y >> step),
             dy.eq(big_x >> step),
-            angle.eq(angles[step]),
+            angle_read.addr.eq(Mux(self.start, 0, step + 1)),
+            angle.eq(angle_read.data),
             positive.eq(~big_y[-1]),
         ]
         m.d.sync += self.done.eq(0)
@@ -210,10 +229,14 @@ class CordicArctangent(wiring.Component):
                 self.busy.eq(1),
             ]
         with m.Elif(self.busy):
+            # Each is one adder with the operand complemented and a carry in: a - b is
+            # a + ~b + 1 (not an adder and a subtractor and a choice between them).
+            negative = ~positive
+            dy_wide = Cat(dy, Const(0, 1)).as_signed()   # X >> i, non-negative
             m.d.sync += [
-                big_x.eq(Mux(positive, big_x + dx, big_x - dx)),
-                big_y.eq(Mux(positive, big_y - dy, big_y + dy)),
-                z.eq(Mux(positive, z + angle, z - angle)),
+                big_x.eq(big_x + Mux(positive, dx, ~dx) + negative),
+                big_y.eq(big_y + Mux(positive, ~dy_wide, dy_wide) + positive),
+                z.eq(z + Mux(positive, angle, ~angle) + negative),
                 step.eq(step + 1),
             ]
             with m.If(step == n - 1):

@@ -192,9 +192,12 @@ class CommandDecoder(wiring.Component):
 class EngineRegisters(wiring.Component):
     """The control words answered by the engine: frame and error counters, build information.
 
-    Counters count one event per cycle; the error and UART counters saturate at
-    ``2**counter_width - 1``, FRAME_COUNT (32 bits) wraps. ``clear`` zeroes every counter but
-    FRAME_COUNT.
+    The error and UART counters saturate at ``2**counter_width - 1``, FRAME_COUNT (32 bits)
+    wraps. ``clear`` zeroes every counter but FRAME_COUNT. FRAME_COUNT counts in the cycle after
+    its event; the saturating counters are words of a LUT RAM with one shared incrementer and
+    count within 4 cycles of their event, provided ``count`` pulses come at least 3 cycles
+    apart and so do the pulses of each UART error (the engine gives one ``count`` per reply,
+    the UART at most one error of each kind per byte).
 
     Parameters
     ----------
@@ -233,12 +236,12 @@ class EngineRegisters(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        counters = {}
-        for reg in CONTROL_REGISTERS:
-            if reg.owner == "engine" and reg.address < INFO_FIRST:
-                width = 32 if reg.name == "FRAME_COUNT" else self.counter_width
-                counters[reg.name] = Signal(width, name=reg.name.lower())
-        events = {name: Signal(name=f"count_{name.lower()}") for name in counters}
+        width = self.counter_width
+        saturating = [reg for reg in CONTROL_REGISTERS if reg.owner == "engine"
+                      and reg.address < INFO_FIRST and reg.name != "FRAME_COUNT"]
+        frame_count = Signal(32)
+        events = {reg.name: Signal(name=f"count_{reg.name.lower()}") for reg in saturating}
+        frame_event = Signal()
         m.d.comb += [
             events["UART_FRAME_ERRORS"].eq(self.uart_errors.frame),
             events["UART_OVERFLOWS"].eq(self.uart_errors.overflow),
@@ -247,27 +250,87 @@ class EngineRegisters(wiring.Component):
             with m.Switch(self.status):
                 for code in ErrorCode:
                     with m.Case(code.value):
-                        name = "FRAME_COUNT" if code is ErrorCode.OK else f"ERRORS_{code.name}"
-                        m.d.comb += events[name].eq(1)
-        for name, counter in counters.items():
-            if name == "FRAME_COUNT":
-                with m.If(events[name]):
-                    m.d.sync += counter.eq(counter + 1)
-                continue
+                        if code is ErrorCode.OK:
+                            m.d.comb += frame_event.eq(1)
+                        else:
+                            m.d.comb += events[f"ERRORS_{code.name}"].eq(1)
+        with m.If(frame_event):
+            m.d.sync += frame_count.eq(frame_count + 1)
+
+        # The saturating counters live in LUT RAM, one word per control address (the RAM's
+        # read ports are the read mux), with one incrementer: an event sets its counter's
+        # pending bit; every cycle the first pending counter is taken (registered: its address
+        # and whether it reads 0), and in the next cycle it is read, incremented (saturating)
+        # and written back. Events come one per counter at most per reply or UART byte, so a
+        # pending count is written within 4 cycles, long before the host can read it. A
+        # counter's `zero` bit (set by reset and `clear`) makes it read 0 until its next count:
+        # the clear of every counter in one cycle. An event in the cycle of a clear, or a count
+        # taken but not yet written then, is not counted, as before the clear.
+        depth = 1 << bits_for(max(reg.address for reg in saturating))
+        m.submodules.counters = memory = Memory(shape=width, depth=depth, init=[])
+        write = memory.write_port()
+        service = memory.read_port(domain="comb")
+        host = memory.read_port(domain="comb")
+        pending = {reg.name: Signal(name=f"pending_{reg.name.lower()}") for reg in saturating}
+        zero = {reg.name: Signal(init=1, name=f"zero_{reg.name.lower()}") for reg in saturating}
+        grant = {}
+        earlier = Const(0, 1)
+        for reg in saturating:
+            grant[reg.name] = Signal(name=f"grant_{reg.name.lower()}")
+            m.d.comb += grant[reg.name].eq(pending[reg.name] & ~earlier)
+            earlier = earlier | pending[reg.name]
+        # The counter taken, registered (the priority choice and the RAM's read are a cycle
+        # apart).
+        taken = {reg.name: Signal(name=f"taken_{reg.name.lower()}") for reg in saturating}
+        taken_any = Signal()
+        taken_addr = Signal(range(depth))
+        taken_zero = Signal()
+        m.d.sync += [
+            taken_any.eq(earlier & ~self.clear),
+            taken_addr.eq(_or_values([Mux(grant[reg.name], reg.address, 0)
+                                      for reg in saturating])),
+            taken_zero.eq(Cat(*(grant[r.name] & zero[r.name] for r in saturating)).any()),
+        ]
+        m.d.sync += [taken[r.name].eq(grant[r.name] & ~self.clear) for r in saturating]
+        m.d.comb += [service.addr.eq(taken_addr), write.addr.eq(taken_addr)]
+        value = Mux(taken_zero, 0, service.data)
+        full = value == (1 << width) - 1
+        m.d.comb += [write.data.eq(value + 1), write.en.eq(taken_any & ~full & ~self.clear)]
+        for reg in saturating:
+            name = reg.name
             with m.If(self.clear):
-                m.d.sync += counter.eq(0)
-            with m.Elif(events[name] & (counter != (1 << len(counter)) - 1)):
-                m.d.sync += counter.eq(counter + 1)
+                m.d.sync += [pending[name].eq(0), zero[name].eq(1)]
+            with m.Else():
+                m.d.sync += pending[name].eq((pending[name] & ~grant[name]) | events[name])
+                with m.If(taken[name] & ~full):
+                    m.d.sync += zero[name].eq(0)
 
         info = self.spec.engine_words()
+        m.d.comb += host.addr.eq(self.addr)
+        host_counter = Signal()         # `addr` is a saturating counter's
+        host_zero = Signal()
         with m.Switch(self.addr):
             for reg in CONTROL_REGISTERS:
                 if reg.owner != "engine":
                     continue
                 with m.Case(reg.address):
-                    value = counters[reg.name] if reg.name in counters else info[reg.name]
-                    m.d.comb += self.rdata.eq(value)
+                    if reg.name in zero:
+                        m.d.comb += [host_counter.eq(1), host_zero.eq(zero[reg.name])]
+                    elif reg.name == "FRAME_COUNT":
+                        m.d.comb += self.rdata.eq(frame_count)
+                    else:
+                        m.d.comb += self.rdata.eq(info[reg.name])
+        with m.If(host_counter & ~host_zero):
+            m.d.comb += self.rdata.eq(host.data)
         return m
+
+
+def _or_values(values):
+    """Return the bitwise OR of a list of values."""
+    result = values[0]
+    for value in values[1:]:
+        result = result | value
+    return result
 
 
 class ProtocolEngine(wiring.Component):
@@ -392,8 +455,9 @@ class ProtocolEngine(wiring.Component):
     transfers), ``_transmit`` (the reply); ``_signals`` creates the state they share.
 
     Resources (Spartan-6, ``synth_xilinx -family xc6s``, 6 nodes, 100 MHz timeouts): about
-    600 flip-flops, 1,050 LUTs and one RAMB8 (the frame buffer); the 16-bit counters are 240
-    of the flip-flops.
+    600 flip-flops, 1,050 LUTs and one RAMB8 (the frame buffer), before the indices were
+    narrowed and the error counters moved into LUT RAM (docs/controller.md, "Where the
+    one-node build's LUTs go", has the one-node figures).
     """
 
     rx: In(stream.Signature(8))
@@ -452,38 +516,44 @@ class ProtocolEngine(wiring.Component):
         s.wr = buffer.write_port()
         s.rd = buffer.read_port()
 
-        m.submodules.rx_crc = s.rx_crc = crc_parameters().create()
-        m.submodules.tx_crc = s.tx_crc = crc_parameters().create()
+        # One CRC for both directions: the engine takes no bytes while it replies (HUNT
+        # starts it for a request, REPLY for the reply).
+        m.submodules.crc = s.rx_crc = crc_parameters().create()
+        s.tx_crc = s.rx_crc
 
         # Reception.
         s.header = Signal(RequestHeader)
         s.header_index = Signal(range(REQUEST_HEADER_BYTES))
-        s.byte_index = Signal(16)                      # payload byte being received
+        # Indices as wide as the frame buffer needs (LENGTH refuses a payload beyond it, and a
+        # block's count is checked against the buffer before it is used): no 16-bit counters
+        # and comparisons where 9 and 7 bits hold every value.
+        s.byte_index = Signal(range(spec.max_payload_bytes))  # payload byte being received
         s.assembly = Signal(32)                        # payload word being assembled
         s.block = Signal(BlockWord)                    # payload word 0 (READ / WRITE)
         s.crc_received = Signal(16)
-        s.idle = Signal(range(self.timeout_cycles))
+        # The cycles a timeout has left: the inter-byte gap inside a frame (loaded with
+        # timeout_cycles - 1 by each byte) and, in POLL, the step's wait (loaded with
+        # step_timeout_cycles - 1); one down-counter, never needed for both at once. It counts
+        # to 0, where it stays: each timeout is an equality with 0.
+        s.timer = Signal(range(max(self.timeout_cycles, self.step_timeout_cycles)))
         s.status = Signal(8)
 
         # Validation and execution.
         s.phase = Signal(range(16))
-        s.check_index = Signal(16)                     # VALIDATE: word of the block
+        s.check_index = Signal(range(depth))           # VALIDATE: word of the block
         s.read_only = Signal()                         # VALIDATE: a read-only word seen
         s.x_node = Signal(8)
         s.x_node_last = Signal(8)
         s.x_addr_base = Signal(8)
         s.x_addr = Signal(8)
-        s.x_count = Signal(16)
-        s.x_index = Signal(16)
+        s.x_count = Signal(range(depth + 1))
+        s.x_index = Signal(range(depth))
         s.x_we = Signal()
         s.x_constant = Signal()
         s.x_constant_data = Signal(32)
         s.wdata = Signal(32)
         s.x_wdata = Mux(s.x_constant, s.x_constant_data, s.wdata)  # the word a transfer writes
         s.pointer = Signal(range(depth + 1))           # buffer word of transfer and reply
-        # Cycles the STEP poll may still take: counts down (to 0, where it stays), so that the
-        # timeout is an equality with 0, not a comparison's carry chain before the FSM.
-        s.poll_left = Signal(range(self.step_timeout_cycles))
         # BATCH: the sample in hand, the buffer word its inputs start at (then: its reply
         # words start at), the update number it selects.
         s.sample = Signal(range(max(spec.max_batch, 1)))
@@ -517,13 +587,16 @@ class ProtocolEngine(wiring.Component):
         s.command = s.header.command
         s.length = s.header.length
         m.submodules.decoder = decoder = CommandDecoder(spec)
-        m.d.comb += [decoder.command.eq(s.command), decoder.length.eq(s.length),
+        # The decoder is read from CHECK on, when LENGTH has refused a length beyond the
+        # buffer: its low bits are the length.
+        m.d.comb += [decoder.command.eq(s.command),
+                     decoder.length.eq(s.length[:bits_for(spec.max_payload_bytes)]),
                      decoder.block.eq(s.block)]
         s.known, s.length_ok = decoder.known, decoder.length_ok
         s.state_changing = decoder.state_changing
         s.is_block = (s.command == Command.READ) | (s.command == Command.WRITE)
 
-        check_addr = Signal(17)
+        check_addr = Signal(9)                         # addresses from 256 up do not exist
         m.d.comb += [
             check_addr.eq(s.block.addr + s.check_index),
             check_access.node.eq(s.block.node),
@@ -559,12 +632,12 @@ class ProtocolEngine(wiring.Component):
         """Accept a byte of a frame; count the gap; end the frame on the timeout."""
         m.d.comb += self.rx.ready.eq(1)
         with m.If(self.rx.valid):
-            m.d.sync += s.idle.eq(0)
+            m.d.sync += s.timer.eq(self.timeout_cycles - 1)
             m.d.comb += [s.rx_crc.data.eq(self.rx.payload)]
-        with m.Elif(s.idle == self.timeout_cycles - 1):
+        with m.Elif(s.timer == 0):
             self._fail(m, s, ErrorCode.TRUNCATED)
         with m.Else():
-            m.d.sync += s.idle.eq(s.idle + 1)
+            m.d.sync += s.timer.eq(s.timer - 1)
 
     def _receive(self, m, s):
         """States ``HUNT`` .. ``CRC_HIGH``: hunt for the sync byte, collect the header, the
@@ -574,7 +647,8 @@ class ProtocolEngine(wiring.Component):
         with m.State("HUNT"):
             m.d.comb += rx.ready.eq(1)
             with m.If(rx.valid & (rx.payload == REQUEST_SYNC)):
-                m.d.sync += [s.header.eq(REQUEST_SYNC), s.header_index.eq(1), s.idle.eq(0),
+                m.d.sync += [s.header.eq(REQUEST_SYNC), s.header_index.eq(1),
+                             s.timer.eq(self.timeout_cycles - 1),
                              s.block.eq(0), s.status.eq(ErrorCode.OK), s.phase.eq(0)]
                 m.d.comb += rx_crc.start.eq(1)
                 m.next = "HEADER"
@@ -607,7 +681,7 @@ class ProtocolEngine(wiring.Component):
                     m.d.comb += [wr.addr.eq(s.byte_index >> 2), wr.data.eq(word), wr.en.eq(1)]
                     with m.If(s.byte_index < WORD_BYTES):
                         m.d.sync += s.block.eq(word)
-                with m.If(s.byte_index == s.length - 1):
+                with m.If(s.byte_index == (s.length - 1)[:len(s.byte_index)]):
                     m.next = "CRC_LOW"
 
         with m.State("CRC_LOW"):
@@ -657,7 +731,7 @@ class ProtocolEngine(wiring.Component):
             read_only = s.read_only | ((s.command == Command.WRITE) & ~s.checked_writable)
             with m.If(~s.checked_exists):
                 self._fail(m, s, ErrorCode.BAD_ADDRESS)
-            with m.Elif(s.check_index != s.block.count - 1):
+            with m.Elif(s.check_index != (s.block.count - 1)[:len(s.check_index)]):
                 m.d.sync += [s.check_index.eq(s.check_index + 1), s.read_only.eq(read_only)]
                 m.next = "VALIDATE"
             with m.Elif(read_only):
@@ -699,7 +773,7 @@ class ProtocolEngine(wiring.Component):
             m.next = "TRANSFER_FETCH"
 
         def poll():
-            m.d.sync += s.poll_left.eq(self.step_timeout_cycles - 1)
+            m.d.sync += s.timer.eq(self.step_timeout_cycles - 1)
             m.next = "POLL"
 
         control = CONTROL_NODE
@@ -866,8 +940,8 @@ class ProtocolEngine(wiring.Component):
                     self._advance(m, s)
 
         with m.State("POLL"):
-            with m.If(s.poll_left != 0):
-                m.d.sync += s.poll_left.eq(s.poll_left - 1)
+            with m.If(s.timer != 0):
+                m.d.sync += s.timer.eq(s.timer - 1)
             m.d.comb += [bus.valid.eq(1), bus.node.eq(CONTROL_NODE), bus.addr.eq(_STATUS_ADDR)]
             with m.If(bus.ready):
                 with m.If(bus.error):
@@ -895,9 +969,9 @@ class ProtocolEngine(wiring.Component):
 
         with m.State("POLL_GAP"):
             # One cycle without a transaction; the timeout never abandons one.
-            with m.If(s.poll_left != 0):
-                m.d.sync += s.poll_left.eq(s.poll_left - 1)
-            with m.If(s.poll_left == 0):
+            with m.If(s.timer != 0):
+                m.d.sync += s.timer.eq(s.timer - 1)
+            with m.If(s.timer == 0):
                 self._fail(m, s, ErrorCode.TIMEOUT)
             with m.Else():
                 m.next = "POLL"
