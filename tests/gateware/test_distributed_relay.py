@@ -26,7 +26,7 @@ from linkdyn.gateware.actuator import LINK_BURST, LINK_WINDOW, LINK_WORDS, Actua
 from linkdyn.gateware.link import NeighbourLink
 
 BITS = 5
-REQUEST, REPLY = LINK_WORDS["BUS_REQUEST"], LINK_WORDS["BUS_REPLY"]
+REQUEST, REPLY, ERROR = (LINK_WORDS[k] for k in ("BUS_REQUEST", "BUS_REPLY", "BUS_ERROR"))
 
 
 class _MiddleBoard(Elaboratable):
@@ -63,8 +63,8 @@ class _MiddleBoard(Elaboratable):
 
 
 def _simulate(bench, dut):
-    """Run ``bench(ctx, replies)`` with a watcher that collects every reply word the base side
-    receives as ``(cycle, tag, word, data)``."""
+    """Run ``bench(ctx, replies, cycle)`` with a watcher that collects every reply word the
+    base side receives as ``(cycle, tag, word, data)`` (``cycle[0]``: the cycles so far)."""
     replies = []
     cycle = [0]
 
@@ -72,12 +72,13 @@ def _simulate(bench, dut):
         async for _, _, valid, payload in ctx.tick().sample(dut.base.rx_words.valid,
                                                             dut.base.rx_words.payload):
             cycle[0] += 1
-            if valid and payload.direction == 1 and payload.word in (REPLY, REPLY + 1):
+            if valid and payload.direction == 1 and payload.word in (REPLY, ERROR):
                 replies.append((cycle[0], int(payload.slot), int(payload.word),
                                 int(payload.data)))
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
+
     async def run(ctx):
         await bench(ctx, replies, cycle)
 
@@ -104,7 +105,7 @@ def _set_word(ctx, port, direction, word, tag, data):
     ctx.set(port.payload.data, data)
 
 
-async def _trial(ctx, dut, cycle, replies, request_at, reply_at, *, cycles=300):
+async def _trial(ctx, dut, cycle, replies, request_at, reply_at, *, cycles=240):
     """Offer board 1 a read of its link window (tag 0) from the base side at cycle
     ``request_at`` and a reply (tag 1) from board 2's side at ``reply_at`` (None: none).
     Return the cycles board 1 took the request and the reply in (from its links), and the
@@ -149,7 +150,7 @@ def _own_answer_ok(reply, index=1):
 
 def test_own_answer_and_relayed_reply_in_one_cycle_both_reach_the_base():
     """Board 1 answers a read of its link window in the cycle after the request arrives;
-    board 2's reply is timed to arrive at board 1 from 6 cycles before that answer to 6
+    board 2's reply is timed to arrive at board 1 from 4 cycles before that answer to 4
     after. At every offset both reach the base side, each once, with its tag and word; at one
     offset (or more) they meet in one cycle."""
     dut = _MiddleBoard()
@@ -160,7 +161,7 @@ def test_own_answer_and_relayed_reply_in_one_cycle_both_reach_the_base():
         # How long the request and the reply take to reach board 1, offered together.
         taken, _ = await _trial(ctx, dut, cycle, replies, 0, 0)
         lead = taken["request"] + 1 - taken["reply"]      # reply offset that meets the answer
-        for offset in range(-6, 7):
+        for offset in range(-4, 5):
             delay = lead + offset
             request_at, reply_at = max(0, -delay), max(0, delay)
             results.append((offset,) + await _trial(ctx, dut, cycle, replies, request_at,
