@@ -47,7 +47,7 @@ from amaranth.lib.wiring import In, Out
 
 from linkdyn.model.fixedpoint import WORD_WIDTH
 from linkdyn.model.fixedpoint import ceil_log2
-from linkdyn.model.microprogram import BANKS, microprogram
+from linkdyn.model.microprogram import BANKS, SEGMENTS, microprogram
 from linkdyn.model.protocol import (
     CONTROLLER_BASE, CONTROL_CLEAR, CONTROL_NODE, CONTROL_START, MAX_NODES, RESULT_FOLLOW,
     RESULT_SELECT, ProtocolSpec, control_register,
@@ -107,6 +107,10 @@ _SAMPLE_BITS = 4
 #: Control words wait for the link while its FIFO holds fewer words than this (the rest is
 #: room for a whole message, which the MAC writes without a pause).
 _CONTROL_ROOM = 6
+#: Cycles a node's distal request must have stalled before a read waiting for it is refused
+#: while a link behind the board is down (an operand interlock stalls for less: the MAC
+#: pipeline's latency, 8 cycles).
+_STALL_CYCLES = 32
 _FIFO_DEPTH = 16
 
 
@@ -482,7 +486,10 @@ class ActuatorCore(wiring.Component):
                          fifo.r_en.eq(link.tx_words.ready)]
             mac_valid = Signal(name=f"{name}_mac_valid")
             mac_word = Signal(WordLayout, name=f"{name}_mac_word")
-            kinds = (("BUS_REPLY", "LINK_STATE", "DONE") if name == "up"
+            # Upstream: the board's own bus answer (BUS_REPLY) and a reply relayed from a
+            # board behind (BUS_RELAY) wait in slots of their own: neither ever supersedes
+            # the other, and neither slot takes a new word before its last one is sent.
+            kinds = (("BUS_REPLY", "BUS_RELAY", "LINK_STATE", "DONE") if name == "up"
                      else ("BUS_REQUEST", "BUS_WDATA", "START"))
             if pipelined and name == "up":
                 kinds += ("LOCAL",)
@@ -570,6 +577,7 @@ class ActuatorCore(wiring.Component):
         done_overflow_in = Signal(32)
         local_in = Signal() if pipelined else None    # LOCAL from downstream
         behind_down = Signal(32)         # LINK_STATE from downstream
+        reply_hold = Signal()            # a reply from downstream waits in its link
         if up is not None:
             words = up.rx_words
             m.d.comb += words.ready.eq(1)
@@ -620,8 +628,13 @@ class ActuatorCore(wiring.Component):
                     m.d.sync += backward_out_pending.eq(0)
         if down is not None:
             words = down.rx_words
-            m.d.comb += words.ready.eq(1)
             payload = words.payload
+            is_reply = ((payload.direction == 1)
+                        & ((payload.word == LINK_WORDS["BUS_REPLY"])
+                           | (payload.word == LINK_WORDS["BUS_ERROR"])))
+            # Back-pressure: a reply is taken only when the relay has room for it (the link
+            # holds it, and repeats what comes behind it, meanwhile).
+            m.d.comb += words.ready.eq(~(reply_hold & is_reply))
             with m.If(words.valid & (payload.direction == 1)):
                 with m.If(payload.word < len(backward)):
                     m.d.comb += [backward_box.sender.valid.eq(1),
@@ -634,9 +647,8 @@ class ActuatorCore(wiring.Component):
                         m.d.comb += local_in.eq(1)
                 with m.Elif(payload.word == LINK_WORDS["DONE"]):
                     m.d.comb += [done_in.eq(1), done_overflow_in.eq(payload.data)]
-                with m.Elif((payload.word == LINK_WORDS["BUS_REPLY"])
-                            | (payload.word == LINK_WORDS["BUS_ERROR"])):
-                    m.d.comb += [reply_in.eq(1), reply.tag.eq(payload.slot),
+                with m.Elif(is_reply):
+                    m.d.comb += [reply_in.eq(~reply_hold), reply.tag.eq(payload.slot),
                                  reply.error.eq(payload.word == LINK_WORDS["BUS_ERROR"]),
                                  reply.data.eq(payload.data)]
                 with m.Elif(payload.word == LINK_WORDS["LINK_STATE"]):
@@ -816,6 +828,24 @@ class ActuatorCore(wiring.Component):
                     with m.Case(address):
                         m.d.comb += [in_shadow.eq(~job.we), shadow_data.eq(word),
                                      shadow_match.eq(match)]
+        # A read of the node's registers waits until the node ends its running request. A
+        # distal request that stalls on a missing word of the backward message while a link
+        # behind this board is down waits for a word from behind the cut: the read is refused
+        # then (an error, as an access to a board behind the cut), not after the base's
+        # timeout, and given up (the node is no longer held; the board's target goes idle).
+        # A stall of a few cycles (an operand interlock) is not such a wait.
+        stalled = Signal(range(_STALL_CYCLES + 1), name="distal_stalled")
+        with m.If(node.stall & (node.segment == SEGMENTS.index("distal"))):
+            with m.If(stalled != _STALL_CYCLES):
+                m.d.sync += stalled.eq(stalled + 1)
+        with m.Else():
+            m.d.sync += stalled.eq(0)
+        node_read = ~job.we
+        if self._node_target is not None:
+            node_read = node_read & (job.addr < CONTROLLER_BASE)
+        behind_cut = Signal(name="read_behind_cut")
+        m.d.comb += behind_cut.eq(node_read & node.stall & (stalled == _STALL_CYCLES)
+                                  & (down_mask != 0))
         with m.If(running):
             with m.If(in_window):
                 m.d.comb += [local_answer.eq(1), local_error.eq(job.we),
@@ -827,6 +857,9 @@ class ActuatorCore(wiring.Component):
                     m.d.comb += [local_answer.eq(1), local_data.eq(shadow_data),
                                  local_error.eq(~shadow_match)]
                     m.d.sync += running.eq(0)
+            with m.Elif(behind_cut):
+                m.d.comb += [local_answer.eq(1), local_error.eq(1)]
+                m.d.sync += running.eq(0)
             with m.Else():
                 m.d.comb += target.bus.valid.eq(1)
                 with m.If(target.bus.ready):
@@ -847,10 +880,20 @@ class ActuatorCore(wiring.Component):
             # one running is then a request the base gave up while a link on the way was down,
             # delivered after the restore: the base sends a new one only after it answered or
             # gave up the last); a newer one takes its place.
+            # Replies go upstream losslessly: this board's own answer waits in its slot
+            # (BUS_REPLY) and the next request for this board runs only once it has been
+            # sent; a reply from a board behind waits in the relay slot (BUS_RELAY), and
+            # while that is taken the next one waits in the downstream link (back-pressure).
+            # (One shared slot lost a reply when both came in one cycle, or when a second
+            # came before the first was sent: the base then waited its whole timeout.)
             tag = Signal(2)
             mine = request.node == index
             queued = Signal()
             queued_request = Signal(request.shape(), name="queued_request")
+            own_reply, relayed = pendings["up"]["BUS_REPLY"], pendings["up"]["BUS_RELAY"]
+            free = Signal(name="local_free")
+            m.d.comb += [free.eq(~running & ~own_reply.pending),
+                         reply_hold.eq(relayed.pending)]
 
             def run(source):
                 m.d.comb += local.eq(1)
@@ -859,25 +902,22 @@ class ActuatorCore(wiring.Component):
                 if pipelined:
                     m.d.sync += [job.bank.eq(source.bank), job.sample.eq(source.sample)]
 
-            with m.If(request_in & mine & ~running):
+            with m.If(request_in & mine & free):
                 run(request)
-            with m.Elif(queued & ~running):
+            with m.Elif(queued & free):
                 run(queued_request)
-            with m.If(request_in & mine & running):
+            with m.If(request_in & mine & ~free):
                 m.d.sync += [queued.eq(1), queued_request.eq(request)]
-            reply_pending = pendings["up"]["BUS_REPLY"]
-            with m.If(local_answer):
-                m.d.comb += [reply_pending.set.eq(1), reply_pending.next.direction.eq(1),
-                             reply_pending.next.slot.eq(tag),
-                             reply_pending.next.word.eq(Mux(local_error, LINK_WORDS["BUS_ERROR"],
-                                                            LINK_WORDS["BUS_REPLY"])),
-                             reply_pending.next.data.eq(local_data)]
-            with m.Elif(reply_in):
-                m.d.comb += [reply_pending.set.eq(1), reply_pending.next.direction.eq(1),
-                             reply_pending.next.slot.eq(reply.tag),
-                             reply_pending.next.word.eq(Mux(reply.error, LINK_WORDS["BUS_ERROR"],
-                                                            LINK_WORDS["BUS_REPLY"])),
-                             reply_pending.next.data.eq(reply.data)]
+            m.d.comb += [own_reply.set.eq(local_answer), own_reply.next.direction.eq(1),
+                         own_reply.next.slot.eq(tag),
+                         own_reply.next.word.eq(Mux(local_error, LINK_WORDS["BUS_ERROR"],
+                                                    LINK_WORDS["BUS_REPLY"])),
+                         own_reply.next.data.eq(local_data)]
+            m.d.comb += [relayed.set.eq(reply_in), relayed.next.direction.eq(1),
+                         relayed.next.slot.eq(reply.tag),
+                         relayed.next.word.eq(Mux(reply.error, LINK_WORDS["BUS_ERROR"],
+                                                  LINK_WORDS["BUS_REPLY"])),
+                         relayed.next.data.eq(reply.data)]
             if down is not None:
                 self._send_request(m, pendings["down"], request_in & ~mine, request.tag,
                                    request.node, request.addr, request.we, request.wdata,

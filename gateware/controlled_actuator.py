@@ -258,7 +258,10 @@ class BoardController(wiring.Component):
                         m.next = "NODE"
             with m.State("NODE"):
                 m.d.comb += passing.eq(1)
-                with m.If(target.bus.ready):
+                with m.If(~bus.valid):
+                    # Given up by the board (a read behind a cut): the target goes idle too.
+                    m.next = "IDLE"
+                with m.Elif(target.bus.ready):
                     answer(target.bus.rdata)
             with m.State("DECODE"):
                 m.d.sync += port_addr.eq(bus.addr - CONTROLLER_BASE)
