@@ -40,6 +40,8 @@ from linkdyn.model import protocol as P
 from linkdyn.model.controller import WORD, ControllerConfig
 from linkdyn.sim.chain_testbench import BusHost
 
+from .distributed import board_platform
+
 __all__ = ["CLOCK_HZ", "BITS", "measure_step", "measure_cut", "plot_cut", "synthesize", "main"]
 
 #: Board clock of the figures (2 bits per cycle: 100 Mbit/s per direction).
@@ -198,7 +200,9 @@ def synthesize(family="xc6s"):
     """
     core = ActuatorCore(base=False, last=False, bits=BITS, rx_domain="rx",
                         cordic_step_cycles=STEP_CYCLES[family], node_target=BoardController)
-    text = rtlil.convert(core, name="linkdyn_actuator")
+    # Elaborated for the family's board platform, as the board builds are (the ROMs' places
+    # follow the platform's family; linkdyn.bench.distributed.synthesize).
+    text = rtlil.convert(core, name="linkdyn_actuator", platform=board_platform(family))
     with tempfile.TemporaryDirectory(prefix="linkdyn-synth-") as tmp:
         Path(tmp, "actuator.il").write_text(text)
         return yosys_utilisation(family, "actuator.il", tmp, top="linkdyn_actuator",

@@ -37,7 +37,9 @@ from amaranth.back import rtlil
 from amaranth.hdl import Const
 from amaranth.sim import Simulator
 
+from linkdyn.boards.mimas import MimasTop
 from linkdyn.boards.toolchain import ToolError, yosys_utilisation
+from linkdyn.boards.ulx3s import ULX3STop
 from linkdyn.gateware.actuator import LINK_BURST, ActuatorCore
 from linkdyn.gateware.cordic import STEP_CYCLES
 
@@ -50,7 +52,7 @@ from linkdyn.sim.chain_testbench import BusHost
 from .report import replace_section
 
 __all__ = ["CLOCK_HZ", "BITS", "LINE_DELAY", "CHIP_LATENCY_CYCLES", "measure", "synthesize",
-           "report", "main"]
+           "board_platform", "report", "utilisation_lines", "main"]
 
 #: Board clock of the figures (2 bits per cycle: 100 Mbit/s per direction).
 CLOCK_HZ = 50e6
@@ -216,11 +218,30 @@ def synthesize(family):
     """
     core = ActuatorCore(base=False, last=False, bits=BITS, rx_domain="rx",
                         cordic_step_cycles=STEP_CYCLES[family])
-    text = rtlil.convert(core, name="linkdyn_actuator")
+    # Elaborated for the family's board platform, as the board builds are (the platform's
+    # family places the node's schedule ROM, the controller's program ROM and the CORDIC's
+    # angle ROM: linkdyn.gateware.node.SCHEDULE_ROM_STYLE and its kin).
+    text = rtlil.convert(core, name="linkdyn_actuator", platform=board_platform(family))
     with tempfile.TemporaryDirectory(prefix="linkdyn-synth-") as tmp:
         Path(tmp, "actuator.il").write_text(text)
         return yosys_utilisation(family, "actuator.il", tmp, top="linkdyn_actuator",
                                  flatten=True)
+
+
+def board_platform(family):
+    """The platform of the family's board build (Spartan-6: the Mimas, ECP5: the ULX3S), for
+    elaborating a core as that build does.
+
+    Raises
+    ------
+    ValueError
+        If ``family`` is neither ``"xc6s"`` nor ``"ecp5"``.
+    """
+    if family == "xc6s":
+        return MimasTop.platform_class()
+    if family == "ecp5":
+        return ULX3STop.platform_class()
+    raise ValueError(f"family must be 'xc6s' or 'ecp5', not {family!r}")
 
 
 def _synthesize_or_message(family):
@@ -402,23 +423,31 @@ def report(results, synthesis=None, *, before=None, noisy=None,
             "the acknowledge timeout (1,024 cycles).",
         ]
     if synthesis:
-        lines += ["", "**Utilisation** of one middle board's core (`ActuatorCore(base=False, "
-                  "last=False, rx_domain=\"rx\")`: one node, two links; Yosys, flattened; "
-                  "without the host UART, which only board 0 has, and the I/O buffers):", "",
-                  "| family | LUTs | FFs | block RAM 18 Kb | DSP | share of an XC6SLX9 (5,720 "
-                  "LUTs) |", "|---|---:|---:|---:|---:|---:|"]
-        for family, title in (("xc6s", "Spartan-6 (`synth_xilinx -family xc6s`)"),
-                              ("ecp5", "ECP5 (`synth_ecp5`)")):
-            result = synthesis.get(family)
-            if result is None:
-                continue
-            if isinstance(result, str):
-                lines.append(f"| {title} | {result} | | | | |")
-            else:
-                share = f"{result['luts'] / 5720:.0%}" if family == "xc6s" else "-"
-                lines.append(f"| {title} | {result['luts']:,} | {result['ffs']:,} | "
-                             f"{result['brams']:g} | {result['dsps']} | {share} |")
+        lines += [""] + utilisation_lines(synthesis)
     return "\n".join(lines) + "\n"
+
+
+def utilisation_lines(synthesis):
+    """The section's utilisation paragraph and table (lines, no newlines) of ``synthesis``
+    (family -> :func:`synthesize`'s dict or a message)."""
+    lines = ["**Utilisation** of one middle board's core (`ActuatorCore(base=False, "
+             "last=False, rx_domain=\"rx\")`: one node, two links; Yosys, flattened, "
+             "elaborated for the family's board platform as the board builds are; without "
+             "the host UART, which only board 0 has, and the I/O buffers):", "",
+             "| family | LUTs | FFs | block RAM 18 Kb | DSP | share of an XC6SLX9 (5,720 "
+             "LUTs) |", "|---|---:|---:|---:|---:|---:|"]
+    for family, title in (("xc6s", "Spartan-6 (`synth_xilinx -family xc6s`)"),
+                          ("ecp5", "ECP5 (`synth_ecp5`)")):
+        result = synthesis.get(family)
+        if result is None:
+            continue
+        if isinstance(result, str):
+            lines.append(f"| {title} | {result} | | | | |")
+        else:
+            share = f"{result['luts'] / 5720:.0%}" if family == "xc6s" else "-"
+            lines.append(f"| {title} | {result['luts']:,} | {result['ffs']:,} | "
+                         f"{result['brams']:g} | {result['dsps']} | {share} |")
+    return lines
 
 
 def main(argv=None):

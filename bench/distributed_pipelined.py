@@ -34,7 +34,7 @@ from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.gateware.distributed import DistributedChain
 from linkdyn.sim.chain_testbench import BusHost
 
-from .distributed import BITS, CLOCK_HZ, LINE_DELAY
+from .distributed import BITS, CLOCK_HZ, LINE_DELAY, board_platform
 
 __all__ = ["POLICIES", "stream", "synthesize_pipelined", "report", "plot", "main"]
 
@@ -111,7 +111,9 @@ def synthesize_pipelined(family, banks=4):
                         cordic_step_cycles=STEP_CYCLES[family], policy="pipelined",
                         banks=banks)
     try:
-        text = rtlil.convert(core, name="linkdyn_actuator")
+        # Elaborated for the family's board platform, as the board builds are (the ROMs'
+        # places follow the platform's family; linkdyn.bench.distributed.synthesize).
+        text = rtlil.convert(core, name="linkdyn_actuator", platform=board_platform(family))
         with tempfile.TemporaryDirectory(prefix="linkdyn-synth-") as tmp:
             Path(tmp, "actuator.il").write_text(text)
             return yosys_utilisation(family, "actuator.il", tmp, top="linkdyn_actuator",
