@@ -523,7 +523,7 @@ def main(argv=None):
     parser.add_argument("--distributed", action="store_true",
                         help="build one actuator board of the distributed mode (one node, "
                              "neighbour links on header pins; ulx3s, mimas, sk_xc6slx9)")
-    parser.add_argument("--role", choices=("base", "middle", "last"), default="base",
+    parser.add_argument("--role", choices=("base", "middle", "last"), default=None,
                         help="with --distributed: the board's place in the chain (default "
                              "base: the UART, no upstream link)")
     parser.add_argument("--boards", type=int, default=None,
@@ -560,6 +560,8 @@ def main(argv=None):
         return _main_distributed(parser, args, clock_hz)
     if args.boards is not None:
         parser.error("--boards needs --distributed")
+    if args.role is not None:
+        parser.error("--role needs --distributed")
     try:
         if args.robot is not None or args.parents is not None:
             parents = _topology(args.robot, args.parents)
@@ -622,6 +624,8 @@ def _main_distributed(parser, args, clock_hz):
         parser.error("--distributed --controllers runs the sequential policy only (one update "
                      "per control step): the pipelined policy has no joint controllers")
     boards = args.boards
+    if args.role is None:
+        args.role = "base"
     if args.role == "base":
         boards = 6 if boards is None else boards
     elif boards is not None:

@@ -752,7 +752,9 @@ class Board(ControllerCommands):
         if tree is None:
             if robot.n != info.nodes:
                 raise ValueError(f"the robot {robot.name!r} has {robot.n} joints, the board "
-                                 f"{info.nodes} nodes")
+                                 f"{info.nodes} nodes" + (" (a shorter chain of it: choose its "
+                                 "last link with tip=LINK, --tip)" if robot.n > info.nodes
+                                 else ""))
             _check_topology(robot, None, tuple(range(-1, robot.n - 1)), info)
             constants = encode_robot(robot, info.fmt)
             certificate = _certificate(robot, info.fmt)

@@ -133,7 +133,7 @@ def register(subparsers):
                           "sends BATCH requests; default sequential")
     sim.add_argument("--link-bitrate", type=float, default=None, metavar="BIT/S",
                      help="with --boards: line rate of the links, a multiple of the "
-                          "simulated clock of 1, 2, 5 or 10 (default twice the clock)")
+                          "simulated clock of 1, 2 or 5 (default twice the clock)")
     sim.add_argument("--link-ber", type=float, default=0.0,
                      help="with --boards: bit-error rate of every line (default 0)")
     sim.add_argument("--robot", help=robot_help + "; loaded once the board runs")

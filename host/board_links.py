@@ -108,7 +108,9 @@ class ChainLinks:
                  f"{', '.join(map(str, self.hops_down)) or 'none'}"]
         lines += [f"  {state}" for state in self.ports]
         if self.reachable < self.boards:
-            lines.append(f"  boards {self.reachable} .. {self.boards - 1}: not reachable")
+            last = self.boards - 1
+            lines.append(f"  board {last}: not reachable" if self.reachable == last
+                         else f"  boards {self.reachable} .. {last}: not reachable")
         return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 #: Modules that register subcommands, in help order.
@@ -48,6 +49,11 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("linkdyn: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of the output went away (`linkdyn status | head -1`): stop quietly, as
+        # Unix tools do, and keep Python from reporting the pipe again at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13                                    # killed by SIGPIPE
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import operator
 import os
 import shutil
 import signal
@@ -350,8 +351,8 @@ class SimulatedBoard:
         engine and UART, the boards joined by line models (``docs/distributed.md``); the
         protocol has LINK_DOWN, BOARDS and the link windows. ``None``: one FPGA.
     link_bitrate : int, optional
-        With ``boards``: line rate of every link, bit/s, a multiple of ``clock_hz`` (1, 2, 5
-        or 10 bits per cycle; default 2: DDR I/O).
+        With ``boards``: line rate of every link, bit/s, a multiple of ``clock_hz`` (1, 2 or
+        5 bits per cycle; default 2: DDR I/O).
     link_ber : float
         With ``boards``: bit-error rate of every line (0 .. 0.5).
     link_cuts : sequence of (int, int, int)
@@ -416,10 +417,21 @@ class SimulatedBoard:
                  parents=None, boards=None, link_bitrate=None, link_ber=0.0,
                  link_cuts=(), board_modules=True, policy=None, local_loop=False):
         from ..gateware.uart import MIN_DIVISOR, uart_divisor
+        if isinstance(robot, str):
+            from ..model import load_robot
+            robot = load_robot(robot)
+        elif robot is not None and not hasattr(robot, "links"):
+            raise TypeError(f"robot must be a Robot or a robot's name (linkdyn.model."
+                            f"load_robot), not {robot!r}")
+        if boards is not None and (not isinstance(boards, int) or isinstance(boards, bool)
+                                   or not 1 <= boards <= 32):
+            raise ValueError(f"boards must be an integer in 1..32 (one node per board), not "
+                             f"{boards!r}")
         tree = _robot_tree(robot)
         if nodes is None:
             nodes = (len(parents) if parents is not None else tree.n if tree is not None
-                     else robot.n if robot is not None else 6)
+                     else robot.n if robot is not None else boards if boards is not None
+                     else 6)
         if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= 32:
             raise ValueError(f"Node count must be an integer in 1..32, not {nodes!r}")
         if not isinstance(clock_hz, int) or clock_hz <= 0:
@@ -1006,8 +1018,6 @@ def _check_links(nodes, boards, clock_hz, link_bitrate, link_ber, link_cuts, con
         if link_bitrate is not None or link_ber or link_cuts:
             raise ValueError("link_bitrate, link_ber and link_cuts need boards=n")
         return None, 0.0, ()
-    if not isinstance(boards, int) or isinstance(boards, bool):
-        raise TypeError(f"boards must be an integer or None, not {boards!r}")
     if boards != nodes:
         raise ValueError(f"A distributed chain has one node per board: {nodes} nodes need "
                          f"boards={nodes}, not {boards!r}")
@@ -1018,22 +1028,33 @@ def _check_links(nodes, boards, clock_hz, link_bitrate, link_ber, link_cuts, con
     if link_bitrate is None:
         link_bitrate = 2 * clock_hz
     if not isinstance(link_bitrate, int) or isinstance(link_bitrate, bool) or \
-            link_bitrate % clock_hz or link_bitrate // clock_hz not in (1, 2, 5, 10):
-        raise ValueError(f"link_bitrate must be 1, 2, 5 or 10 times the clock ({clock_hz} Hz) "
+            link_bitrate % clock_hz or link_bitrate // clock_hz not in (1, 2, 5):
+        # Not 10: the neighbour link takes at most a character per cycle and pauses between
+        # frames (linkdyn.gateware.link.NeighbourLink).
+        raise ValueError(f"link_bitrate must be 1, 2 or 5 times the clock ({clock_hz} Hz) "
                          f"in bit/s, not {link_bitrate!r}")
     if not isinstance(link_ber, (int, float)) or isinstance(link_ber, bool) or \
             not 0 <= link_ber <= 0.5:
         raise ValueError(f"link_ber must be a number in 0 .. 0.5, not {link_ber!r}")
+    if isinstance(link_cuts, (str, bytes)) or not hasattr(link_cuts, "__iter__"):
+        raise TypeError(f"link_cuts must be a sequence of (hop, cut_cycle, restore_cycle), "
+                        f"not {link_cuts!r}")
     cuts = []
     for cut in link_cuts:
         try:
-            hop, start, end = (int(v) for v in cut)
+            hop, start, end = (operator.index(v) for v in cut)
         except (TypeError, ValueError):
-            raise ValueError(f"a link cut is (hop, cut_cycle, restore_cycle), not {cut!r}") \
-                from None
+            raise ValueError(f"a link cut is (hop, cut_cycle, restore_cycle), three integers, "
+                             f"not {cut!r}") from None
+        if boards == 1:
+            raise ValueError(f"a single board has no neighbour link to cut, not {cut!r}")
         if not 0 <= hop < boards - 1 or not 0 <= start < end:
             raise ValueError(f"a link cut needs 0 <= hop < {boards - 1} and 0 <= cut_cycle < "
                              f"restore_cycle, not {cut!r}")
+        for other in cuts:
+            if other[0] == hop and start < other[2] and other[1] < end:
+                raise ValueError(f"link cuts {other!r} and {cut!r} of hop {hop} overlap: give "
+                                 f"each hop's cuts as separate intervals")
         cuts.append((hop, start, end))
     return link_bitrate // clock_hz, float(link_ber), tuple(cuts)
 

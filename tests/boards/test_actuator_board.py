@@ -145,7 +145,8 @@ def test_distributed_build_arguments_are_checked(capsys):
             (["--board", "mimas", "--distributed", "--role", "middle", "--boards", "3"],
              "--boards is the base board's"),
             (["--board", "mimas", "--distributed", "--nodes", "2"], "one LinkDyn node per board"),
-            (["--board", "mimas", "--boards", "3"], "--boards needs --distributed")):
+            (["--board", "mimas", "--boards", "3"], "--boards needs --distributed"),
+            (["--board", "mimas", "--role", "middle"], "--role needs --distributed")):
         with pytest.raises(SystemExit) as caught:
             board_build.main(argv)
         assert caught.value.code == board_build.EXIT_USAGE

@@ -10,14 +10,32 @@ from linkdyn.sim.board import SimulatedBoard
 def test_link_parameters_are_checked():
     with pytest.raises(ValueError, match="3 nodes need boards=3, not 2"):
         SimulatedBoard(3, boards=2)
-    with pytest.raises(ValueError, match="link_bitrate must be 1, 2, 5 or 10 times the clock"):
-        SimulatedBoard(2, boards=2, link_bitrate=36_000_000)
+    for rate in (36_000_000, 120_000_000):        # 3 and 10 bits per cycle
+        with pytest.raises(ValueError, match="link_bitrate must be 1, 2 or 5 times the clock"):
+            SimulatedBoard(2, boards=2, link_bitrate=rate)
     with pytest.raises(ValueError, match="link_ber must be a number in 0 .. 0.5"):
         SimulatedBoard(2, boards=2, link_ber=0.7)
     with pytest.raises(ValueError, match="0 <= hop < 1"):
         SimulatedBoard(2, boards=2, link_cuts=[(1, 10, 20)])
     with pytest.raises(ValueError, match="cut_cycle < restore_cycle"):
         SimulatedBoard(3, boards=3, link_cuts=[(1, 20, 20)])
+    with pytest.raises(TypeError, match="link_cuts must be a sequence"):
+        SimulatedBoard(2, boards=2, link_cuts=5)
+    with pytest.raises(ValueError, match="three integers"):
+        SimulatedBoard(2, boards=2, link_cuts=[(0, 10.5, 20)])
+    with pytest.raises(ValueError, match=r"\(0, 10, 20\) and \(0, 15, 30\) of hop 0 overlap"):
+        SimulatedBoard(2, boards=2, link_cuts=[(0, 10, 20), (0, 15, 30)])
+    assert SimulatedBoard(2, boards=2, link_cuts=[(0, 10, 20), (0, 20, 30)]).link_cuts == \
+        ((0, 10, 20), (0, 20, 30))
+    with pytest.raises(ValueError, match="a single board has no neighbour link"):
+        SimulatedBoard(1, boards=1, link_cuts=[(0, 10, 20)])
+    for boards in (0, 33, -1):
+        with pytest.raises(ValueError, match="boards must be an integer in 1..32"):
+            SimulatedBoard(boards=boards)
+    assert SimulatedBoard(boards=3).nodes == 3            # one node per board
+    assert SimulatedBoard(robot="ur5").nodes == 6         # a robot's name, as the CLI takes
+    with pytest.raises(TypeError, match="robot must be a Robot or a robot's name"):
+        SimulatedBoard(robot=3.5)
     with pytest.raises(ValueError, match="need boards=n"):
         SimulatedBoard(2, link_ber=1e-4)
     with pytest.raises(ValueError, match="do not pass chain as well"):
