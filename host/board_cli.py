@@ -136,6 +136,9 @@ def register(subparsers):
                           "simulated clock of 1, 2 or 5 (default twice the clock)")
     sim.add_argument("--link-ber", type=float, default=0.0,
                      help="with --boards: bit-error rate of every line (default 0)")
+    sim.add_argument("--link-cuts", metavar="HOP:CUT:RESTORE,...", default=None,
+                     help="with --boards: cut hop HOP (board HOP to HOP+1) at simulated cycle "
+                          "CUT and restore it at RESTORE, e.g. 0:300000:500000")
     sim.add_argument("--robot", help=robot_help + "; loaded once the board runs")
     sim.add_argument("--tip", metavar="LINK", help="last link of the chain (with --robot)")
     sim.add_argument("--baudrate", type=int, default=None,
@@ -222,6 +225,22 @@ def command_info(args):
         if info.links is not None:
             print("  " + str(info.links).replace("\n", "\n  "))
     return 0
+
+
+def _link_cuts(text):
+    """``"0:300000:500000,1:..."`` -> ``[(0, 300000, 500000), ...]`` (checked further by
+    SimulatedBoard)."""
+    cuts = []
+    for item in text.split(","):
+        fields = item.strip().split(":")
+        try:
+            if len(fields) != 3:
+                raise ValueError
+            cuts.append(tuple(int(field) for field in fields))
+        except ValueError:
+            raise CommandError(f"--link-cuts: each cut is HOP:CUT:RESTORE (three integers, "
+                               f"simulated cycles), not {item.strip()!r}") from None
+    return cuts
 
 
 def command_load(args):
@@ -458,8 +477,10 @@ def command_sim_board(args):
         links = {"boards": args.boards, "link_ber": args.link_ber}
         if args.link_bitrate is not None:
             links["link_bitrate"] = int(args.link_bitrate)
-    elif args.link_bitrate is not None or args.link_ber:
-        raise CommandError("--link-bitrate and --link-ber need --boards")
+        if args.link_cuts is not None:
+            links["link_cuts"] = _link_cuts(args.link_cuts)
+    elif args.link_bitrate is not None or args.link_ber or args.link_cuts is not None:
+        raise CommandError("--link-bitrate, --link-ber and --link-cuts need --boards")
     # The chain is made once every option is checked (an unused one warns when collected).
     if args.chain == "fake":
         from linkdyn.gateware.fake_chain import FakeChain
