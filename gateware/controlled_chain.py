@@ -258,7 +258,7 @@ class ControlledChain(wiring.Component):
                          joint.reference.qd.eq(reference[i][1]),
                          joint.reference.qdd.eq(reference[i][2])]
         control_period = Signal(_W)
-        period_count = Signal(_W)    # the cycles left in the period (counts down to 1)
+        period_count = Signal(_W)    # the cycles gone in the period (counts up to p - 1)
         control_steps = Signal(_W)
         overruns = Signal(_W)
         latency = Signal(_W)
@@ -355,16 +355,18 @@ class ControlledChain(wiring.Component):
     def _elaborate_timer(self, m, period, count, stepping, step_due, overruns):
         """Add the timer: with ``period`` p > 0, a step is due every p cycles; a step due while
         one runs or is still waiting to start is skipped and counted in ``overruns``."""
-        # ``count`` is the cycles left in the period: loaded with p when CONTROL_PERIOD is
-        # written (the front end), it counts down and the period ends where it reads 1 (p
-        # cycles after the write, then every p); p == 0 is registered with the register. A
-        # decrementer and a test for 1 come before the decision (no comparator, no p - 1).
+        # ``count`` is the cycles gone in the period: set to 0 when CONTROL_PERIOD is written
+        # (the front end), it counts up and the period ends where count + 1 == p (p cycles
+        # after the write, then every p), where it goes back to 0 (the flip-flops' synchronous
+        # reset); p == 0 is registered with the register. An incrementer and an equality come
+        # before the decision (no load multiplexer, no comparator, no p - 1).
         period_off = self._period_off
+        following = Signal(_W)
         wrap = Signal()
-        m.d.comb += wrap.eq(count == 1)
-        m.d.sync += count.eq(count - 1)
+        m.d.comb += [following.eq(count + 1), wrap.eq(following == period)]
+        m.d.sync += count.eq(following)
         with m.If(period_off | wrap):
-            m.d.sync += count.eq(period)
+            m.d.sync += count.eq(0)
         with m.If(~period_off & wrap):
             with m.If(stepping | step_due):
                 with m.If(overruns != _MASK):
@@ -453,7 +455,7 @@ class ControlledChain(wiring.Component):
                         with m.If(period_write):
                             # CONTROL_PERIOD: the timer restarts.
                             m.d.sync += [control_period.eq(req.wdata),
-                                         period_count.eq(req.wdata),
+                                         period_count.eq(0),
                                          self._period_off.eq(req.wdata == 0),
                                          step_due.eq(0)]
                             answer(req.wdata)
