@@ -88,7 +88,6 @@ _CONTROL_ADDR = control_register("CONTROL").address
 _STATUS_ADDR = control_register("STATUS").address
 _FAULT_PORT = SPECIAL_REGISTERS["fault"].address
 _W = WORD_WIDTH
-_MASK = (1 << _W) - 1
 
 
 def _or(values):
@@ -364,13 +363,17 @@ class ControlledChain(wiring.Component):
         following = Signal(_W)
         wrap = Signal()
         m.d.comb += [following.eq(count + 1), wrap.eq(following == period)]
+        # CONTROL_OVERRUNS saturates at 2**32 - 1: it counts while its incrementer's carry out
+        # is 0 (the carry chain's end, no 32-bit comparison).
+        overruns_next = Signal(_W + 1)
+        m.d.comb += overruns_next.eq(overruns + 1)
         m.d.sync += count.eq(following)
         with m.If(period_off | wrap):
             m.d.sync += count.eq(0)
         with m.If(~period_off & wrap):
             with m.If(stepping | step_due):
-                with m.If(overruns != _MASK):
-                    m.d.sync += overruns.eq(overruns + 1)
+                with m.If(~overruns_next[_W]):
+                    m.d.sync += overruns.eq(overruns_next[:_W])
             with m.Else():
                 m.d.sync += step_due.eq(1)
         with m.If(period_off):
