@@ -257,7 +257,7 @@ class ControlledChain(wiring.Component):
                          joint.reference.qd.eq(reference[i][1]),
                          joint.reference.qdd.eq(reference[i][2])]
         control_period = Signal(_W)
-        period_count = Signal(_W)    # the cycles gone in the period (counts up to p - 1)
+        period_count = Signal(_W, init=1)    # the cycle of the period (counts up 1 .. p)
         control_steps = Signal(_W)
         overruns = Signal(_W)
         latency = Signal(_W)
@@ -354,22 +354,21 @@ class ControlledChain(wiring.Component):
     def _elaborate_timer(self, m, period, count, stepping, step_due, overruns):
         """Add the timer: with ``period`` p > 0, a step is due every p cycles; a step due while
         one runs or is still waiting to start is skipped and counted in ``overruns``."""
-        # ``count`` is the cycles gone in the period: set to 0 when CONTROL_PERIOD is written
-        # (the front end), it counts up and the period ends where count + 1 == p (p cycles
-        # after the write, then every p), where it goes back to 0 (the flip-flops' synchronous
-        # reset); p == 0 is registered with the register. An incrementer and an equality come
-        # before the decision (no load multiplexer, no comparator, no p - 1).
+        # ``count`` is the cycle of the period, 1 .. p: set to 1 when CONTROL_PERIOD is written
+        # (the front end), it counts up and the period ends where it equals p (p cycles after
+        # the write, then every p), where it goes back to 1 (the flip-flops' synchronous reset
+        # and set); p == 0 is registered with the register. An equality of two registers comes
+        # before the decision (no load multiplexer, no comparator, no p - 1, no adder).
         period_off = self._period_off
-        following = Signal(_W)
         wrap = Signal()
-        m.d.comb += [following.eq(count + 1), wrap.eq(following == period)]
+        m.d.comb += wrap.eq(count == period)
+        m.d.sync += count.eq(count + 1)
+        with m.If(period_off | wrap):
+            m.d.sync += count.eq(1)
         # CONTROL_OVERRUNS saturates at 2**32 - 1: it counts while its incrementer's carry out
         # is 0 (the carry chain's end, no 32-bit comparison).
         overruns_next = Signal(_W + 1)
         m.d.comb += overruns_next.eq(overruns + 1)
-        m.d.sync += count.eq(following)
-        with m.If(period_off | wrap):
-            m.d.sync += count.eq(0)
         with m.If(~period_off & wrap):
             with m.If(stepping | step_due):
                 with m.If(~overruns_next[_W]):
@@ -458,7 +457,7 @@ class ControlledChain(wiring.Component):
                         with m.If(period_write):
                             # CONTROL_PERIOD: the timer restarts.
                             m.d.sync += [control_period.eq(req.wdata),
-                                         period_count.eq(0),
+                                         period_count.eq(1),
                                          self._period_off.eq(req.wdata == 0),
                                          step_due.eq(0)]
                             answer(req.wdata)
