@@ -20,12 +20,16 @@ LED_COUNT = 4
 def heartbeat(m, clock_hz):
     """Add a heartbeat to module ``m`` and return its signal: toggles every half second of a
     ``clock_hz`` clock (an LED blinks at about 1 Hz)."""
-    count = Signal(range(max(2, clock_hz // 2)), name="heartbeat")
+    # An up-counter that returns to 0 by the flip-flops' synchronous reset (its incrementer
+    # and two constant comparisons need few LUTs; a loaded down-counter needs two per bit).
+    period = max(1, clock_hz // 2)
+    count = Signal(range(max(2, period)), name="heartbeat")
     beat = Signal(name="beat")
+    m.d.sync += count.eq(count + 1)
+    with m.If(count == period - 1):
+        m.d.sync += count.eq(0)
     with m.If(count == 0):
-        m.d.sync += [count.eq(clock_hz // 2 - 1), beat.eq(~beat)]
-    with m.Else():
-        m.d.sync += count.eq(count - 1)
+        m.d.sync += beat.eq(~beat)
     return beat
 
 
@@ -170,13 +174,20 @@ class BoardCore(wiring.Component):
 
         beat = heartbeat(m, self.clock_hz)
 
-        activity = Signal(range(max(2, self.clock_hz // 20)))
+        # Line activity: the LED is lit for clock_hz // 20 - 1 cycles after the last cycle with
+        # rx or tx low. Cycles since then count up from 0 (the flip-flops' synchronous reset)
+        # and stop at the end; `heard` keeps the LED dark until the first activity.
+        span = max(2, self.clock_hz // 20)
+        quiet = Signal(range(span), name="quiet")
+        heard = Signal(name="heard")
+        lit = Signal()
+        m.d.comb += lit.eq(heard & (quiet != span - 1))
         with m.If(~self.rx | ~self.tx):
-            m.d.sync += activity.eq(self.clock_hz // 20 - 1)
-        with m.Elif(activity != 0):
-            m.d.sync += activity.eq(activity - 1)
+            m.d.sync += [quiet.eq(0), heard.eq(1)]
+        with m.Elif(quiet != span - 1):
+            m.d.sync += quiet.eq(quiet + 1)
 
-        m.d.comb += [self.leds[0].eq(beat), self.leds[1].eq(activity != 0)]
+        m.d.comb += [self.leds[0].eq(beat), self.leds[1].eq(lit)]
         if hasattr(chain, "overflow_sticky"):
             m.d.comb += self.leds[2].eq(chain.overflow_sticky.any())
         if hasattr(chain, "busy"):

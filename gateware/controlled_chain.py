@@ -88,7 +88,6 @@ _CONTROL_ADDR = control_register("CONTROL").address
 _STATUS_ADDR = control_register("STATUS").address
 _FAULT_PORT = SPECIAL_REGISTERS["fault"].address
 _W = WORD_WIDTH
-_MASK = (1 << _W) - 1
 
 
 def _or(values):
@@ -258,7 +257,7 @@ class ControlledChain(wiring.Component):
                          joint.reference.qd.eq(reference[i][1]),
                          joint.reference.qdd.eq(reference[i][2])]
         control_period = Signal(_W)
-        period_count = Signal(_W)    # the cycles left in the period (counts down to 1)
+        period_count = Signal(_W, init=1)    # the cycle of the period (counts up 1 .. p)
         control_steps = Signal(_W)
         overruns = Signal(_W)
         latency = Signal(_W)
@@ -355,20 +354,25 @@ class ControlledChain(wiring.Component):
     def _elaborate_timer(self, m, period, count, stepping, step_due, overruns):
         """Add the timer: with ``period`` p > 0, a step is due every p cycles; a step due while
         one runs or is still waiting to start is skipped and counted in ``overruns``."""
-        # ``count`` is the cycles left in the period: loaded with p when CONTROL_PERIOD is
-        # written (the front end), it counts down and the period ends where it reads 1 (p
-        # cycles after the write, then every p); p == 0 is registered with the register. A
-        # decrementer and a test for 1 come before the decision (no comparator, no p - 1).
+        # ``count`` is the cycle of the period, 1 .. p: set to 1 when CONTROL_PERIOD is written
+        # (the front end), it counts up and the period ends where it equals p (p cycles after
+        # the write, then every p), where it goes back to 1 (the flip-flops' synchronous reset
+        # and set); p == 0 is registered with the register. An equality of two registers comes
+        # before the decision (no load multiplexer, no comparator, no p - 1, no adder).
         period_off = self._period_off
         wrap = Signal()
-        m.d.comb += wrap.eq(count == 1)
-        m.d.sync += count.eq(count - 1)
+        m.d.comb += wrap.eq(count == period)
+        m.d.sync += count.eq(count + 1)
         with m.If(period_off | wrap):
-            m.d.sync += count.eq(period)
+            m.d.sync += count.eq(1)
+        # CONTROL_OVERRUNS saturates at 2**32 - 1: it counts while its incrementer's carry out
+        # is 0 (the carry chain's end, no 32-bit comparison).
+        overruns_next = Signal(_W + 1)
+        m.d.comb += overruns_next.eq(overruns + 1)
         with m.If(~period_off & wrap):
             with m.If(stepping | step_due):
-                with m.If(overruns != _MASK):
-                    m.d.sync += overruns.eq(overruns + 1)
+                with m.If(~overruns_next[_W]):
+                    m.d.sync += overruns.eq(overruns_next[:_W])
             with m.Else():
                 m.d.sync += step_due.eq(1)
         with m.If(period_off):
@@ -453,7 +457,7 @@ class ControlledChain(wiring.Component):
                         with m.If(period_write):
                             # CONTROL_PERIOD: the timer restarts.
                             m.d.sync += [control_period.eq(req.wdata),
-                                         period_count.eq(req.wdata),
+                                         period_count.eq(1),
                                          self._period_off.eq(req.wdata == 0),
                                          step_due.eq(0)]
                             answer(req.wdata)

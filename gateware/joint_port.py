@@ -185,8 +185,10 @@ class JointPort(wiring.Component):
         index = Signal(range(FRAME_BITS))
         bit_out = frame.bit_select(index, 1)
         feedback = Signal(FEEDBACK_LAYOUT)      # shifted in, the payload's bits only
-        half = Signal(range(max(divisor, 2)))    # cycles left in this half period
-        gap = Signal(range(self.gap + 1), init=self.gap)
+        # Cycles gone in this half period and in the gap, counted up from 0 (the flip-flops'
+        # synchronous reset restarts them; no load multiplexer).
+        half = Signal(range(max(divisor, 2)))
+        gap = Signal(range(self.gap + 1))
         run = Signal(range(self.fault_errors + 1))     # bad frames in a row
 
         enabled = Signal()
@@ -201,28 +203,28 @@ class JointPort(wiring.Component):
 
         with m.FSM():
             with m.State("gap"):
-                m.d.sync += gap.eq(gap - 1)
-                with m.If(gap == 0):
+                m.d.sync += gap.eq(gap + 1)
+                with m.If(gap == self.gap):
                     m.d.sync += [
                         command.i_ref.eq(Mux(enabled, self.actuator.i_ref, 0)),
                         command.control.eq(enabled),
                         self.drive.cs_n.eq(0),
                         index.eq(FRAME_BITS - 1),
-                        half.eq(divisor - 1),
-                        gap.eq(self.gap),
+                        half.eq(0),
+                        gap.eq(0),
                     ]
                     m.d.comb += [tx_crc.start.eq(1), rx_crc.start.eq(1)]
                     m.next = "low"
             with m.State("low"):
-                m.d.sync += half.eq(half - 1)
-                with m.If(half == 0):
-                    m.d.sync += [self.drive.sclk.eq(1), half.eq(divisor - 1)]
+                m.d.sync += half.eq(half + 1)
+                with m.If(half == divisor - 1):
+                    m.d.sync += [self.drive.sclk.eq(1), half.eq(0)]
                     m.next = "high"
             with m.State("high"):
-                m.d.sync += half.eq(half - 1)
-                with m.If(half == 0):
+                m.d.sync += half.eq(half + 1)
+                with m.If(half == divisor - 1):
                     # The end of bit ``index``: take miso, then the falling edge.
-                    m.d.sync += [self.drive.sclk.eq(0), half.eq(divisor - 1)]
+                    m.d.sync += [self.drive.sclk.eq(0), half.eq(0)]
                     m.d.comb += [rx_crc.valid.eq(1), tx_crc.valid.eq(index >= CRC.crc_width)]
                     with m.If(index >= CRC.crc_width):
                         m.d.sync += feedback.eq(Cat(miso, feedback.as_value()[:-1]))
@@ -233,8 +235,8 @@ class JointPort(wiring.Component):
                         m.next = "low"
             with m.State("lag"):
                 # Half a period after the last falling edge, the frame ends and is checked.
-                m.d.sync += half.eq(half - 1)
-                with m.If(half == 0):
+                m.d.sync += half.eq(half + 1)
+                with m.If(half == divisor - 1):
                     m.d.sync += [self.drive.cs_n.eq(1), self.frame_done.eq(1)]
                     with m.If(rx_crc.match_detected):
                         m.d.sync += [self.sensor.q.eq(feedback.q), self.sensor.qd.eq(feedback.qd),

@@ -531,11 +531,16 @@ class ProtocolEngine(wiring.Component):
         s.assembly = Signal(32)                        # payload word being assembled
         s.block = Signal(BlockWord)                    # payload word 0 (READ / WRITE)
         s.crc_received = Signal(16)
-        # The cycles a timeout has left: the inter-byte gap inside a frame (loaded with
-        # timeout_cycles - 1 by each byte) and, in POLL, the step's wait (loaded with
-        # step_timeout_cycles - 1); one down-counter, never needed for both at once. It counts
-        # to 0, where it stays: each timeout is an equality with 0.
+        # The cycles a timeout has waited: the inter-byte gap inside a frame (restarted by each
+        # byte, timeout_cycles - 1 at most) and, in POLL, the step's wait (step_timeout_cycles
+        # - 1 at most, `timer_step` set); one up-counter, never needed for both at once,
+        # restarted by the flip-flops' synchronous reset (no load multiplexer). It counts to
+        # its timeout's last value, where it stays: each timeout is an equality with a constant.
         s.timer = Signal(range(max(self.timeout_cycles, self.step_timeout_cycles)))
+        s.timer_step = Signal()
+        s.timed_out = Signal()
+        m.d.comb += s.timed_out.eq(Mux(s.timer_step, s.timer == self.step_timeout_cycles - 1,
+                                       s.timer == self.timeout_cycles - 1))
         s.status = Signal(8)
 
         # Validation and execution.
@@ -632,12 +637,12 @@ class ProtocolEngine(wiring.Component):
         """Accept a byte of a frame; count the gap; end the frame on the timeout."""
         m.d.comb += self.rx.ready.eq(1)
         with m.If(self.rx.valid):
-            m.d.sync += s.timer.eq(self.timeout_cycles - 1)
+            m.d.sync += [s.timer.eq(0), s.timer_step.eq(0)]
             m.d.comb += [s.rx_crc.data.eq(self.rx.payload)]
-        with m.Elif(s.timer == 0):
+        with m.Elif(s.timed_out):
             self._fail(m, s, ErrorCode.TRUNCATED)
         with m.Else():
-            m.d.sync += s.timer.eq(s.timer - 1)
+            m.d.sync += s.timer.eq(s.timer + 1)
 
     def _receive(self, m, s):
         """States ``HUNT`` .. ``CRC_HIGH``: hunt for the sync byte, collect the header, the
@@ -648,7 +653,7 @@ class ProtocolEngine(wiring.Component):
             m.d.comb += rx.ready.eq(1)
             with m.If(rx.valid & (rx.payload == REQUEST_SYNC)):
                 m.d.sync += [s.header.eq(REQUEST_SYNC), s.header_index.eq(1),
-                             s.timer.eq(self.timeout_cycles - 1),
+                             s.timer.eq(0), s.timer_step.eq(0),
                              s.block.eq(0), s.status.eq(ErrorCode.OK), s.phase.eq(0)]
                 m.d.comb += rx_crc.start.eq(1)
                 m.next = "HEADER"
@@ -773,7 +778,7 @@ class ProtocolEngine(wiring.Component):
             m.next = "TRANSFER_FETCH"
 
         def poll():
-            m.d.sync += s.timer.eq(self.step_timeout_cycles - 1)
+            m.d.sync += [s.timer.eq(0), s.timer_step.eq(1)]
             m.next = "POLL"
 
         control = CONTROL_NODE
@@ -940,8 +945,8 @@ class ProtocolEngine(wiring.Component):
                     self._advance(m, s)
 
         with m.State("POLL"):
-            with m.If(s.timer != 0):
-                m.d.sync += s.timer.eq(s.timer - 1)
+            with m.If(~s.timed_out):
+                m.d.sync += s.timer.eq(s.timer + 1)
             m.d.comb += [bus.valid.eq(1), bus.node.eq(CONTROL_NODE), bus.addr.eq(_STATUS_ADDR)]
             with m.If(bus.ready):
                 with m.If(bus.error):
@@ -969,9 +974,9 @@ class ProtocolEngine(wiring.Component):
 
         with m.State("POLL_GAP"):
             # One cycle without a transaction; the timeout never abandons one.
-            with m.If(s.timer != 0):
-                m.d.sync += s.timer.eq(s.timer - 1)
-            with m.If(s.timer == 0):
+            with m.If(~s.timed_out):
+                m.d.sync += s.timer.eq(s.timer + 1)
+            with m.If(s.timed_out):
                 self._fail(m, s, ErrorCode.TIMEOUT)
             with m.Else():
                 m.next = "POLL"

@@ -146,7 +146,12 @@ class UARTReceiver(wiring.Component):
         line = Signal(init=1)
         m.submodules.synchronizer = FFSynchronizer(self.rx, line, init=1)
 
+        # The cycles waited in a state, up from 0 to the state's last (half a bit in START, a
+        # bit in DATA and STOP): restarted by the flip-flops' synchronous reset, no load
+        # multiplexer.
         timer = Signal(range(self.divisor))
+        half = (self.divisor - 1) // 2
+        full = self.divisor - 1
         bit = Signal(range(8))
         shift = Signal(8)
 
@@ -156,27 +161,27 @@ class UARTReceiver(wiring.Component):
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(~line):
-                    m.d.sync += timer.eq((self.divisor - 1) // 2)
+                    m.d.sync += timer.eq(0)
                     m.next = "START"
             with m.State("START"):
-                with m.If(timer != 0):
-                    m.d.sync += timer.eq(timer - 1)
+                with m.If(timer != half):
+                    m.d.sync += timer.eq(timer + 1)
                 with m.Elif(line):
                     m.next = "IDLE"     # a glitch, not a start bit
                 with m.Else():
-                    m.d.sync += [timer.eq(self.divisor - 1), bit.eq(0)]
+                    m.d.sync += [timer.eq(0), bit.eq(0)]
                     m.next = "DATA"
             with m.State("DATA"):
-                with m.If(timer != 0):
-                    m.d.sync += timer.eq(timer - 1)
+                with m.If(timer != full):
+                    m.d.sync += timer.eq(timer + 1)
                 with m.Else():
                     m.d.sync += [shift.eq(Cat(shift[1:], line)), bit.eq(bit + 1),
-                                 timer.eq(self.divisor - 1)]
+                                 timer.eq(0)]
                     with m.If(bit == 7):
                         m.next = "STOP"
             with m.State("STOP"):
-                with m.If(timer != 0):
-                    m.d.sync += timer.eq(timer - 1)
+                with m.If(timer != full):
+                    m.d.sync += timer.eq(timer + 1)
                 with m.Elif(line):
                     with m.If(self.stream.valid & ~self.stream.ready):
                         m.d.comb += self.errors.overflow.eq(1)
@@ -228,7 +233,11 @@ class UARTTransmitter(wiring.Component):
     def elaborate(self, platform):
         m = Module()
 
+        # The cycles waited in a state, up from 0 to the state's last (a bit in SEND; in STOP a
+        # bit less the cycle IDLE takes of it): restarted by the flip-flops' synchronous reset.
         timer = Signal(range(self.divisor))
+        full = self.divisor - 1
+        stop = max(0, self.divisor - 2)
         bits = Signal(range(9))
         # Data LSB first, then the stop bit; shifted out from the bottom.
         frame = Signal(9)
@@ -241,28 +250,27 @@ class UARTTransmitter(wiring.Component):
                         self.tx.eq(0),  # start bit
                         frame.eq(Cat(self.stream.payload, C(1, 1))),
                         bits.eq(0),
-                        timer.eq(self.divisor - 1),
+                        timer.eq(0),
                     ]
                     m.next = "SEND"
             with m.State("SEND"):
                 m.d.comb += self.busy.eq(1)
-                with m.If(timer != 0):
-                    m.d.sync += timer.eq(timer - 1)
+                with m.If(timer != full):
+                    m.d.sync += timer.eq(timer + 1)
                 with m.Else():
                     m.d.sync += [
                         self.tx.eq(frame[0]),
                         frame.eq(frame[1:]),
-                        timer.eq(self.divisor - 1),
+                        timer.eq(0),
                         bits.eq(bits + 1),
                     ]
                     with m.If(bits == 8):
                         # The stop bit went out; IDLE takes one cycle of it.
-                        m.d.sync += timer.eq(self.divisor - 2)
                         m.next = "STOP"
             with m.State("STOP"):
                 m.d.comb += self.busy.eq(1)
-                with m.If(timer != 0):
-                    m.d.sync += timer.eq(timer - 1)
+                with m.If(timer != stop):
+                    m.d.sync += timer.eq(timer + 1)
                 with m.Else():
                     m.next = "IDLE"
 
