@@ -15,11 +15,11 @@ random states per robot (10^4 on the random chains) and searches 40 rounds inste
 """
 
 import warnings
-from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from linkdyn.bench.certify_prismatic import mixed_chain    # the docs' chains
 from linkdyn.model import load_robot
 from linkdyn.model.certify import box_states, certify, sampled_error
 from linkdyn.model.certify_prismatic import (joint_axis, largest_affine_norm,
@@ -27,8 +27,6 @@ from linkdyn.model.certify_prismatic import (joint_axis, largest_affine_norm,
 from linkdyn.model.falsify import worst_case_search
 from linkdyn.model.golden import microprogram, rnea_fixed
 from linkdyn.model.reference import load_reference_robot
-from linkdyn.model.robot import JointLimits
-from linkdyn.sim.chain_cases import random_robot
 
 import support
 
@@ -53,18 +51,6 @@ def _real(name):
             return load_robot(name, tip=REAL[name])
     except FileNotFoundError as error:
         pytest.skip(str(error))
-
-
-def mixed_chain(seed, n=6, travel=0.5):
-    """A random chain with two prismatic joints (``q`` within ``±travel`` m)."""
-    robot = random_robot(n, seed)
-    rng = np.random.default_rng([seed, 77])
-    joints = sorted(rng.choice(n, size=2, replace=False).tolist())
-    links = list(robot.links)
-    for k in joints:
-        links[k] = replace(links[k], joint_type="prismatic",
-                           limits=JointLimits(q_min=-travel, q_max=travel))
-    return replace(robot, name=f"{robot.name}_p{''.join(map(str, joints))}", links=tuple(links))
 
 
 def _sampled_and_searched(robot, certificate, states):
