@@ -338,7 +338,12 @@ class BoardStatistics:
     replies : int
         Valid replies used.
     retries : int
-        Requests resent.
+        Requests resent (for every reason).
+    timeouts : int
+        Of ``retries``, the requests resent because the line stayed silent for ``timeout``
+        (plus the request's line time) while their reply was due: a board that did not answer,
+        or one slower than that, such as an HDL simulator on a busy machine. The others were
+        resent because their reply was damaged, lost or a transient error status.
     damaged_bytes : int
         Received bytes that were not part of a valid reply (noise, damaged replies).
     stale_replies : int
@@ -350,6 +355,7 @@ class BoardStatistics:
     requests: int = 0
     replies: int = 0
     retries: int = 0
+    timeouts: int = 0
     damaged_bytes: int = 0
     stale_replies: int = 0
     error_replies: dict = None
@@ -1131,7 +1137,7 @@ class Board(ControllerCommands):
         stats = self.statistics
         lost = []
 
-        def lose(index, why, code=None):
+        def lose(index, why, code=None, timeout=False):
             request = requests[index]
             request.attempts += 1
             request.last_failure = why
@@ -1139,11 +1145,12 @@ class Board(ControllerCommands):
             if request.attempts > self.retries:
                 self._give_up(request)
             stats.retries += 1
+            stats.timeouts += timeout
             lost.append(index)
 
-        def lose_all(why):
+        def lose_all(why, timeout=False):
             for seq in list(outstanding):
-                lose(outstanding.pop(seq), why)
+                lose(outstanding.pop(seq), why, timeout=timeout)
 
         while done < len(requests):
             while queue and not recovering and len(outstanding) < window:
@@ -1221,7 +1228,8 @@ class Board(ControllerCommands):
             silence = now - last_byte
             if outstanding and silence > self.timeout + transfer:
                 lose_all("its reply was damaged" if damaged else
-                         f"no reply within {self.timeout + transfer:.3g} s")
+                         f"no reply within {self.timeout + transfer:.3g} s",
+                         timeout=not damaged)
                 recovering = True
             elif outstanding and recovering and decoder.pending == 0 and silence > self.settle:
                 lose_all("its reply was damaged" if damaged else "its reply was lost")

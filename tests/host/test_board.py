@@ -166,6 +166,7 @@ def test_a_damaged_reply_is_retried_and_never_used():
     # The board ran the two STEPs whose replies were damaged twice: UPDATE_COUNT tells.
     assert result.updates == 32
     assert board.statistics.damaged_bytes > 0
+    assert board.statistics.timeouts == 0              # resent for the damage, not silence
 
 
 def test_a_damaged_reply_that_looks_like_a_long_frame_costs_only_itself():
@@ -193,6 +194,7 @@ def test_a_lost_reply_is_retried():
         result = board.rnea(q, qd, qdd)
     np.testing.assert_array_equal(result.tau_words, _expected(q, qd, qdd)[0])
     assert (result.retries, result.updates) == (1, 13)
+    assert board.statistics.timeouts == 0              # the next reply showed the loss
 
 
 def test_a_damaged_request_is_answered_bad_crc_and_retried():
@@ -216,6 +218,8 @@ def test_a_board_that_stops_answering_raises_a_timeout_error():
         port.mute_after = port.replies + 3
         with pytest.raises(BoardTimeoutError, match="stopped answering.*STEP failed 3 times"):
             board.rnea(q, qd, qdd)
+        stats = board.statistics
+        assert stats.retries > 0 and stats.timeouts == stats.retries
 
 
 def test_replies_that_keep_arriving_damaged_raise_a_protocol_error():

@@ -143,6 +143,20 @@ def test_a_line_that_goes_silent_inside_a_frame_still_times_out():
     assert time.monotonic() - start < 2.0
 
 
+def test_a_first_reply_later_than_the_timeout_is_resent_as_a_timeout_not_as_damage():
+    # The board's first byte comes after 0.3 s, later than the 0.2 s timeout (an HDL simulator
+    # on a busy machine, before the host has seen the line's pace): the request is resent once
+    # (at 0.21 s, after the 10 ms settle time), counted as a timeout; the late reply is dropped
+    # as stale, the second one (due within 0.41 s) is used.
+    line = SlowLine(gap=0.0, chunk=1 << 16, first=0.3)
+    board = Board(line, timeout=0.2, settle=0.01)
+    info = board.info()
+    assert info.map_check == P.ProtocolSpec(6).map_check
+    stats = board.statistics
+    assert (stats.requests, stats.replies, stats.retries, stats.timeouts) == (2, 1, 1, 1)
+    assert (stats.damaged_bytes, stats.stale_replies) == (0, 1)
+
+
 def test_a_long_request_to_a_board_that_receives_at_the_line_pace_is_waited_for():
     # LOAD_ROBOT (about 570 bytes) reaches the board in 1.5 s, 16 bytes every 40 ms, three times the
     # 0.5 s silence timeout: the host has learned the line's pace from the INFO reply and adds
