@@ -118,7 +118,20 @@ def _decoded_layout(own):
         "window": 1, "exists": 1, "writable": 1, "kind": range(len(WINDOW_KINDS)), "index": 3,
         "own": 1, "own_index": range(len(own)), "own_writable": 1,
         "control": 1, "status": 1, "node": 1,
+        # the word a read answers from the window word (_local_sources)
+        "source": range(len(_local_sources(own))),
     })
+
+
+def _local_sources(own):
+    """The words a read answers from the registered window word, in code order: the window's
+    reference, record and sensor words (``(kind, index)``), the ``own`` control registers
+    (``("own", name)``), the controller's register port (``("port", 0)``); a fault_clear
+    read answers ``("zero", 0)``."""
+    return ([("reference", k) for k in range(len(REFERENCE_WORDS))]
+            + [("record", k) for k in range(len(RECORD_WORDS))]
+            + [("sensor", k) for k in range(len(_SENSOR_WORDS))]
+            + [("own", name) for name in own] + [("port", 0), ("zero", 0)])
 
 
 class ControlledChain(wiring.Component):
@@ -310,8 +323,8 @@ class ControlledChain(wiring.Component):
         port_words = [Signal(_W, name=f"port_word{i}") for i in range(n)]
         m.d.sync += [word.eq(Mux(port_select[i], joint.reg.r_data, 0))
                      for i, (word, joint) in enumerate(zip(port_words, joints))]
-        port_rdata = Signal(_W)
-        m.d.sync += port_rdata.eq(_or(port_words))
+        # (their OR is registered in the window word: PORT_WORD -> PORT_ANSWER)
+        port_rdata = _or(port_words)
         port_busy = Signal()
         port_ready = Signal()
         with m.Switch(port_node):
@@ -392,6 +405,7 @@ class ControlledChain(wiring.Component):
         req = s.req
         own = self._own
         decoded = Signal(_decoded_layout(own))
+        sources = _local_sources(own)
         # A controller runs (outside a step: a fault clear), registered: a clear's busy is
         # seen from the third cycle after its request, before the next request's DISPATCH.
         clearing = Signal()
@@ -411,14 +425,18 @@ class ControlledChain(wiring.Component):
                 with m.Case(word.address):
                     m.d.comb += [window.exists.eq(1), window.writable.eq(word.writable),
                                  window.kind.eq(WINDOW_KINDS.index(kind)),
-                                 window.index.eq(index if kind != "port" else 0)]
+                                 window.index.eq(index if kind != "port" else 0),
+                                 window.source.eq(sources.index(
+                                     (kind, index) if kind in ("reference", "record", "sensor")
+                                     else (kind, 0) if kind == "port" else ("zero", 0)))]
         with m.If(req.node == CONTROL_NODE):
             with m.Switch(req.addr):
                 for k, name in enumerate(own):
                     reg = control_register(name)
                     with m.Case(reg.address):
                         m.d.comb += [window.own.eq(1), window.own_index.eq(k),
-                                     window.own_writable.eq(reg.writable)]
+                                     window.own_writable.eq(reg.writable),
+                                     window.source.eq(sources.index(("own", name)))]
 
         # Answers are registered onto the bus (ready one cycle, in ANSWER).
         m.d.sync += bus.ready.eq(0)
@@ -467,16 +485,15 @@ class ControlledChain(wiring.Component):
                         with m.Else():
                             answer(error=1)
                     with m.Else():
-                        with m.Switch(decoded.own_index):
-                            for k, name in enumerate(own):
-                                with m.Case(k):
-                                    if name == "FAULTS":
-                                        # A fault clear still running (outside a step) ends
-                                        # first: FAULTS reads as the model's, cleared.
-                                        with m.If(stepping | ~clearing):
-                                            answer(own_words[name])
-                                    else:
-                                        answer(own_words[name])
+                        # The word (of this cycle) is registered in the window word and
+                        # answered from there (one source fewer on the bus's read data).
+                        with m.If(decoded.own_index == own.index("FAULTS")):
+                            # A fault clear still running (outside a step) ends first:
+                            # FAULTS reads as the model's, cleared.
+                            with m.If(stepping | ~clearing):
+                                m.next = "WINDOW_READ"
+                        with m.Else():
+                            m.next = "WINDOW_READ"
                 with m.Elif(decoded.control & req.we):
                     with m.If(stepping & (step | start | fault_clear)):
                         answer(error=1)
@@ -539,9 +556,11 @@ class ControlledChain(wiring.Component):
             with m.State("PORT_WORD"):
                 m.next = "PORT_ANSWER"
             with m.State("PORT_ANSWER"):
-                answer(port_rdata)
+                # (the ORed port words, registered in the window word in PORT_WORD)
+                answer(s.window_word)
             with m.State("WINDOW_READ"):
-                # A reference, record or sensor word, registered in DISPATCH.
+                # A reference, record or sensor word or an own control register, registered
+                # in DISPATCH.
                 answer(s.window_word)
             with m.State("ANSWER"):
                 m.next = "IDLE"
@@ -579,22 +598,30 @@ class ControlledChain(wiring.Component):
             answer(req.wdata)
 
     def _window_word(self, m, s, req, decoded):
-        """Register the window word a read of ``req`` answers (reference, fault_clear: 0,
-        record, sensor), every cycle, from the registered request and its decoding."""
-        kinds = {kind: WINDOW_KINDS.index(kind) for kind in WINDOW_KINDS}
+        """Register the word a local read answers, every cycle, from the registered request
+        and its decoding's ``source`` (:func:`_local_sources`): the window's reference,
+        record and sensor words (fault_clear: 0), the own control registers, the ORed
+        register-port words (PORT_WORD -> PORT_ANSWER)."""
+        n = self._n
         word = Signal(_W)
-        with m.Switch(req.node):
-            for i in range(self._n):
-                with m.Case(i):
-                    with m.Switch(decoded.kind):
-                        for kind, table in (("reference", s.reference[i]),
-                                            ("record", s.record[i]),
-                                            ("sensor", (self.sensor[i].q, self.sensor[i].qd))):
-                            with m.Case(kinds[kind]):
-                                with m.Switch(decoded.index):
-                                    for k, value in enumerate(table):
-                                        with m.Case(k):
-                                            m.d.comb += word.eq(value)
+        tables = [{"reference": s.reference[i], "record": s.record[i],
+                   "sensor": (self.sensor[i].q, self.sensor[i].qd)} for i in range(n)]
+        with m.Switch(decoded.source):
+            for code, (kind, index) in enumerate(_local_sources(self._own)):
+                if kind == "zero":
+                    continue
+                with m.Case(code):
+                    if kind == "own":
+                        m.d.comb += word.eq(s.own_words[index])
+                    elif kind == "port":
+                        m.d.comb += word.eq(s.port_rdata)
+                    elif n == 1:
+                        m.d.comb += word.eq(tables[0][kind][index])
+                    else:
+                        with m.Switch(req.node):
+                            for i in range(n):
+                                with m.Case(i):
+                                    m.d.comb += word.eq(tables[i][kind][index])
         m.d.sync += s.window_word.eq(word)
 
     # -- the control step --------------------------------------------------------------------------
