@@ -76,6 +76,8 @@ ADDRESS_WIDTH = 7
 PROGRAM_ROM_STYLE = {"spartan6": "block"}
 #: Input sources of operand ``a``: 0 is the register file, then :data:`INPUTS` in order.
 SOURCES = ("register", *INPUTS)
+#: The inputs that are constants (no input register).
+_CONSTANT_INPUTS = ("zero", "one")
 #: The flags ops write (the mode bits come first in :data:`FLAGS` and are read-only).
 _WRITTEN_FLAGS = FLAGS[len(MODE_BITS):]
 
@@ -346,9 +348,12 @@ class JointController(wiring.Component):
         cause = Signal(len(FAULTS))
         code = Signal(3)
 
-        # -- input registers, captured when a segment starts; constant inputs --
-        inputs = {name: Signal(signed(W), name=f"in_{name}") for name in INPUTS}
-        m.d.comb += [inputs["zero"].eq(0), inputs["one"].eq(1)]
+        # -- input registers, captured when a segment starts; the constant inputs are not
+        #    registers (below). ``qdd_ref`` (read only by ``feedback``) and ``tau_model`` (read
+        #    only by ``output``) share one register, each captured when its segment starts. --
+        inputs = {name: Signal(signed(W), name=f"in_{name}") for name in INPUTS
+                  if name not in _CONSTANT_INPUTS and name != "tau_model"}
+        inputs["tau_model"] = inputs["qdd_ref"]
 
         # -- flags: mode bits (read-only), then the written flags --
         written = Signal(len(_WRITTEN_FLAGS))
@@ -400,14 +405,19 @@ class JointController(wiring.Component):
         # The input operand is chosen from registers in the cycle the block RAM reads (the
         # operation's word is there from its first cycle), so that only a 2:1 mux follows the
         # block RAM's output.
+        # The constants 0 and 1 are the input word's register cleared (and its bit 0 set):
+        # the choice is of the five input registers only.
         input_word = Signal(signed(W))
         from_file = Signal()
         input_choice = Signal(signed(W))
         with m.Switch(control.a_source):
-            for index, name in enumerate(INPUTS, start=1):
-                with m.Case(index):
-                    m.d.comb += input_choice.eq(inputs[name])
+            for name in INPUTS:
+                if name not in _CONSTANT_INPUTS:
+                    with m.Case(SOURCES.index(name)):
+                        m.d.comb += input_choice.eq(inputs[name])
         m.d.sync += [input_word.eq(input_choice), from_file.eq(control.a_source == 0)]
+        with m.If(control.a_source.matches(*(SOURCES.index(name) for name in _CONSTANT_INPUTS))):
+            m.d.sync += input_word.eq(control.a_source == SOURCES.index("one"))
         a_read = Signal(signed(W))
         m.d.comb += a_read.eq(Mux(from_file, read_a.data, input_word))
         # Operand registers (cycle 1 -> 2); they hold for the rest of the operation. The limit
