@@ -37,7 +37,7 @@ The default is pipelined (timing above); ``JointController(pipelined=False)`` dr
 adder and result registers (2 cycles per operation, 6 per ``mul``) for slower clocks.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -349,11 +349,9 @@ class JointController(wiring.Component):
         code = Signal(3)
 
         # -- input registers, captured when a segment starts; the constant inputs are not
-        #    registers (below). ``qdd_ref`` (read only by ``feedback``) and ``tau_model`` (read
-        #    only by ``output``) share one register, each captured when its segment starts. --
+        #    registers (below) --
         inputs = {name: Signal(signed(W), name=f"in_{name}") for name in INPUTS
-                  if name not in _CONSTANT_INPUTS and name != "tau_model"}
-        inputs["tau_model"] = inputs["qdd_ref"]
+                  if name not in _CONSTANT_INPUTS}
 
         # -- flags: mode bits (read-only), then the written flags --
         written = Signal(len(_WRITTEN_FLAGS))
@@ -406,8 +404,10 @@ class JointController(wiring.Component):
         # operation's word is there from its first cycle), so that only a 2:1 mux follows the
         # block RAM's output.
         # The constants 0 and 1 are the input word's register cleared (and its bit 0 set):
-        # the choice is of the five input registers only.
-        input_word = Signal(signed(W))
+        # the choice is of the six input registers only.
+        # (No reset: loaded every cycle; its clear for the constants is then the flip-flops'
+        # synchronous reset, not a gate per bit beside the domain's reset.)
+        input_word = Signal(signed(W), reset_less=True)
         from_file = Signal()
         input_choice = Signal(signed(W))
         with m.Switch(control.a_source):
@@ -486,7 +486,7 @@ class JointController(wiring.Component):
                 m.d.comb += flag_result.eq(cond & cond_b)
 
         # -- pipelined: the result and the flag registered (cycle 3 -> 4), written in cycle 4 --
-        alu_result = Signal(signed(W))
+        alu_result = Signal(signed(W), reset_less=True)   # (its 0: the synchronous reset)
         alu_flag = Signal()
         stage += [alu_result.eq(result), alu_flag.eq(flag_result)]
 
@@ -575,6 +575,12 @@ class JointController(wiring.Component):
             probe.cause.eq(cause),
         ]
 
+        # The current reference: 0 from the reset and from a safety operation that does not
+        # run, both one synchronous clear of its flip-flops (written after the load below,
+        # so it wins; the register has no other reset, so no gate per bit).
+        i_ref = Signal(signed(W), reset_less=True)
+        m.d.comb += self.actuator.i_ref.eq(i_ref)
+
         # -- requests and strobes --
         for name, signal in (("feedback", self.start), ("output", self.model.tau_valid),
                              ("clear", self.fault_clear)):
@@ -599,7 +605,7 @@ class JointController(wiring.Component):
             with m.If(is_op("safety")):
                 m.d.sync += [
                     cause.eq(new_cause),
-                    self.actuator.i_ref.eq(Mux(run_ok, a, 0)),
+                    i_ref.eq(a),
                     self.actuator.enable.eq(run_ok),
                 ]
                 with m.If(code == 0):
@@ -617,6 +623,8 @@ class JointController(wiring.Component):
             m.d.sync += phase.eq(0)
         with m.Elif(running):
             m.d.sync += phase.eq(phase + 1)
+        with m.If(ResetSignal() | (finishing & is_op("safety") & ~run_ok)):
+            m.d.sync += i_ref.eq(0)
         # Strobe flags: set by their strobe, cleared by the safety op (a strobe in that cycle
         # counts for the next step); written after the flag write above, so they win.
         for name, strobe in strobe_flags.items():
