@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -270,7 +270,11 @@ class ControlledChain(wiring.Component):
                          joint.reference.qd.eq(reference[i][1]),
                          joint.reference.qdd.eq(reference[i][2])]
         control_period = Signal(_W)
-        period_count = Signal(_W, init=1)    # the cycle of the period (counts up 1 .. p)
+        # The cycle of the period (counts up 1 .. p); set to 1 by the reset, the timer and a
+        # CONTROL_PERIOD write (`period_restart`), in one condition: the flip-flops' own
+        # synchronous set / reset (no reset of the domain beside it, no gate per bit).
+        period_count = Signal(_W, init=1, reset_less=True)
+        self._period_restart = Signal()
         control_steps = Signal(_W)
         overruns = Signal(_W)
         latency = Signal(_W)
@@ -320,7 +324,9 @@ class ControlledChain(wiring.Component):
         # one-hot select (set in DECODE), then the words ORed and registered again before the
         # answer (no node decoding fans out over a mux across the chip).
         port_select = Signal(n)
-        port_words = [Signal(_W, name=f"port_word{i}") for i in range(n)]
+        # (No reset: loaded every cycle, their 0 the flip-flops' synchronous reset, not a
+        # gate per bit beside the domain's reset; so is the window word's.)
+        port_words = [Signal(_W, name=f"port_word{i}", reset_less=True) for i in range(n)]
         m.d.sync += [word.eq(Mux(port_select[i], joint.reg.r_data, 0))
                      for i, (word, joint) in enumerate(zip(port_words, joints))]
         # (their OR is registered in the window word: PORT_WORD -> PORT_ANSWER)
@@ -356,7 +362,7 @@ class ControlledChain(wiring.Component):
             port_select=port_select,
             control_steps=control_steps, latency=latency, step_cycles=step_cycles,
             start=start, fault_clear=fault_clear, reference_strobe=reference_strobe,
-            message_strobe=message_strobe, window_word=Signal(_W, name="window_word"),
+            message_strobe=message_strobe, window_word=Signal(_W, name="window_word", reset_less=True),
             local_multiple=local_multiple, local_phase=local_phase)
         self._elaborate_front_end(m, shared)
         self._elaborate_sequencer(m, shared)
@@ -376,7 +382,7 @@ class ControlledChain(wiring.Component):
         wrap = Signal()
         m.d.comb += wrap.eq(count == period)
         m.d.sync += count.eq(count + 1)
-        with m.If(period_off | wrap):
+        with m.If(period_off | wrap | self._period_restart | ResetSignal()):
             m.d.sync += count.eq(1)
         # CONTROL_OVERRUNS saturates at 2**32 - 1: it counts while its incrementer's carry out
         # is 0 (the carry chain's end, no 32-bit comparison).
@@ -474,8 +480,8 @@ class ControlledChain(wiring.Component):
                                 decoded.own_index == own.index("CONTROL_PERIOD"))
                         with m.If(period_write):
                             # CONTROL_PERIOD: the timer restarts.
+                            m.d.comb += self._period_restart.eq(1)
                             m.d.sync += [control_period.eq(req.wdata),
-                                         period_count.eq(1),
                                          self._period_off.eq(req.wdata == 0),
                                          step_due.eq(0)]
                             answer(req.wdata)
