@@ -326,6 +326,10 @@ class ActuatorBoardTop(Elaboratable):
     policy : str
         Update policy, ``"sequential"`` (default) or ``"pipelined"``
         (:class:`~linkdyn.gateware.actuator.ActuatorCore`).
+    banks : int, optional
+        With ``policy="pipelined"``: register banks of the node and mailbox slots, 2 or 4
+        (default :data:`~linkdyn.model.microprogram.BANKS`; every board of a chain needs the
+        same; the base board's INFO reports them as BANKS).
     controllers : bool
         The board's joint controller beside its node (:class:`ActuatorBoardCore`; sequential
         policy only). As the single-FPGA builds with controllers
@@ -343,11 +347,13 @@ class ActuatorBoardTop(Elaboratable):
     Raises
     ------
     TypeError, ValueError
-        For an unknown board, a bad role or board count, or a clock the PLL cannot make.
+        For an unknown board, a bad role or board count, a clock the PLL cannot make, or
+        ``banks`` that do not fit the policy (sequential: none; pipelined: 2 or 4).
     """
 
     def __init__(self, board, role, boards=None, *, clock_hz=DEFAULT_LINK_CLOCK_HZ,
-                 baudrate=None, fmt=None, policy="sequential", controllers=False):
+                 baudrate=None, fmt=None, policy="sequential", banks=None,
+                 controllers=False):
         if board not in ACTUATOR_BOARDS:
             raise ValueError(f"Actuator boards are {', '.join(ACTUATOR_BOARDS)}, not "
                              f"{board!r}")
@@ -364,7 +370,12 @@ class ActuatorBoardTop(Elaboratable):
         self.core = ActuatorBoardCore(role=role, boards=boards, clock_hz=clock_hz,
                                       baudrate=baudrate, fmt=fmt, board_id=cls.board_id,
                                       cordic_step_cycles=STEP_CYCLES[cls.family],
-                                      policy=policy, controllers=controllers)
+                                      policy=policy, banks=banks, controllers=controllers)
+
+    @property
+    def banks(self):
+        """int: register banks of the board's node (1: the sequential policy)."""
+        return self.core.actuator.banks
 
     @property
     def distributed_report(self):
@@ -379,6 +390,7 @@ class ActuatorBoardTop(Elaboratable):
                   "link_mbit_s": 2 * self.clock_hz / 1e6, "link_pins": pins or "none"}
         if self.core.policy != "sequential":
             report["policy"] = self.core.policy
+            report["banks"] = self.banks
         if self.core.controllers:
             report["controller"] = True
             report["joint_pins"] = describe(self.board_class, 1, self.clock_hz)
@@ -398,7 +410,7 @@ class ActuatorBoardTop(Elaboratable):
         n = self.core.boards
         figures = simulate_update_cycles(
             DistributedChain(n, self.core.fmt, cordic_step_cycles=self.cordic_step_cycles,
-                             **({"policy": self.core.policy}
+                             **({"policy": self.core.policy, "banks": self.banks}
                                 if self.core.policy != "sequential" else {})),
             updates=updates, max_cycles=20_000 * (n + 1))
         figures.pop("update_count", None)

@@ -57,6 +57,7 @@ import time
 import warnings
 from pathlib import Path
 
+from ..model.microprogram import BANK_COUNTS, BANKS
 from ..model.protocol import INTER_BYTE_TIMEOUT, STEP_TIMEOUT
 from .runner import ICARUS_ARGS, SIMULATORS, TIMESCALE, VERILATOR_ARGS, environment
 from .runner import simulator as _simulator
@@ -373,6 +374,10 @@ class SimulatedBoard:
         policy="pipelined")``, the same as passing that chain; with ``boards``, the pipelined
         policy over the links, ``DistributedChain(n, policy="pipelined")``). Default (or
         ``"sequential"``) the sequential one. Not with ``controllers`` or ``chain``.
+    banks : int, optional
+        With ``policy="pipelined"``: the chain's register banks, 2 or 4 (``LinkDynChain(...,
+        banks=)``, ``DistributedChain(..., banks=)``; default
+        :data:`~linkdyn.model.microprogram.BANKS`); INFO's BANKS reports them.
     simulator : str, optional
         ``"verilator"`` or ``"icarus"``; default ``$SIM``, else Verilator when installed,
         else Icarus (:func:`linkdyn.sim.runner.simulator`, ``use="board"``).
@@ -415,7 +420,7 @@ class SimulatedBoard:
                  divisor=None, chain=None, simulator=None, line="bytes", fmt=None,
                  build_root=None, startup_timeout=120.0, trace=False, controllers=False,
                  parents=None, boards=None, link_bitrate=None, link_ber=0.0,
-                 link_cuts=(), board_modules=True, policy=None, local_loop=False):
+                 link_cuts=(), board_modules=True, policy=None, local_loop=False, banks=None):
         from ..gateware.uart import MIN_DIVISOR, uart_divisor
         if isinstance(robot, str):
             from ..model import load_robot
@@ -488,7 +493,15 @@ class SimulatedBoard:
             raise ValueError("policy='pipelined' builds the pipelined LinkDyn chain (or, with "
                              "boards, the pipelined distributed chain) itself, without joint "
                              "controllers: do not pass chain or controllers=True as well")
+        if banks is not None and policy != "pipelined":
+            raise ValueError(f"banks is chosen for policy='pipelined' only (the sequential "
+                             f"policy has one register bank), not banks={banks!r} with "
+                             f"policy={policy!r}")
+        if banks is not None and (banks not in BANK_COUNTS[1:] or isinstance(banks, bool)):
+            raise ValueError(f"Bank count of the pipelined policy must be 2 or 4, not "
+                             f"{banks!r}")
         self.policy = policy or "sequential"
+        self.banks = banks
         self.boards = boards
         self.link_bits, self.link_ber, self.link_cuts = _check_links(
             nodes, boards, clock_hz, link_bitrate, link_ber, link_cuts, controllers, chain)
@@ -548,7 +561,7 @@ class SimulatedBoard:
                     "link with the stand-in chain") from None
             if self.boards is None and (self.parents is not None or self.policy == "pipelined"):
                 chain = LinkDynChain(self.nodes, self.fmt, parents=self.parents,
-                                     policy=self.policy)
+                                     policy=self.policy, **self._banked)
         if self.boards is not None and self.controllers:
             from ..gateware.controlled_actuator import ControlledDistributedChain
             chain = ControlledDistributedChain(self.nodes, self.fmt, bits=self.link_bits,
@@ -557,7 +570,7 @@ class SimulatedBoard:
             from ..gateware.distributed import DistributedChain
             chain = DistributedChain(self.nodes, self.fmt, bits=self.link_bits,
                                      ber=self.link_ber,
-                                     **({"policy": self.policy}
+                                     **({"policy": self.policy, **self._banked}
                                         if self.policy == "pipelined" else {}))
         return BoardCore(self.nodes, clock_hz=self.clock_hz, divisor=self.divisor,
                          fmt=self.fmt, chain=chain, controllers=self.controllers,
@@ -583,7 +596,7 @@ class SimulatedBoard:
             core = distributed_board_verilog(self.nodes, clock_hz=self.clock_hz,
                                              divisor=self.divisor, fmt=self.fmt,
                                              bits=self.link_bits, ber=self.link_ber, name=CORE,
-                                             **({"policy": self.policy}
+                                             **({"policy": self.policy, **self._banked}
                                                 if self.policy == "pipelined" else {}))
         else:
             core = verilog.convert(self._core(), name=CORE, emit_src=False)
@@ -627,9 +640,16 @@ class SimulatedBoard:
         return build_dir
 
     @property
+    def _banked(self):
+        # The banks asked for (none: the chain's default, 4).
+        return {} if self.banks is None else {"banks": self.banks}
+
+    @property
     def _chain_label(self):
         if self.policy == "pipelined":
-            return self._sequential_label + "-pipelined"
+            # The default (4 banks) keeps the label of the builds made before banks were chosen.
+            return (self._sequential_label + "-pipelined"
+                    + (f"-banks{self.banks}" if self.banks not in (None, BANKS) else ""))
         return self._sequential_label
 
     @property
