@@ -17,9 +17,7 @@ tests/host/test_distributed_pipelined_host.py).
 import json
 import os
 import re
-import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,24 +30,12 @@ from linkdyn.boards.actuator_board import ActuatorBoardTop
 from linkdyn.host.cli import main as cli_main
 from linkdyn.model.microprogram import BANKS
 from linkdyn.sim.board import SimulatedBoard
+from support import stand_in_yosys
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = bool(os.environ.get("LINKDYN_LONG"))
-
-#: A Yosys that answers the Spartan-6 synthesis with fixed cell counts (FAKE_CELLS).
-FAKE_YOSYS = """\
-import json, os, re, sys
-args = sys.argv[1:]
-if "-V" in args:
-    print("Yosys 0.0 (stand-in)"); sys.exit(0)
-script = args[args.index("-p") + 1]
-assert "synth_xilinx -family xc6s" in script, script
-out = re.search(r"tee -q -o (\\S+) stat -json", script).group(1)
-cells = json.loads(os.environ["FAKE_CELLS"])
-json.dump({"design": {"num_cells_by_type": cells}, "modules": {}}, open(out, "w"))
-"""
 
 NEEDS_PIPELINED = "--banks needs --policy pipelined"
 
@@ -178,20 +164,9 @@ def test_sequential_builds_report_one_bank(monkeypatch):
     assert "banks" not in top.distributed_report
 
 
-def _stand_in_yosys(tmp_path, monkeypatch, cells):
-    tools = tmp_path / "tools"
-    tools.mkdir()
-    yosys = tools / "yosys"
-    yosys.write_text(f"#!{sys.executable}\n" + FAKE_YOSYS)
-    yosys.chmod(yosys.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("YOSYS", str(yosys))
-    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
-    monkeypatch.setenv("FAKE_CELLS", json.dumps(cells))
-
-
 def test_two_bank_middle_board_build_reports_its_banks_and_has_them_in_the_verilog(
         tmp_path, monkeypatch):
-    _stand_in_yosys(tmp_path, monkeypatch, {"LUT6": 5555, "FDRE": 3100, "DSP48A1": 4,
+    stand_in_yosys.install(tmp_path, monkeypatch, {"LUT6": 5555, "FDRE": 3100, "DSP48A1": 4,
                                             "RAMB16BWER": 11, "RAMB8BWER": 1})
     out = tmp_path / "middle"
     assert board_build.main(["--board", "mimas", "--distributed", "--role", "middle",
