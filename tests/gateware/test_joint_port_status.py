@@ -13,8 +13,10 @@ bit, a CRC bit, a line stuck at 1 or at 0); after every frame the test reads the
 own CRC), and with the counts written out by hand from docs/controller.md ("Joint port"): the
 error count, the fault after three bad frames in a row, ``valid``; the joint's ``fault_clear``
 word and CONTROL.fault_clear clear the fault (not the count) on both. Joint 1 has no port and
-reads 0 ("no port") throughout. The distributed boards' controller window answers the same word
-(one board, its status input driven directly), and the counter saturates at 255 as the model's.
+reads 0 ("no port") throughout. The host's path: a board core (UART, protocol engine) with its
+port answers READ frames of the word with the model's values before and after CONTROL.fault_clear
+(a WRITE frame). The distributed boards' controller window answers the same word (one board, its
+status input driven directly), and the counter saturates at 255 as the model's.
 """
 
 import gc
@@ -25,6 +27,7 @@ import pytest
 from amaranth.hdl import Const, Elaboratable, Module, UnusedElaboratable
 from amaranth.sim import Simulator
 
+from linkdyn.boards.core import BoardCore
 from linkdyn.boards.joint_pins import connect_joint_port
 from linkdyn.gateware.controlled_actuator import ControlledDistributedChain
 from linkdyn.gateware.controlled_chain import ControlledChain
@@ -39,6 +42,7 @@ from support.joint_drive import DriveModel, bits_word, crc8_autosar, feedback_fr
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
 DIVISOR, GAP = 2, 8
+UART_DIVISOR = 4            # board core clock cycles per UART bit
 JOINT_PORT = P.controller_word("joint_port").address
 SENSOR = [P.controller_word(name).address for name in ("sensor_q", "sensor_qd")]
 FAULT_CLEAR = P.controller_word("fault_clear").address
@@ -194,6 +198,94 @@ def test_the_window_reads_the_joint_ports_count_and_fault_as_the_model_and_clear
     # Joint 1 has no port: the word for "none" throughout.
     assert all(row[1] == 0 for k, row in enumerate(seen) if k not in (9, 14))
     assert P.JointPortStatus.from_word(ports[6]) == P.JointPortStatus(True, True, False, 4)
+
+
+class _CoreWithPort(Elaboratable):
+    """A one-joint board core (UART, protocol engine, controlled chain) with its joint port,
+    joined as a board top joins them (:meth:`linkdyn.boards.common.BoardTop.elaborate`)."""
+
+    def __init__(self):
+        self.core = BoardCore(1, clock_hz=12_000_000, divisor=UART_DIVISOR, controllers=True)
+        self.port = JointPort(divisor=DIVISOR, gap=GAP)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self.core
+        m.submodules.port = port = self.port
+        connect_joint_port(m, port, core.sensor[0], core.actuator[0],
+                           core.chain.controllers[0].fault_clear, core.joint_port[0])
+        return m
+
+
+def test_the_host_reads_the_joint_port_word_over_the_uart_and_clears_it():
+    # Good, then three bad frames (the fault), then good frames only: the fault holds until
+    # CONTROL.fault_clear, after which the next good frame makes the port valid again.
+    words = [(0x0002_0000 + k, 0x0000_8000 - k) for k in range(5)]
+    responses = [feedback_frame(*words[0]), _flipped(feedback_frame(*words[1]), 3), [1] * 72,
+                 _flipped(feedback_frame(*words[3]), 70), feedback_frame(*words[4])]
+    reference = P.JointPortModel()
+    for frame in responses[:4]:
+        reference.frame(_good(frame))
+    faulted = reference.word
+    reference.clear()
+    reference.frame(True)
+    cleared = reference.word
+    first_frames = 4 * (2 * DIVISOR * 72 + DIVISOR + GAP + 1) + 200   # cycles: 4 frames end
+    requests = [
+        (P.encode_request(P.Command.READ, P.read_payload(0, JOINT_PORT, 1), seq=1), 0),
+        (P.encode_request(P.Command.WRITE, P.write_payload(P.CONTROL_NODE, CONTROL,
+                                                           [P.CONTROL_FAULT_CLEAR]), seq=2), 0),
+        (P.encode_request(P.Command.READ, P.read_payload(0, JOINT_PORT, 1), seq=3), 0),
+        (P.encode_request(P.Command.READ, P.read_payload(P.CONTROL_NODE, FAULTS, 1), seq=4), 0),
+    ]
+    dut = _CoreWithPort()
+    line = dut.core
+    received = bytearray()
+    sent = []
+
+    async def send(ctx):
+        ctx.set(line.rx, 1)
+        await ctx.tick().repeat(first_frames)
+        for frame, _ in requests:
+            sent.append(len(received))
+            for byte in frame:
+                for bit in [0] + [(byte >> i) & 1 for i in range(8)] + [1]:
+                    ctx.set(line.rx, bit)
+                    await ctx.tick().repeat(UART_DIVISOR)
+            while len(received) < sent[-1] + 7:           # the reply has come (its header)
+                await ctx.tick()
+            await ctx.tick().repeat(20 * UART_DIVISOR * 10)
+        await ctx.tick().repeat(200)
+
+    async def sample(ctx):
+        while True:
+            await ctx.negedge(line.tx)
+            await ctx.tick().repeat(UART_DIVISOR // 2)
+            byte = 0
+            for i in range(8):
+                await ctx.tick().repeat(UART_DIVISOR)
+                byte |= ctx.get(line.tx) << i
+            await ctx.tick().repeat(UART_DIVISOR)
+            received.append(byte)
+
+    async def drive_side(ctx):
+        await DriveModel(responses).run(ctx, dut.port.drive, 1000)
+
+    sim = Simulator(dut)
+    sim.add_clock(1 / 12e6)
+    sim.add_testbench(send)
+    sim.add_testbench(sample, background=True)
+    sim.add_testbench(drive_side, background=True)
+    sim.run()
+    replies, data = [], bytes(received)
+    while data:
+        reply, data = P.split_frame(data, reply=True)
+        replies.append(reply)
+    assert [r.status for r in replies] == [P.ErrorCode.OK] * 4
+    read = [P.bytes_to_words(r.payload) for r in replies]
+    assert read[0] == [faulted] == [_word(1, 0, 1, 3)]
+    assert read[2] == [cleared] == [_word(0, 1, 1, 3)]
+    assert read[3] == [0]                     # FAULTS: the controller's latch, not the port's
 
 
 def test_the_distributed_boards_window_answers_the_joint_port_word():
