@@ -45,6 +45,7 @@ from linkdyn.gateware.controlled_actuator import BoardController, ControlledFron
 from linkdyn.gateware.controller import ActuatorSignature, SensorSignature
 from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.gateware.hostlink import HostLink
+from linkdyn.gateware.joint_port import JointPortStatusSignature
 from linkdyn.model.protocol import MAX_NODES
 
 from .common import (
@@ -194,6 +195,9 @@ class ActuatorBoardCore(wiring.Component):
         With ``controllers``: the joint's current reference ``i_ref`` (A, Q15.16), ``enable``.
     joint_fault : Out(1)
         With ``controllers``: the controller's fault latch.
+    joint_port : In(JointPortStatusSignature)
+        With ``controllers``: the joint port's status, read in the window word ``joint_port``
+        (0, "no port", undriven).
 
     Raises
     ------
@@ -247,7 +251,8 @@ class ActuatorBoardCore(wiring.Component):
         members = {"leds": Out(LED_COUNT)}
         if controllers:
             members.update({"joint_sensor": In(SensorSignature),
-                            "joint_actuator": Out(ActuatorSignature), "joint_fault": Out(1)})
+                            "joint_actuator": Out(ActuatorSignature), "joint_fault": Out(1),
+                            "joint_port": In(JointPortStatusSignature)})
         if base:
             banked = ({"banks": self.actuator.banks} if self.policy == "pipelined" else {})
             if controllers:
@@ -284,6 +289,7 @@ class ActuatorBoardCore(wiring.Component):
                          self.joint_actuator.i_ref.eq(target.actuator.i_ref),
                          self.joint_actuator.enable.eq(target.actuator.enable),
                          self.joint_fault.eq(target.fault)]
+            wiring.connect(m, wiring.flipped(self.joint_port), target.joint_port)
         if self.base:
             m.submodules.hostlink = hostlink = self.hostlink
             busy = core.busy
@@ -543,7 +549,8 @@ class ActuatorBoardTop(Elaboratable):
             m.d.comb += led.o.eq(core.leds[index])
         if core.controllers:
             add_joint_ports(m, platform, self.clock_hz, [
-                (core.joint_sensor, core.joint_actuator, core.target.controller.fault_clear)])
+                (core.joint_sensor, core.joint_actuator, core.target.controller.fault_clear,
+                 core.joint_port)])
         return m
 
 

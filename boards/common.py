@@ -519,7 +519,7 @@ class BoardTop(Elaboratable):
 
         if core.controllers and self.joint_pins is not None:
             add_joint_ports(m, platform, self.clock_hz, [
-                (core.sensor[i], core.actuator[i], controller.fault_clear)
+                (core.sensor[i], core.actuator[i], controller.fault_clear, core.joint_port[i])
                 for i, controller in enumerate(core.chain.controllers)])
         return m
 

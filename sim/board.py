@@ -122,7 +122,8 @@ def testbench_verilog(divisor, period_steps, send_bytes=SEND_BYTES, recv_bytes=R
 
     With ``controllers`` = n > 0 (a core built with joint controllers), the joints' sensor ports
     come from ``tb_sensor_q``, ``tb_sensor_qd`` (n words each, joint 0 in the low bits, set by
-    the bridge) and their actuator ports go to ``tb_i_ref``, ``tb_enable``.
+    the bridge) and their actuator ports go to ``tb_i_ref``, ``tb_enable``; their joint-port
+    status inputs are tied to 0 (no joint port: the window's ``joint_port`` words read 0).
 
     With ``hops`` > 0 (a core with a distributed chain), the chain's line controls come from
     ``tb_link_cut`` and ``tb_link_noise`` (bit h: hop h, set by the bridge), and each
@@ -140,7 +141,11 @@ def testbench_verilog(divisor, period_steps, send_bytes=SEND_BYTES, recv_bytes=R
             f",\n      .sensor__{i}__q(tb_sensor_q[{32 * i + 31}:{32 * i}]),"
             f" .sensor__{i}__qd(tb_sensor_qd[{32 * i + 31}:{32 * i}]),"
             f" .actuator__{i}__i_ref(tb_i_ref[{32 * i + 31}:{32 * i}]),"
-            f" .actuator__{i}__enable(tb_enable[{i}])" for i in range(controllers))
+            f" .actuator__{i}__enable(tb_enable[{i}]),"
+            # No joint port on the simulated board: its status reads 0 ("none").
+            f" .joint_port__{i}__fault(1'b0), .joint_port__{i}__valid(1'b0),"
+            f" .joint_port__{i}__present(1'b0), .joint_port__{i}__errors(8'd0)"
+            for i in range(controllers))
     link_ports = link_pins = link_logic = ""
     if hops:
         link_ports = (f"    input  wire [{hops - 1}:0] tb_link_cut,\n"
