@@ -45,6 +45,7 @@ from linkdyn.gateware.controlled_actuator import BoardController, ControlledFron
 from linkdyn.gateware.controller import ActuatorSignature, SensorSignature
 from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.gateware.hostlink import HostLink
+from linkdyn.gateware.joint_port import JointPortStatusSignature
 from linkdyn.model.protocol import MAX_NODES
 
 from .common import (
@@ -194,6 +195,9 @@ class ActuatorBoardCore(wiring.Component):
         With ``controllers``: the joint's current reference ``i_ref`` (A, Q15.16), ``enable``.
     joint_fault : Out(1)
         With ``controllers``: the controller's fault latch.
+    joint_port : In(JointPortStatusSignature)
+        With ``controllers``: the joint port's status, read in the window word ``joint_port``
+        (0, "no port", undriven).
 
     Raises
     ------
@@ -247,7 +251,8 @@ class ActuatorBoardCore(wiring.Component):
         members = {"leds": Out(LED_COUNT)}
         if controllers:
             members.update({"joint_sensor": In(SensorSignature),
-                            "joint_actuator": Out(ActuatorSignature), "joint_fault": Out(1)})
+                            "joint_actuator": Out(ActuatorSignature), "joint_fault": Out(1),
+                            "joint_port": In(JointPortStatusSignature)})
         if base:
             banked = ({"banks": self.actuator.banks} if self.policy == "pipelined" else {})
             if controllers:
@@ -284,6 +289,7 @@ class ActuatorBoardCore(wiring.Component):
                          self.joint_actuator.i_ref.eq(target.actuator.i_ref),
                          self.joint_actuator.enable.eq(target.actuator.enable),
                          self.joint_fault.eq(target.fault)]
+            wiring.connect(m, wiring.flipped(self.joint_port), target.joint_port)
         if self.base:
             m.submodules.hostlink = hostlink = self.hostlink
             busy = core.busy
@@ -326,6 +332,10 @@ class ActuatorBoardTop(Elaboratable):
     policy : str
         Update policy, ``"sequential"`` (default) or ``"pipelined"``
         (:class:`~linkdyn.gateware.actuator.ActuatorCore`).
+    banks : int, optional
+        With ``policy="pipelined"``: register banks of the node and mailbox slots, 2 or 4
+        (default :data:`~linkdyn.model.microprogram.BANKS`; every board of a chain needs the
+        same; the base board's INFO reports them as BANKS).
     controllers : bool
         The board's joint controller beside its node (:class:`ActuatorBoardCore`; sequential
         policy only). As the single-FPGA builds with controllers
@@ -343,11 +353,13 @@ class ActuatorBoardTop(Elaboratable):
     Raises
     ------
     TypeError, ValueError
-        For an unknown board, a bad role or board count, or a clock the PLL cannot make.
+        For an unknown board, a bad role or board count, a clock the PLL cannot make, or
+        ``banks`` that do not fit the policy (sequential: none; pipelined: 2 or 4).
     """
 
     def __init__(self, board, role, boards=None, *, clock_hz=DEFAULT_LINK_CLOCK_HZ,
-                 baudrate=None, fmt=None, policy="sequential", controllers=False):
+                 baudrate=None, fmt=None, policy="sequential", banks=None,
+                 controllers=False):
         if board not in ACTUATOR_BOARDS:
             raise ValueError(f"Actuator boards are {', '.join(ACTUATOR_BOARDS)}, not "
                              f"{board!r}")
@@ -364,7 +376,12 @@ class ActuatorBoardTop(Elaboratable):
         self.core = ActuatorBoardCore(role=role, boards=boards, clock_hz=clock_hz,
                                       baudrate=baudrate, fmt=fmt, board_id=cls.board_id,
                                       cordic_step_cycles=STEP_CYCLES[cls.family],
-                                      policy=policy, controllers=controllers)
+                                      policy=policy, banks=banks, controllers=controllers)
+
+    @property
+    def banks(self):
+        """int: register banks of the board's node (1: the sequential policy)."""
+        return self.core.actuator.banks
 
     @property
     def distributed_report(self):
@@ -379,6 +396,7 @@ class ActuatorBoardTop(Elaboratable):
                   "link_mbit_s": 2 * self.clock_hz / 1e6, "link_pins": pins or "none"}
         if self.core.policy != "sequential":
             report["policy"] = self.core.policy
+            report["banks"] = self.banks
         if self.core.controllers:
             report["controller"] = True
             report["joint_pins"] = describe(self.board_class, 1, self.clock_hz)
@@ -398,7 +416,7 @@ class ActuatorBoardTop(Elaboratable):
         n = self.core.boards
         figures = simulate_update_cycles(
             DistributedChain(n, self.core.fmt, cordic_step_cycles=self.cordic_step_cycles,
-                             **({"policy": self.core.policy}
+                             **({"policy": self.core.policy, "banks": self.banks}
                                 if self.core.policy != "sequential" else {})),
             updates=updates, max_cycles=20_000 * (n + 1))
         figures.pop("update_count", None)
@@ -531,7 +549,8 @@ class ActuatorBoardTop(Elaboratable):
             m.d.comb += led.o.eq(core.leds[index])
         if core.controllers:
             add_joint_ports(m, platform, self.clock_hz, [
-                (core.joint_sensor, core.joint_actuator, core.target.controller.fault_clear)])
+                (core.joint_sensor, core.joint_actuator, core.target.controller.fault_clear,
+                 core.joint_port)])
         return m
 
 

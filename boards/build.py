@@ -1,9 +1,9 @@
 """Build a board: bitstream (open flow) or synthesis report and ISE build tree (Spartan-6).
 
 Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 50]
-[--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined] [--controllers
-[--local-loop]] [--router router1|router2] [--robot NAME|PATH | --parents LIST] [--synth-only]``; ``--list``
-prints the boards.
+[--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined [--banks 2|4]]
+[--controllers [--local-loop]] [--router router1|router2] [--robot NAME|PATH | --parents LIST]
+[--synth-only]``; ``--list`` prints the boards.
 
 ``--robot`` builds the tree of nodes of a robot (a built-in name, a robot file or a URDF; a
 branched one gives its whole tree, docs/trees.md): its node topology
@@ -34,6 +34,15 @@ them. ``--local-loop`` (with
 ``--controllers``; ``make bitstream CONTROLLERS=1 LOCAL_LOOP=1``) builds the controlled chain
 with the local loop (``ControlledChain(..., local_loop=True)``: LOCAL_MULTIPLE, INFO CONTROLLERS
 bit 1; docs/controller.md, "The local loop in gateware").
+
+``--banks 2|4`` (``make bitstream POLICY=pipelined BANKS=2``; only with ``--policy pipelined``,
+on one FPGA or ``--distributed``) sets the pipelined chain's register banks (default 4,
+:data:`linkdyn.model.microprogram.BANKS`): ``LinkDynChain(n, policy="pipelined", banks=...)``,
+``ActuatorBoardTop(..., policy="pipelined", banks=...)`` (every board of a chain needs the same
+count). Two banks keep up to 4 updates in flight instead of 8 and take fewer LUTs: the
+pipelined Mimas middle board fits its XC6SLX9 with 2 banks, not with 4 (docs/performance.md,
+"Distributed boards"). The build info's BANKS, the report's ``banks`` and ``Board.info().banks``
+say the count.
 
 - ECP5 (``ulx3s``): Amaranth writes the Trellis build tree into ``--out`` and its script runs
   Yosys, nextpnr-ecp5 and ecppack (the YoWASP packages unless ``YOSYS``, ``NEXTPNR_ECP5``,
@@ -79,6 +88,8 @@ import sys
 import time
 from pathlib import Path
 
+from linkdyn.model.microprogram import BANK_COUNTS
+
 from . import BOARDS, board
 from .common import (
     CHAINS, DEFAULT_CHAIN, chain_name, chain_parents, chain_policy, check_chain,
@@ -102,7 +113,8 @@ EXIT_DOES_NOT_FIT = 5
 
 #: Fields every ``report.json`` holds.
 REPORT_FIELDS = (
-    "board", "title", "device", "part", "family", "nodes", "chain", "policy", "controllers",
+    "board", "title", "device", "part", "family", "nodes", "chain", "policy", "banks",
+    "controllers",
     "local_loop", "clock_mhz", "baudrate",
     "luts", "ffs", "dsps", "brams", "capacity", "utilisation_percent", "fits",
     "utilisation_source", "fmax_mhz", "timing_met", "clocks", "update_latency_cycles",
@@ -146,9 +158,12 @@ def _cycles(chain, nodes, fmt, cordic_step_cycles=2):
         parents = chain_parents(chain)
         figures = simulate_update_cycles(make_chain(
             "linkdyn", nodes, fmt, policy, cordic_step_cycles,
-            parents=None if _is_chain(parents) else parents))
+            parents=None if _is_chain(parents) else parents,
+            banks=chain.banks if policy == "pipelined" else None))
         figures.pop("update_count", None)
-        return figures, (f"simulation of this build's chain (LinkDynChain, {policy} policy, "
+        banked = f", {chain.banks} banks" if policy == "pipelined" else ""
+        return figures, (f"simulation of this build's chain (LinkDynChain, {policy} policy"
+                         f"{banked}, "
                          "zero state, Amaranth simulator): LATENCY_CYCLES of one update alone, "
                          "INTERVAL_CYCLES of back-to-back starts over its register bus, no inputs written "
                          "between them")
@@ -157,6 +172,14 @@ def _cycles(chain, nodes, fmt, cordic_step_cycles=2):
                      f"{type(chain).__name__}; figures are build_microprogram().segments for a "
                      "sequential update (joint + n forward + local + n distal), no mailbox "
                      "handover")
+
+
+def _build_banks(top):
+    """Return the register banks of a board top's chain, as its build info's BANKS says them:
+    1 for the sequential policy (and the stand-in chain), 2 or 4 for the pipelined one."""
+    if hasattr(top, "distributed_report"):         # an actuator board: its node's banks
+        return top.banks
+    return top.core.hostlink.engine.spec.banks
 
 
 def _trce_fmax(out):
@@ -259,6 +282,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
         "part": f"{top.device}-{platform.speed}{platform.package}", "family": top.family,
         "nodes": nodes, "chain": chain_name(top.core.chain),
         "policy": chain_policy(top.core.chain) or (distributed or {}).get("policy"),
+        "banks": _build_banks(top),
         "controllers": controllers,
         "local_loop": local_loop,
         "parents": list(parents), "robot": robot,
@@ -361,6 +385,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
             + [f"--clock-mhz {top.clock_hz / 1e6:g}"]
             + ([f"--chain {report['chain']}"] if not distributed else [])
             + ([f"--policy {report['policy']}"] if report["policy"] else [])
+            + ([f"--banks {report['banks']}"] if report["policy"] == "pipelined" else [])
             + (["--controllers"] if controllers else [])
             + (["--local-loop"] if local_loop else [])
             + ([f"--robot {robot}"] if robot else [])
@@ -390,6 +415,8 @@ def report_text(report):
         f"nodes            {r['nodes']} (chain: {r['chain']}"
         + (", STAND-IN without inverse dynamics" if r["chain"] == "fake" else "")
         + (f", {r['policy']} policy" if r.get("policy") else "")
+        + (f", {r['banks']} register banks" if r.get("policy") == "pipelined"
+           and r.get("banks") else "")
         + (", a joint controller beside every node" if r.get("controllers") else "")
         + (", the local loop" if r.get("local_loop") else "") + ")",
     ]
@@ -502,6 +529,10 @@ def main(argv=None):
                              f"{DEFAULT_CHAIN}")
     parser.add_argument("--policy", choices=("sequential", "pipelined"), default=None,
                         help="update policy of the LinkDyn chain (default sequential)")
+    parser.add_argument("--banks", type=int, choices=BANK_COUNTS[1:], default=None,
+                        help="with --policy pipelined (one FPGA or --distributed): the "
+                             "chain's register banks (default 4; 2 takes fewer LUTs, up to 4 "
+                             "updates in flight instead of 8)")
     parser.add_argument("--controllers", action="store_true",
                         help="a joint controller beside every node (paper Fig. 7; the "
                              "sequential LinkDyn chain only)")
@@ -553,6 +584,9 @@ def main(argv=None):
                          f"{error.strerror or error}")
     top_class = board(args.board)
     parents = None
+    if args.banks is not None and args.policy != "pipelined":
+        parser.error("--banks needs --policy pipelined (the sequential policy has one "
+                     "register bank)")
     if args.distributed:
         if args.robot is not None or args.parents is not None:
             parser.error("--distributed builds one board of a chain; --robot and --parents "
@@ -584,7 +618,7 @@ def main(argv=None):
             raise ValueError(f"--controllers needs the sequential policy, not --policy {policy}")
         top = top_class(args.nodes, clock_hz=clock_hz, chain=chain, policy=policy,
                         controllers=args.controllers, parents=parents,
-                        local_loop=args.local_loop)
+                        local_loop=args.local_loop, banks=args.banks)
     except (ValueError, TypeError) as error:
         parser.error(str(error))
     return _run(top, args.out or Path("build") / top.name, synth_only=args.synth_only,
@@ -633,7 +667,7 @@ def _main_distributed(parser, args, clock_hz):
     try:
         top = ActuatorBoardTop(args.board, args.role, boards,
                                clock_hz=clock_hz or DEFAULT_LINK_CLOCK_HZ,
-                               policy=args.policy or "sequential",
+                               policy=args.policy or "sequential", banks=args.banks,
                                controllers=args.controllers)
     except (TypeError, ValueError) as error:
         parser.error(str(error))

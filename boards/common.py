@@ -71,7 +71,8 @@ def check_chain(kind, policy=None):
     return kind, policy
 
 
-def make_chain(kind, nodes, fmt=None, policy=None, cordic_step_cycles=2, parents=None):
+def make_chain(kind, nodes, fmt=None, policy=None, cordic_step_cycles=2, parents=None,
+               banks=None):
     """Return a chain component for a board core.
 
     Parameters
@@ -92,6 +93,9 @@ def make_chain(kind, nodes, fmt=None, policy=None, cordic_step_cycles=2, parents
         docs/trees.md): the real chain is then the tree of nodes
         ``LinkDynChain(nodes, parents=parents)``. None (default) is the chain; the stand-in
         takes only the chain.
+    banks : int, optional
+        Register banks of the pipelined real chain, 2 or 4 (``LinkDynChain(banks=)``; default
+        :data:`~linkdyn.model.microprogram.BANKS`); None for the other chains.
 
     Returns
     -------
@@ -101,9 +105,13 @@ def make_chain(kind, nodes, fmt=None, policy=None, cordic_step_cycles=2, parents
     Raises
     ------
     ValueError
-        See :func:`check_chain`; also if the stand-in is asked for a tree.
+        See :func:`check_chain`; also if the stand-in is asked for a tree, or ``banks`` is
+        given for a chain that is not the pipelined LinkDyn chain or is not 2 or 4.
     """
     kind, policy = check_chain(kind, policy)
+    if banks is not None and policy != "pipelined":
+        raise ValueError(f"Register banks are chosen for the pipelined policy only (the "
+                         f"{policy or 'stand-in'} chain has one), not banks={banks!r}")
     if kind == "fake" and parents is not None and tuple(parents) != tuple(range(-1, nodes - 1)):
         raise ValueError("The stand-in chain is a chain only; a tree of nodes (parents) needs "
                          "the LinkDyn chain")
@@ -112,7 +120,7 @@ def make_chain(kind, nodes, fmt=None, policy=None, cordic_step_cycles=2, parents
         return FakeChain(nodes, fmt=fmt, wait_states=False)
     from linkdyn.gateware.chain import LinkDynChain
     return LinkDynChain(nodes, fmt=fmt, policy=policy, cordic_step_cycles=cordic_step_cycles,
-                        parents=parents)
+                        parents=parents, **({} if banks is None else {"banks": banks}))
 
 
 def chain_parents(chain):
@@ -322,6 +330,9 @@ class BoardTop(Elaboratable):
         chain component.
     policy : str, optional
         Update policy of the real chain (``"sequential"`` by default, or ``"pipelined"``).
+    banks : int, optional
+        With ``policy="pipelined"``: the chain's register banks, 2 or 4 (default
+        :data:`~linkdyn.model.microprogram.BANKS`; INFO's BANKS reports them).
     controllers : bool
         A joint controller beside every node (paper Fig. 7): the chain is a
         :class:`~linkdyn.gateware.controlled_chain.ControlledChain` (sequential policy, the
@@ -345,7 +356,8 @@ class BoardTop(Elaboratable):
         If ``nodes`` is outside 1 .. ``max_nodes``, the clock cannot be made, the chain or
         policy is unknown, a chain component has another node count, or ``controllers`` is
         asked with the stand-in chain, a chain component or the pipelined policy, or for more
-        joints than the board has joint pins for, or ``local_loop`` without ``controllers``.
+        joints than the board has joint pins for, or ``local_loop`` without ``controllers``,
+        or ``banks`` without the pipelined policy or not 2 or 4.
     parents : sequence of int, optional
         The parent node of every node: a tree of nodes (:func:`make_chain`; docs/trees.md);
         None (default) the chain. Not with ``controllers`` or a chain component.
@@ -384,8 +396,11 @@ class BoardTop(Elaboratable):
         BOARD_TOPS[cls.name] = cls
 
     def __init__(self, nodes=None, *, clock_hz=None, baudrate=None, chain=None, policy=None,
-                 fmt=None, controllers=False, parents=None, local_loop=False):
+                 fmt=None, controllers=False, parents=None, local_loop=False, banks=None):
         self.nodes, self.clock_hz = self.check_arguments(nodes, clock_hz)
+        if banks is not None and not (chain is None or isinstance(chain, str)):
+            raise ValueError("banks builds the pipelined LinkDyn chain; a chain component "
+                             "brings its own")
         if parents is not None and (controllers or not (chain is None
                                                         or isinstance(chain, str))):
             raise ValueError("A tree of nodes (parents) is built from the LinkDyn chain alone, "
@@ -405,6 +420,9 @@ class BoardTop(Elaboratable):
             if policy not in (None, "sequential"):
                 raise ValueError("The controlled chain runs the sequential policy, not "
                                  f"{policy!r}")
+            if banks is not None:
+                raise ValueError("The controlled chain runs the sequential policy (one "
+                                 f"register bank), not banks={banks!r}")
             check_joint_count(type(self), self.nodes)
             from linkdyn.gateware.controlled_chain import ControlledChain
             chain = ControlledChain(self.nodes, fmt,
@@ -412,7 +430,7 @@ class BoardTop(Elaboratable):
                                     local_loop=local_loop)
         elif chain is None or isinstance(chain, str):
             chain = make_chain(chain, self.nodes, fmt, policy, self.cordic_step_cycles,
-                               parents=parents)
+                               parents=parents, banks=banks)
         elif getattr(getattr(chain, "spec", None), "n_nodes", self.nodes) != self.nodes:
             raise ValueError(f"The chain has {chain.spec.n_nodes} nodes, the board "
                              f"{self.nodes}")
@@ -501,7 +519,7 @@ class BoardTop(Elaboratable):
 
         if core.controllers and self.joint_pins is not None:
             add_joint_ports(m, platform, self.clock_hz, [
-                (core.sensor[i], core.actuator[i], controller.fault_clear)
+                (core.sensor[i], core.actuator[i], controller.fault_clear, core.joint_port[i])
                 for i, controller in enumerate(core.chain.controllers)])
         return m
 

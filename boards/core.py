@@ -10,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from linkdyn.gateware.controller import ActuatorSignature, SensorSignature
 from linkdyn.gateware.hostlink import HostLink
+from linkdyn.gateware.joint_port import JointPortStatusSignature
 
 __all__ = ["BoardCore", "LED_COUNT", "heartbeat"]
 
@@ -91,6 +92,10 @@ class BoardCore(wiring.Component):
     actuator : Out(ActuatorSignature).array(nodes)
         With ``controllers`` only: joint i's current reference ``i_ref`` (A, Q15.16) and
         ``enable``, from the chain's ``actuator[i]``.
+    joint_port : In(JointPortStatusSignature).array(nodes)
+        With ``controllers`` only: joint i's joint-port status, to the chain's
+        ``joint_port[i]`` (the window word ``joint_port``; a board top joins its ports here,
+        :func:`~linkdyn.boards.joint_pins.connect_joint_port`; undriven it reads 0, no port).
     link_cut, link_noise : In(max(nodes - 1, 1))
         With ``boards`` only: the chain's ``cut`` and ``noise`` (bit h: hop h from board h to
         h+1), for a simulation's line faults.
@@ -158,6 +163,7 @@ class BoardCore(wiring.Component):
         if controllers:
             members["sensor"] = In(SensorSignature).array(nodes)
             members["actuator"] = Out(ActuatorSignature).array(nodes)
+            members["joint_port"] = In(JointPortStatusSignature).array(nodes)
         super().__init__(members)
 
     @property
@@ -202,4 +208,5 @@ class BoardCore(wiring.Component):
                     self.actuator[i].i_ref.eq(chain.actuator[i].i_ref),
                     self.actuator[i].enable.eq(chain.actuator[i].enable),
                 ]
+                wiring.connect(m, wiring.flipped(self.joint_port[i]), chain.joint_port[i])
         return m

@@ -10,7 +10,9 @@ The SPI clock is the fastest at most :data:`SCLK_HZ` the core clock divides to t
 drive at least :data:`MISO_SETTLE_SECONDS` for its ``miso`` (12.5 MHz at 100 MHz, 8.33 MHz at
 50 MHz), the gap between frames at least :data:`GAP_SECONDS` (:func:`port_timing`). LED
 :data:`FAULT_LED`, where the board has it (ULX3S, Mimas), lights while a port's fault is
-latched.
+latched; the host reads each port's fault, ``valid`` and error count in its joint's controller
+window (the word ``joint_port``, :mod:`linkdyn.model.protocol.joint_port_map`), which
+:func:`connect_joint_port` joins (a joint without a port reads 0 there).
 """
 
 import math
@@ -96,10 +98,11 @@ def add_joint_ports(m, platform, clock_hz, joints):
         With the ``joint`` resources (:func:`joint_resources`).
     clock_hz : int
         Core clock, Hz (:func:`port_timing`).
-    joints : sequence of (sensor, actuator, fault_clear)
+    joints : sequence of (sensor, actuator, fault_clear[, status])
         Per joint: the controller's sensor input (``In(SensorSignature)``), its actuator output
-        (``Out(ActuatorSignature)``) and its fault-clear strobe, which also clears the port's
-        fault.
+        (``Out(ActuatorSignature)``), its fault-clear strobe, which also clears the port's
+        fault, and optionally the core's input of the port's status
+        (``In(JointPortStatusSignature)``, the window word ``joint_port``).
 
     Returns
     -------
@@ -108,7 +111,7 @@ def add_joint_ports(m, platform, clock_hz, joints):
     """
     divisor, gap = port_timing(clock_hz)
     ports = []
-    for index, (sensor, actuator, fault_clear) in enumerate(joints):
+    for index, (sensor, actuator, fault_clear, *status) in enumerate(joints):
         m.submodules[f"joint_port{index}"] = port = JointPort(divisor=divisor, gap=gap)
         pins = platform.request("joint", index, dir="-")
         for name, direction in PIN_NAMES.items():
@@ -116,7 +119,7 @@ def add_joint_ports(m, platform, clock_hz, joints):
                                                                       getattr(pins, name))
             signal = getattr(port.drive, name)
             m.d.comb += (signal.eq(buffer.i) if direction == "i" else buffer.o.eq(signal))
-        connect_joint_port(m, port, sensor, actuator, fault_clear)
+        connect_joint_port(m, port, sensor, actuator, fault_clear, *status)
         ports.append(port)
     fault_led(m, platform, ports)
     return ports
@@ -141,14 +144,20 @@ def fault_led(m, platform, ports):
     return True
 
 
-def connect_joint_port(m, port, sensor, actuator, fault_clear):
+def connect_joint_port(m, port, sensor, actuator, fault_clear, status=None):
     """Join a joint port to its controller in module ``m``: the port's words to the
     controller's ``sensor`` input, the controller's ``actuator`` output (``i_ref``,
-    ``enable``) to the port, ``fault_clear`` (the controller's clear strobe) to the port's."""
+    ``enable``) to the port, ``fault_clear`` (the controller's clear strobe) to the port's,
+    and, given ``status`` (an ``In(JointPortStatusSignature)`` of the core or chain), the
+    port's ``fault``, ``valid``, ``errors`` and ``present`` = 1 to it (the controller window's
+    ``joint_port`` word)."""
     m.d.comb += [sensor.q.eq(port.sensor.q), sensor.qd.eq(port.sensor.qd),
                  port.actuator.i_ref.eq(actuator.i_ref),
                  port.actuator.enable.eq(actuator.enable),
                  port.fault_clear.eq(fault_clear)]
+    if status is not None:
+        m.d.comb += [status.fault.eq(port.fault), status.valid.eq(port.valid),
+                     status.errors.eq(port.errors), status.present.eq(1)]
 
 
 def describe(board_class, joints, clock_hz):

@@ -1,9 +1,9 @@
 """Tabulate board builds: the Markdown table of ``docs/performance.md`` from ``report.json``.
 
 Run as ``python -m linkdyn.boards.summary build/ulx3s build/atlys ... [--write-docs
-docs/performance.md]``: prints a Markdown table of the builds (board, nodes, chain, clock,
-Fmax, LUTs, FFs, DSPs, block RAMs with their share of the device, update latency and interval,
-build time) and, with ``--write-docs``, puts it between the markers
+docs/performance.md]``: prints a Markdown table of the builds (board, nodes, chain with its
+policy and, when pipelined, its register banks, clock, Fmax, LUTs, FFs, DSPs, block RAMs with
+their share of the device, update latency and interval, build time) and, with ``--write-docs``, puts it between the markers
 ``<!-- boards-table:begin -->`` and ``<!-- boards-table:end -->`` of the file (the text around
 the markers is left alone). ``--table NAME`` uses the markers ``<!-- boards-table-NAME:begin
 -->`` / ``<!-- boards-table-NAME:end -->`` instead (another table of builds in the same file,
@@ -56,8 +56,12 @@ def table(reports):
                   if r["update_latency_cycles"] is not None else "-")
         if r["cycles_source"].startswith("model schedule"):
             cycles += " (schedule)"
+        # A pipelined build says its register banks (reports before the banks were chosen
+        # have no "banks": they had the default 4).
+        banks = (f", {r['banks']} banks" if r.get("policy") == "pipelined" and r.get("banks")
+                 else "")
         chain = {"fake": "FakeChain (stand-in)",
-                 "linkdyn": f"LinkDynChain ({r.get('policy') or 'sequential'})"}.get(
+                 "linkdyn": f"LinkDynChain ({r.get('policy') or 'sequential'}{banks})"}.get(
                      r["chain"], r["chain"])
         if r.get("controllers"):
             chain = f"LinkDynChain + controllers ({r.get('policy') or 'sequential'})"
@@ -65,7 +69,8 @@ def table(reports):
             d = r["distributed"]
             chain = (f"actuator board, {d['role']}"
                      + (f" of {d['boards']}" if d["boards"] else "")
-                     + (" + controller" if r.get("controllers") else ""))
+                     + (" + controller" if r.get("controllers") else "")
+                     + (f", pipelined{banks}" if r.get("policy") == "pipelined" else ""))
         lines.append(
             f"| {r['title']} | {r['part']} | {r['nodes']} | {chain} | {r['clock_mhz']:g} | "
             f"{fmax} | {_cell(r, 'luts')} | {_cell(r, 'ffs')} | {_cell(r, 'dsps')} | "

@@ -73,6 +73,7 @@ from .bus import RegisterBusSignature
 from .controlled_chain import rescale_expression
 from .controller import ActuatorSignature, JointController, SensorSignature
 from .distributed import DistributedChain
+from .joint_port import JointPortStatusSignature, status_word
 
 __all__ = ["BoardController", "ControlledDistributedChain", "ControlledFrontEnd", "COMMAND_WORDS",
            "WATCHDOG_SLACK"]
@@ -97,6 +98,7 @@ _SENSOR = {w.address: k for k, w in enumerate(w for w in CONTROLLER_WORDS
                                               if w.name in ("sensor_q", "sensor_qd"))}
 _PORTS = {w.address: w.port for w in CONTROLLER_WORDS if w.port is not None}
 _FAULT_CLEAR = next(w.address for w in CONTROLLER_WORDS if w.name == "fault_clear")
+_JOINT_PORT = next(w.address for w in CONTROLLER_WORDS if w.name == "joint_port")
 
 
 class BoardController(wiring.Component):
@@ -122,6 +124,9 @@ class BoardController(wiring.Component):
         The joint's sensor: ``q`` (rad), ``qd`` (rad/s), Q15.16.
     actuator : Out(ActuatorSignature)
         ``i_ref`` (A, Q15.16; 0 while off or faulted), ``enable``.
+    joint_port : In(JointPortStatusSignature)
+        The joint port's status, read in the window word ``joint_port`` (0, "no port", where
+        nothing drives it).
     fault : Out(1)
         The controller's fault latch.
     missed : Out(1)
@@ -158,6 +163,7 @@ class BoardController(wiring.Component):
             "hold": Out(1),
             "sensor": In(SensorSignature),
             "actuator": Out(ActuatorSignature),
+            "joint_port": In(JointPortStatusSignature),
             "fault": Out(1),
             "missed": Out(1),
         })
@@ -291,6 +297,8 @@ class BoardController(wiring.Component):
                     for address, index in _SENSOR.items():
                         with m.Case(address):
                             answer((self.sensor.q, self.sensor.qd)[index])
+                    with m.Case(_JOINT_PORT):
+                        answer(status_word(self.joint_port))
                     with m.Case(COMMAND_WORDS["FEEDBACK"]):
                         m.d.comb += fed.eq(1)
                         m.d.sync += limit.eq(bus.wdata)
@@ -408,6 +416,8 @@ class ControlledDistributedChain(wiring.Component):
         Per board: the joint's sensor port.
     actuator : Out(ActuatorSignature).array(n)
         Per board: the current reference and enable.
+    joint_port : In(JointPortStatusSignature).array(n)
+        Per board: its joint port's status (the window word ``joint_port``; 0 undriven).
     board_fault : Out(n)
         Per board: its controller's fault latch (a board's own output, as its pins).
     cut, noise : In(n - 1)
@@ -460,6 +470,7 @@ class ControlledDistributedChain(wiring.Component):
             "faults": Out(n),
             "sensor": In(SensorSignature).array(n),
             "actuator": Out(ActuatorSignature).array(n),
+            "joint_port": In(JointPortStatusSignature).array(n),
             "board_fault": Out(n),
             "cut": In(hops),
             "noise": In(hops),
@@ -484,6 +495,7 @@ class ControlledDistributedChain(wiring.Component):
                          self.actuator[i].i_ref.eq(board.actuator.i_ref),
                          self.actuator[i].enable.eq(board.actuator.enable),
                          self.board_fault[i].eq(board.fault)]
+            wiring.connect(m, wiring.flipped(self.joint_port[i]), board.joint_port)
         self._elaborate_base(m)
         return m
 

@@ -14,7 +14,7 @@ Structure::
 
 The bus target is a drop-in for :class:`~linkdyn.gateware.chain.LinkDynChain`'s (the protocol
 engine sees :class:`~linkdyn.model.protocol.ProtocolSpec` with ``controllers=True``): the
-controller window of every node (node addresses 0x80 .. 0xCE,
+controller window of every node (node addresses 0x80 .. 0xCF,
 :mod:`linkdyn.model.protocol.controller_map`) and the controller control registers
 (CONTROL_PERIOD, CONTROL_STEPS, FAULTS, CONTROL_OVERRUNS, CONTROL_LATENCY_CYCLES) are answered
 here, CONTROL's ``control_step`` / ``fault_clear`` bits are taken here, everything else goes to the
@@ -72,6 +72,7 @@ from .bus import RegisterBusSignature
 from .chain import LinkDynChain
 from .controller import ActuatorSignature, JointController, SensorSignature
 from .cordic import CordicArctangent
+from .joint_port import JointPortStatusSignature, status_word
 from linkdyn.model.controller import WORD as CONTROLLER_WORD
 from linkdyn.model.microprogram import node_formats
 
@@ -81,6 +82,8 @@ __all__ = ["ControlledChain", "rescale_expression", "WINDOW_KINDS"]
 #: the reference words, fault_clear, the record words, the sensor words.
 WINDOW_KINDS = ("port", "reference", "fault_clear", "record", "sensor")
 _SENSOR_WORDS = ("sensor_q", "sensor_qd")
+#: The window's words of the sensor kind: the sensor port now, then the joint port's status.
+_SENSOR_KIND = _SENSOR_WORDS + ("joint_port",)
 #: The controller control registers answered here (the rest of the control block: the chain).
 _OWN_CONTROL = ("CONTROL_PERIOD", "CONTROL_STEPS", "FAULTS", "CONTROL_OVERRUNS",
                 "CONTROL_LATENCY_CYCLES")
@@ -103,7 +106,7 @@ def _window_entry(word):
     if word.port is not None:
         return "port", word.port
     names = {"reference": [w.name for w in REFERENCE_WORDS],
-             "record": [w.name for w in RECORD_WORDS], "sensor": list(_SENSOR_WORDS)}
+             "record": [w.name for w in RECORD_WORDS], "sensor": list(_SENSOR_KIND)}
     if word.name == "fault_clear":
         return "fault_clear", 0
     for kind, table in names.items():
@@ -130,7 +133,7 @@ def _local_sources(own):
     read answers ``("zero", 0)``."""
     return ([("reference", k) for k in range(len(REFERENCE_WORDS))]
             + [("record", k) for k in range(len(RECORD_WORDS))]
-            + [("sensor", k) for k in range(len(_SENSOR_WORDS))]
+            + [("sensor", k) for k in range(len(_SENSOR_KIND))]
             + [("own", name) for name in own] + [("port", 0), ("zero", 0)])
 
 
@@ -159,7 +162,7 @@ class ControlledChain(wiring.Component):
     -------
     bus : In(RegisterBusSignature())
         The register bus, target side: the chain's words, the controller window of every node
-        (node addresses 0x80 .. 0xCE) and the controller control registers.
+        (node addresses 0x80 .. 0xCF) and the controller control registers.
     busy : Out(1)
         An update or a control step is running (STATUS.busy).
     overflow_sticky : Out(n)
@@ -171,6 +174,9 @@ class ControlledChain(wiring.Component):
     actuator : Out(ActuatorSignature).array(n)
         Per joint: current reference ``i_ref`` (A, Q15.16; 0 while off or faulted) and
         ``enable`` (the node's actuator port).
+    joint_port : In(JointPortStatusSignature).array(n)
+        Per joint: its joint port's status, read in the window word ``joint_port`` (0, "no
+        port", where nothing drives it).
 
     Attributes
     ----------
@@ -217,6 +223,7 @@ class ControlledChain(wiring.Component):
             "faults": Out(n),
             "sensor": In(SensorSignature).array(n),
             "actuator": Out(ActuatorSignature).array(n),
+            "joint_port": In(JointPortStatusSignature).array(n),
         })
 
     @property
@@ -606,12 +613,13 @@ class ControlledChain(wiring.Component):
     def _window_word(self, m, s, req, decoded):
         """Register the word a local read answers, every cycle, from the registered request
         and its decoding's ``source`` (:func:`_local_sources`): the window's reference,
-        record and sensor words (fault_clear: 0), the own control registers, the ORed
-        register-port words (PORT_WORD -> PORT_ANSWER)."""
+        record and sensor words (the sensor port, the joint port's status; fault_clear: 0), the
+        own control registers, the ORed register-port words (PORT_WORD -> PORT_ANSWER)."""
         n = self._n
         word = Signal(_W)
         tables = [{"reference": s.reference[i], "record": s.record[i],
-                   "sensor": (self.sensor[i].q, self.sensor[i].qd)} for i in range(n)]
+                   "sensor": (self.sensor[i].q, self.sensor[i].qd,
+                              status_word(self.joint_port[i]))} for i in range(n)]
         with m.Switch(decoded.source):
             for code, (kind, index) in enumerate(_local_sources(self._own)):
                 if kind == "zero":

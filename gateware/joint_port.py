@@ -34,7 +34,10 @@ and the command frames carry ``enable = 0`` and ``i_ref = 0`` until ``fault_clea
 the joint controller's fault clear, CONTROL.fault_clear), after which the next good frame
 enables the drive again. The drive is expected to switch its bridge off when the enable pin is low, when a
 command frame's CRC fails or says ``enable = 0``, and when no good command frame came for a few
-frame periods.
+frame periods. The host reads ``fault``, ``valid`` and ``errors`` in the joint's controller
+window, the word ``joint_port`` (:mod:`linkdyn.model.protocol.joint_port_map`; a board top
+joins them to the core's :data:`JointPortStatusSignature` input,
+``linkdyn.boards.joint_pins.connect_joint_port``).
 
 A frame goes out as soon as the previous one ends: the words the controller takes were loaded by
 the drive less than two frame periods before (plus the drive's own latency), with no trigger from
@@ -46,18 +49,21 @@ falling edge that lets the drive change it: from the falling edge leaving the bo
 ``2 divisor - 3`` clock cycles (tests/gateware/test_joint_port.py finds the limit there).
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.crc import catalog
 from amaranth.lib.wiring import In, Out
 
 from linkdyn.model.fixedpoint import WORD_WIDTH
+from linkdyn.model.protocol.joint_port_map import ERROR_COUNTER_BITS as JOINT_PORT_ERROR_BITS
+from linkdyn.model.protocol.joint_port_map import FAULT_ERRORS, JOINT_PORT_FIELDS
 
 from .controller import ActuatorSignature, SensorSignature
 
 __all__ = ["JointPort", "DriveSignature", "COMMAND_LAYOUT", "FEEDBACK_LAYOUT", "FRAME_BITS",
-           "PAYLOAD_BITS", "CRC", "ERROR_COUNTER_BITS", "DEFAULT_FAULT_ERRORS", "frame_cycles"]
+           "PAYLOAD_BITS", "CRC", "ERROR_COUNTER_BITS", "DEFAULT_FAULT_ERRORS", "frame_cycles",
+           "JointPortStatusSignature", "status_word"]
 
 _W = WORD_WIDTH
 
@@ -73,10 +79,11 @@ FRAME_BITS = PAYLOAD_BITS + CRC.crc_width
 COMMAND_LAYOUT = data.StructLayout({"reserved": 24, "control": 8, "i_ref": _W})
 #: The feedback frame's payload, as :data:`COMMAND_LAYOUT`: ``q`` first on the wire.
 FEEDBACK_LAYOUT = data.StructLayout({"qd": _W, "q": _W})
-#: Width of the saturating counter of dropped frames.
-ERROR_COUNTER_BITS = 8
+#: Width of the saturating counter of dropped frames (the register map's ``joint_port`` word,
+#: :mod:`linkdyn.model.protocol.joint_port_map`).
+ERROR_COUNTER_BITS = JOINT_PORT_ERROR_BITS
 #: Bad frames in a row that latch the port's fault.
-DEFAULT_FAULT_ERRORS = 3
+DEFAULT_FAULT_ERRORS = FAULT_ERRORS
 
 #: The joint port's pins, board side (``Out(DriveSignature)``).
 DriveSignature = wiring.Signature({
@@ -252,3 +259,29 @@ class JointPort(wiring.Component):
                             m.d.sync += run.eq(run + 1)
                     m.next = "gap"
         return m
+
+
+#: The joint port's status as the controller window reads it (port side, ``Out``): ``fault``,
+#: ``valid``, ``errors`` of a :class:`JointPort` and ``present`` (1 where a port is joined,
+#: :func:`linkdyn.boards.joint_pins.connect_joint_port`). A component that takes it as ``In``
+#: and is joined to no port reads 0 in every field: the register map's word for "no joint
+#: port" (:mod:`linkdyn.model.protocol.joint_port_map`).
+JointPortStatusSignature = wiring.Signature({
+    "fault": Out(1), "valid": Out(1), "present": Out(1), "errors": Out(ERROR_COUNTER_BITS)})
+JointPortStatusSignature.__doc__ = (
+    "The joint port's status (port side): ``fault``, ``valid``, ``present``, ``errors`` "
+    "(the fields of the controller window's ``joint_port`` word).")
+
+
+def status_word(status):
+    """Return the 32-bit ``joint_port`` word of a :data:`JointPortStatusSignature` interface,
+    its fields placed as :data:`~linkdyn.model.protocol.joint_port_map.JOINT_PORT_FIELDS` says
+    (the other bits 0)."""
+    parts, position = [], 0
+    for field in sorted(JOINT_PORT_FIELDS, key=lambda f: f.offset):
+        if field.offset > position:
+            parts.append(Const(0, field.offset - position))
+        parts.append(getattr(status, field.name)[:field.width])
+        position = field.offset + field.width
+    parts.append(Const(0, _W - position))
+    return Cat(*parts)

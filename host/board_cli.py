@@ -2,7 +2,7 @@
 
 ::
 
-    linkdyn sim-board --nodes 6 [--chain fake | --controllers [--local-loop] | --boards 6 | --policy pipelined]
+    linkdyn sim-board --nodes 6 [--chain fake | --controllers [--local-loop] | --boards 6 | --policy pipelined [--banks 2]]
         [--robot ur5]
                       [--port /tmp/linkdyn0]
     linkdyn info    --port PORT
@@ -39,6 +39,7 @@ import threading
 import numpy as np
 
 from linkdyn.host.cli import CommandError
+from linkdyn.model.microprogram import BANK_COUNTS
 
 __all__ = ["register", "EXIT_SATURATED"]
 
@@ -129,8 +130,11 @@ def register(subparsers):
                           "are joined by simulated neighbour links")
     sim.add_argument("--policy", choices=("sequential", "pipelined"), default="sequential",
                      help="update policy of the LinkDyn chain (docs/chain.md; with --boards: "
-                          "over the links): pipelined builds 4 register banks, and the host "
-                          "sends BATCH requests; default sequential")
+                          "over the links): pipelined builds 4 register banks (or --banks), "
+                          "and the host sends BATCH requests; default sequential")
+    sim.add_argument("--banks", type=int, choices=BANK_COUNTS[1:], default=None,
+                     help="with --policy pipelined: the chain's register banks (default 4; "
+                          "as the board build's --banks)")
     sim.add_argument("--link-bitrate", type=float, default=None, metavar="BIT/S",
                      help="with --boards: line rate of the links, a multiple of the "
                           "simulated clock of 1, 2 or 5 (default twice the clock)")
@@ -468,6 +472,9 @@ def command_sim_board(args):
     if args.policy == "pipelined" and (args.controllers or args.chain != "linkdyn"):
         raise CommandError("--policy pipelined builds the pipelined LinkDyn chain; it cannot "
                            "be combined with --controllers or --chain fake")
+    if args.banks is not None and args.policy != "pipelined":
+        raise CommandError("--banks needs --policy pipelined (the sequential policy has one "
+                           "register bank)")
     links = {}
     if args.boards is not None:
         if args.chain != "linkdyn":
@@ -490,8 +497,8 @@ def command_sim_board(args):
                                simulator=args.simulator, line=args.line,
                                controllers=args.controllers, local_loop=args.local_loop,
                                **links,
-                               **({"policy": "pipelined"} if args.policy == "pipelined"
-                                  else {}))
+                               **({"policy": "pipelined", "banks": args.banks}
+                                  if args.policy == "pipelined" else {}))
     except (TypeError, ValueError) as error:
         raise CommandError(str(error)) from None
     stop = threading.Event()
@@ -506,7 +513,8 @@ def command_sim_board(args):
             kind = f"linkdyn chain distributed over {args.boards} boards" + (
                 ", a joint controller on each" if args.controllers else "")
         if args.policy == "pipelined":
-            kind += ", pipelined policy"
+            kind += ", pipelined policy" + (f", {args.banks} register banks"
+                                            if args.banks is not None else "")
         print(f"building the simulated board ({args.nodes} nodes, {kind}) ...",
               file=sys.stderr, flush=True)
         try:

@@ -29,6 +29,16 @@ code and cause mask in the result (:data:`linkdyn.model.controller.FAULTS` names
 failure of the link or the protocol raises (the errors of :class:`linkdyn.host.Board`). A board
 without controllers refuses every controller call with :class:`NoControllersError`.
 
+Joint ports: on a board whose joints reach their drives through joint ports (docs/controller.md,
+"Joint port"), each joint's port has a fault latch of its own (bad feedback frames in a row from
+the drive), beside the controller's fault code
+(:mod:`linkdyn.model.protocol.joint_port_map`). :meth:`ControllerCommands.read_controller_state`
+reports it per joint (:attr:`JointControllerState.joint_port`, a
+:class:`~linkdyn.model.protocol.JointPortStatus`) and counts a joint whose port faulted among
+the faulted joints (its cause named ``"joint_port"``); :meth:`ControllerCommands.read_joint_ports`
+reads the ports alone; :meth:`ControllerCommands.clear_faults` clears both latches. A joint
+without a port reads ``present = False`` (and no fault).
+
 Retries
 -------
 A CONTROL frame runs a control step, which changes the controllers' state (the guard's
@@ -52,12 +62,12 @@ from ..model.controller import (COUNT, FAULTS, MODE_BITS, REGISTERS, ControllerC
 from ..model.fixedpoint import signed_word
 from ..model.protocol import (
     CONTROL_FAULT_CLEAR, CONTROL_NODE, CRC_BYTES, RECORD_WORDS,
-    REQUEST_HEADER_BYTES, Command, bytes_to_words,
+    REQUEST_HEADER_BYTES, Command, JointPortStatus, bytes_to_words,
     control_register, controller_word,
 )
 
 __all__ = ["ControllerCommands", "ControlResult", "ControllerState", "JointControllerState",
-           "fault_names", "decode_fault", "PARAMETER_NAMES"]
+           "fault_names", "decode_fault", "PARAMETER_NAMES", "JOINT_PORT_FAULT", "NO_JOINT_PORT"]
 
 #: The controller's parameter registers (ControllerConfig fields with a register), port order.
 PARAMETER_NAMES = tuple(name for name, reg in REGISTERS.items() if reg.kind == "parameter")
@@ -71,6 +81,12 @@ _FAULT_CLEAR = controller_word("fault_clear").address
 _RECORD_FIRST = RECORD_WORDS[0].address
 _SENSOR = (controller_word("sensor_q").address, controller_word("sensor_qd").address)
 assert _SENSOR == (_RECORD_FIRST + len(RECORD_WORDS), _RECORD_FIRST + len(RECORD_WORDS) + 1)
+_JOINT_PORT = controller_word("joint_port").address
+assert _JOINT_PORT == _SENSOR[1] + 1, "the joint_port word must follow the sensor words"
+#: The name of a joint port's fault among a joint's fault causes (after the controller's).
+JOINT_PORT_FAULT = "joint_port"
+#: The status a joint without a joint port reads (its ``joint_port`` word 0).
+NO_JOINT_PORT = JointPortStatus.from_word(0)
 _CONTROL_BLOCK = ("CONTROL_PERIOD", "CONTROL_STEPS", "FAULTS", "CONTROL_OVERRUNS",
                   "CONTROL_LATENCY_CYCLES")
 _CONTROL_FIRST = control_register(_CONTROL_BLOCK[0]).address
@@ -179,6 +195,10 @@ class JointControllerState:
         The latched cause mask now.
     mode : int
         The ``mode`` register (:data:`linkdyn.model.controller.MODE_BITS`).
+    joint_port : JointPortStatus
+        The joint port now (the window word ``joint_port``): ``present``, its ``fault`` latch,
+        ``valid``, ``errors`` (bad feedback frames since the board's reset); ``present`` False
+        (:data:`NO_JOINT_PORT`) on a board without one.
     """
 
     joint: int
@@ -191,17 +211,28 @@ class JointControllerState:
     fault_code: int
     fault_cause: int
     mode: int
+    joint_port: JointPortStatus = NO_JOINT_PORT
 
     @property
     def faults(self):
         """list of str: the names of the latched causes (:data:`linkdyn.model.controller.FAULTS`
-        order)."""
-        return fault_names(self.fault_cause)
+        order), then :data:`JOINT_PORT_FAULT` if the joint port's fault is latched."""
+        return fault_names(self.fault_cause) + ([JOINT_PORT_FAULT] if self.joint_port.fault
+                                                else [])
 
     @property
     def fault(self):
-        """str or None: the name of the latched fault code (the first cause), or None."""
-        return FAULTS[self.fault_code][0] if self.fault_code in FAULTS else None
+        """str or None: the name of the latched fault code (the first cause), else
+        :data:`JOINT_PORT_FAULT` if only the joint port's fault is latched, else None."""
+        if self.fault_code in FAULTS:
+            return FAULTS[self.fault_code][0]
+        return JOINT_PORT_FAULT if self.joint_port.fault else None
+
+    @property
+    def faulted(self):
+        """bool: a fault is latched, the controller's or the joint port's (the joint drives no
+        current until :meth:`ControllerCommands.clear_faults`)."""
+        return bool(self.fault_code) or self.joint_port.fault
 
     def mode_bits(self):
         """Return the set mode bits by name."""
@@ -217,7 +248,8 @@ class ControllerState:
     joints : tuple of JointControllerState
         Node order.
     faults : int
-        FAULTS: bit i, joint i has a latched fault.
+        FAULTS: bit i, joint i's controller has a latched fault (the joint ports' faults are in
+        :attr:`joint_ports`).
     control_period : int
         CONTROL_PERIOD, cycles (0: steps only on request).
     control_steps : int
@@ -245,8 +277,14 @@ class ControllerState:
 
     @property
     def faulted(self):
-        """list of int: indices of the joints with a latched fault."""
-        return [j.joint for j in self.joints if j.fault_code]
+        """list of int: indices of the joints with a latched fault, the controller's or the
+        joint port's."""
+        return [j.joint for j in self.joints if j.faulted]
+
+    @property
+    def joint_ports(self):
+        """tuple of JointPortStatus: every joint's port, node order."""
+        return tuple(j.joint_port for j in self.joints)
 
 
 class ControllerCommands:
@@ -670,8 +708,8 @@ class ControllerCommands:
         -------
         ControllerState
             Measured state (the sensor port now and the last step's sample), commanded torque
-            and current of the last step, the latched faults with their causes, the mode; the
-            period, step, fault and overrun counters.
+            and current of the last step, the latched faults with their causes, the mode, the
+            joint port's status; the period, step, fault and overrun counters.
 
         Raises
         ------
@@ -684,7 +722,8 @@ class ControllerCommands:
         joints = []
         for j in range(info.nodes):
             mode, fault = self.read(j, _MODE, 2)
-            record = [signed_word(w) for w in self.read(j, _RECORD_FIRST, len(RECORD_WORDS) + 2)]
+            *record, port = self.read(j, _RECORD_FIRST, len(RECORD_WORDS) + 3)
+            record = [signed_word(w) for w in record]
             sensor_q, sensor_qd = (controller_word(a).format.decode(record[k])
                                    for k, a in zip((5, 6), _SENSOR))
             values = {word.name: (word.format.decode(record[k]) if word.format is not None
@@ -693,7 +732,8 @@ class ControllerCommands:
             joints.append(JointControllerState(
                 j, float(sensor_q), float(sensor_qd), float(values["record_q"]),
                 float(values["record_qd"]), float(values["record_tau_cmd"]),
-                float(values["record_i_ref"]), code, cause, mode))
+                float(values["record_i_ref"]), code, cause, mode,
+                JointPortStatus.from_word(port)))
         block = dict(zip(_CONTROL_BLOCK, self.read(CONTROL_NODE, _CONTROL_FIRST,
                                                    len(_CONTROL_BLOCK))))
         multiple = 1
@@ -703,10 +743,34 @@ class ControllerCommands:
                                block["CONTROL_STEPS"], block["CONTROL_OVERRUNS"],
                                block["CONTROL_LATENCY_CYCLES"], multiple)
 
-    def clear_faults(self, joint=None):
-        """Clear the fault latch and shut-off counters of one joint or of every joint.
+    def read_joint_ports(self):
+        """Read every joint's joint-port status (the window words ``joint_port``).
 
-        A cause that persists latches again at the next control step.
+        Returns
+        -------
+        tuple of JointPortStatus
+            Node order: ``present`` (False on a board without joint ports: then no fault),
+            the port's ``fault`` latch (the drive is held off), ``valid`` (a good frame since
+            reset or the last clear), ``errors`` (bad feedback frames since the board's reset,
+            saturating at 255).
+
+        Raises
+        ------
+        NoControllersError
+            If the board has no controllers.
+        BoardError
+            If the link fails.
+        """
+        info = self.require_controllers()
+        return tuple(JointPortStatus.from_word(self.read(j, _JOINT_PORT)[0])
+                     for j in range(info.nodes))
+
+    def clear_faults(self, joint=None):
+        """Clear the fault latch and shut-off counters of one joint or of every joint, and the
+        joint port's fault (the port enables the drive again after its next good frame).
+
+        A cause that persists latches again at the next control step (a joint port's: after
+        three more bad frames).
 
         Parameters
         ----------
@@ -717,7 +781,8 @@ class ControllerCommands:
         Returns
         -------
         int
-            FAULTS after the clear (bit i: joint i still has a latched fault).
+            FAULTS after the clear (bit i: joint i's controller still has a latched fault;
+            :meth:`read_joint_ports` shows the ports).
         """
         info = self.require_controllers()
         if joint is None:

@@ -389,14 +389,19 @@ def command_status(args):
         chain = f" ({clock / period / state.local_multiple:,.6g} Hz)" if period and clock else ""
         print(f"local loop: {state.local_multiple} control steps per chain update{chain}, "
               f"{state.local_multiple - 1} of them local updates")
+    ports = any(j.joint_port.present for j in state.joints)
+    port_head = f" {'joint port':<27}" if ports else ""
     print(f"{'joint':>5} {'sensor q':>9} {'qd':>8} {'step q':>9} {'qd':>8} {'tau_cmd':>9} "
-          f"{'i_ref':>8}  {'mode':<27} fault")
+          f"{'i_ref':>8}  {'mode':<27}{port_head} fault")
     for j in state.joints:
-        fault = "-" if not j.fault_code else j.fault + (
+        fault = "-" if not j.faulted else j.fault + (
             f" (causes: {', '.join(j.faults)})" if j.faults != [j.fault] else "")
+        port = f" {str(j.joint_port):<27}" if ports else ""
         print(f"{j.joint + 1:>5} {j.sensor_q:>9.4f} {j.sensor_qd:>8.4f} {j.q:>9.4f} "
               f"{j.qd:>8.4f} {j.tau_cmd:>9.4f} {j.i_ref:>8.4f}  "
-              f"{','.join(j.mode_bits()) or '-':<27} {fault}")
+              f"{','.join(j.mode_bits()) or '-':<27}{port} {fault}")
+    if not ports:
+        print("joint ports: none in this build (the sensor inputs are not read from drives)")
     print("units: rad, rad/s, N·m, A; " + (f"faulted joints: "
           f"{', '.join(str(j + 1) for j in state.faulted)}" if state.faulted
           else "no latched faults"))
@@ -411,8 +416,9 @@ def command_clear(args):
         if args.joint is not None and not 1 <= args.joint <= n:
             raise CommandError(f"--joint must be 1 .. {n}, not {args.joint}")
         faults = board.clear_faults(None if args.joint is None else args.joint - 1)
+        ports = board.read_joint_ports()
     which = "every joint" if args.joint is None else f"joint {args.joint}"
-    left = [str(j + 1) for j in range(n) if faults >> j & 1]
+    left = [str(j + 1) for j in range(n) if faults >> j & 1 or ports[j].fault]
     print(f"cleared the faults of {which}; " + (f"still latched: joints {', '.join(left)}"
                                                  if left else "no latched faults"))
     return 0

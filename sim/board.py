@@ -57,6 +57,7 @@ import time
 import warnings
 from pathlib import Path
 
+from ..model.microprogram import BANK_COUNTS, BANKS
 from ..model.protocol import INTER_BYTE_TIMEOUT, STEP_TIMEOUT
 from .runner import ICARUS_ARGS, SIMULATORS, TIMESCALE, VERILATOR_ARGS, environment
 from .runner import simulator as _simulator
@@ -121,7 +122,8 @@ def testbench_verilog(divisor, period_steps, send_bytes=SEND_BYTES, recv_bytes=R
 
     With ``controllers`` = n > 0 (a core built with joint controllers), the joints' sensor ports
     come from ``tb_sensor_q``, ``tb_sensor_qd`` (n words each, joint 0 in the low bits, set by
-    the bridge) and their actuator ports go to ``tb_i_ref``, ``tb_enable``.
+    the bridge) and their actuator ports go to ``tb_i_ref``, ``tb_enable``; their joint-port
+    status inputs are tied to 0 (no joint port: the window's ``joint_port`` words read 0).
 
     With ``hops`` > 0 (a core with a distributed chain), the chain's line controls come from
     ``tb_link_cut`` and ``tb_link_noise`` (bit h: hop h, set by the bridge), and each
@@ -139,7 +141,11 @@ def testbench_verilog(divisor, period_steps, send_bytes=SEND_BYTES, recv_bytes=R
             f",\n      .sensor__{i}__q(tb_sensor_q[{32 * i + 31}:{32 * i}]),"
             f" .sensor__{i}__qd(tb_sensor_qd[{32 * i + 31}:{32 * i}]),"
             f" .actuator__{i}__i_ref(tb_i_ref[{32 * i + 31}:{32 * i}]),"
-            f" .actuator__{i}__enable(tb_enable[{i}])" for i in range(controllers))
+            f" .actuator__{i}__enable(tb_enable[{i}]),"
+            # No joint port on the simulated board: its status reads 0 ("none").
+            f" .joint_port__{i}__fault(1'b0), .joint_port__{i}__valid(1'b0),"
+            f" .joint_port__{i}__present(1'b0), .joint_port__{i}__errors(8'd0)"
+            for i in range(controllers))
     link_ports = link_pins = link_logic = ""
     if hops:
         link_ports = (f"    input  wire [{hops - 1}:0] tb_link_cut,\n"
@@ -373,6 +379,10 @@ class SimulatedBoard:
         policy="pipelined")``, the same as passing that chain; with ``boards``, the pipelined
         policy over the links, ``DistributedChain(n, policy="pipelined")``). Default (or
         ``"sequential"``) the sequential one. Not with ``controllers`` or ``chain``.
+    banks : int, optional
+        With ``policy="pipelined"``: the chain's register banks, 2 or 4 (``LinkDynChain(...,
+        banks=)``, ``DistributedChain(..., banks=)``; default
+        :data:`~linkdyn.model.microprogram.BANKS`); INFO's BANKS reports them.
     simulator : str, optional
         ``"verilator"`` or ``"icarus"``; default ``$SIM``, else Verilator when installed,
         else Icarus (:func:`linkdyn.sim.runner.simulator`, ``use="board"``).
@@ -415,7 +425,7 @@ class SimulatedBoard:
                  divisor=None, chain=None, simulator=None, line="bytes", fmt=None,
                  build_root=None, startup_timeout=120.0, trace=False, controllers=False,
                  parents=None, boards=None, link_bitrate=None, link_ber=0.0,
-                 link_cuts=(), board_modules=True, policy=None, local_loop=False):
+                 link_cuts=(), board_modules=True, policy=None, local_loop=False, banks=None):
         from ..gateware.uart import MIN_DIVISOR, uart_divisor
         if isinstance(robot, str):
             from ..model import load_robot
@@ -488,7 +498,15 @@ class SimulatedBoard:
             raise ValueError("policy='pipelined' builds the pipelined LinkDyn chain (or, with "
                              "boards, the pipelined distributed chain) itself, without joint "
                              "controllers: do not pass chain or controllers=True as well")
+        if banks is not None and policy != "pipelined":
+            raise ValueError(f"banks is chosen for policy='pipelined' only (the sequential "
+                             f"policy has one register bank), not banks={banks!r} with "
+                             f"policy={policy!r}")
+        if banks is not None and (banks not in BANK_COUNTS[1:] or isinstance(banks, bool)):
+            raise ValueError(f"Bank count of the pipelined policy must be 2 or 4, not "
+                             f"{banks!r}")
         self.policy = policy or "sequential"
+        self.banks = banks
         self.boards = boards
         self.link_bits, self.link_ber, self.link_cuts = _check_links(
             nodes, boards, clock_hz, link_bitrate, link_ber, link_cuts, controllers, chain)
@@ -548,7 +566,7 @@ class SimulatedBoard:
                     "link with the stand-in chain") from None
             if self.boards is None and (self.parents is not None or self.policy == "pipelined"):
                 chain = LinkDynChain(self.nodes, self.fmt, parents=self.parents,
-                                     policy=self.policy)
+                                     policy=self.policy, **self._banked)
         if self.boards is not None and self.controllers:
             from ..gateware.controlled_actuator import ControlledDistributedChain
             chain = ControlledDistributedChain(self.nodes, self.fmt, bits=self.link_bits,
@@ -557,7 +575,7 @@ class SimulatedBoard:
             from ..gateware.distributed import DistributedChain
             chain = DistributedChain(self.nodes, self.fmt, bits=self.link_bits,
                                      ber=self.link_ber,
-                                     **({"policy": self.policy}
+                                     **({"policy": self.policy, **self._banked}
                                         if self.policy == "pipelined" else {}))
         return BoardCore(self.nodes, clock_hz=self.clock_hz, divisor=self.divisor,
                          fmt=self.fmt, chain=chain, controllers=self.controllers,
@@ -583,7 +601,7 @@ class SimulatedBoard:
             core = distributed_board_verilog(self.nodes, clock_hz=self.clock_hz,
                                              divisor=self.divisor, fmt=self.fmt,
                                              bits=self.link_bits, ber=self.link_ber, name=CORE,
-                                             **({"policy": self.policy}
+                                             **({"policy": self.policy, **self._banked}
                                                 if self.policy == "pipelined" else {}))
         else:
             core = verilog.convert(self._core(), name=CORE, emit_src=False)
@@ -627,9 +645,16 @@ class SimulatedBoard:
         return build_dir
 
     @property
+    def _banked(self):
+        # The banks asked for (none: the chain's default, 4).
+        return {} if self.banks is None else {"banks": self.banks}
+
+    @property
     def _chain_label(self):
         if self.policy == "pipelined":
-            return self._sequential_label + "-pipelined"
+            # The default (4 banks) keeps the label of the builds made before banks were chosen.
+            return (self._sequential_label + "-pipelined"
+                    + (f"-banks{self.banks}" if self.banks not in (None, BANKS) else ""))
         return self._sequential_label
 
     @property

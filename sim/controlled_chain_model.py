@@ -77,6 +77,10 @@ class ControlledChainModel(P.RegisterTarget):
         The reference words ``q_ref, qd_ref, qdd_ref`` of every joint.
     record : numpy.ndarray, shape (n, 5), int64
         The record of the last control step (:data:`~linkdyn.model.protocol.RECORD_WORDS`).
+    joint_ports : list of JointPortModel or None
+        Every joint's joint port (:class:`~linkdyn.model.protocol.JointPortModel`), None for
+        none (the reset state: the window's ``joint_port`` word reads 0);
+        :meth:`attach_joint_port` adds one. The joint's fault clear clears its port's fault.
     control_steps : int
         Control steps run.
     local_multiple, local_phase : int
@@ -100,6 +104,7 @@ class ControlledChainModel(P.RegisterTarget):
         self.sensor = np.zeros((n, 2), dtype=np.int64)
         self.reference = np.zeros((n, 3), dtype=np.int64)
         self.record = np.zeros((n, len(P.RECORD_WORDS)), dtype=np.int64)
+        self.joint_ports = [None] * n
         self.control_period = 0
         self.control_steps = 0
         self.local_multiple = 1
@@ -108,6 +113,19 @@ class ControlledChainModel(P.RegisterTarget):
     def set_sensor(self, node, q, qd):
         """Drive joint ``node``'s sensor port with the words ``q, qd`` (Q15.16)."""
         self.sensor[node] = (signed_word(int(q) & _MASK), signed_word(int(qd) & _MASK))
+
+    def attach_joint_port(self, node, port=None):
+        """Give joint ``node`` a joint port (``port``, default a new
+        :class:`~linkdyn.model.protocol.JointPortModel`) and return it: feed it the frames
+        (``port.frame(good)``) as the drive's link would."""
+        self.joint_ports[node] = P.JointPortModel() if port is None else port
+        return self.joint_ports[node]
+
+    def _clear(self, node):
+        """Joint ``node``'s fault clear: its controller's latch and its joint port's fault."""
+        self.joints[node].clear()
+        if self.joint_ports[node] is not None:
+            self.joint_ports[node].clear()
 
     @property
     def faults(self):
@@ -149,6 +167,9 @@ class ControlledChainModel(P.RegisterTarget):
         if word.name.startswith("record_"):
             k = [w.name for w in P.RECORD_WORDS].index(word.name)
             return True, int(self.record[i, k]) & _MASK
+        if word.name == "joint_port":
+            port = self.joint_ports[i]
+            return True, 0 if port is None else port.word
         k = ("sensor_q", "sensor_qd").index(word.name)
         return True, int(self.sensor[i, k]) & _MASK
 
@@ -170,8 +191,8 @@ class ControlledChainModel(P.RegisterTarget):
                 if word & P.CONTROL_CLEAR:
                     self.chain.write(node, addr, P.CONTROL_CLEAR)
                 if word & P.CONTROL_FAULT_CLEAR:
-                    for joint in self.joints:
-                        joint.clear()
+                    for joint in range(len(self.joints)):
+                        self._clear(joint)
                 if word & P.CONTROL_STEP:
                     self.control_step()
                 elif word & P.CONTROL_START:
@@ -189,7 +210,7 @@ class ControlledChainModel(P.RegisterTarget):
             if target.name == "qdd_ref":
                 self.joints[i].strobe(reference=True)
         elif target.name == "fault_clear":
-            self.joints[i].clear()
+            self._clear(i)
         return True
 
     # -- the control step ----------------------------------------------------------------------

@@ -33,6 +33,8 @@ Modules
     The control block's register map, the node access rules, :class:`ProtocolSpec`.
 :mod:`~linkdyn.model.protocol.controller_map`
     The joint controllers' words in the node address space and the control block.
+:mod:`~linkdyn.model.protocol.joint_port_map`
+    The joint port's status word in the controller window, its reference behaviour.
 :mod:`~linkdyn.model.protocol.link_map`
     The neighbour links' words of a distributed chain (LINK_DOWN, BOARDS, the link window).
 :mod:`~linkdyn.model.protocol.payloads`
@@ -45,14 +47,17 @@ Modules
 Every public name of these modules is available from :mod:`linkdyn.model.protocol` itself.
 """
 
-from . import controller_map, engine, frames, link_map, payloads, registers
+from . import (controller_map, engine, frames, joint_port_map, link_map,
+               payloads, registers)
 from .document import generate_markdown, main  # noqa: F401  (python -m linkdyn.model.protocol)
 from .engine import *  # noqa: F401,F403  (the package re-exports every module's public names)
 from .controller_map import *  # noqa: F401,F403
 from .link_map import *  # noqa: F401,F403
+from .joint_port_map import *  # noqa: F401,F403
 from .frames import *  # noqa: F401,F403
 from .payloads import *  # noqa: F401,F403
 from .registers import *  # noqa: F401,F403
 
-__all__ = [*frames.__all__, *registers.__all__, *controller_map.__all__, *link_map.__all__, *payloads.__all__, *engine.__all__,
+__all__ = [*frames.__all__, *registers.__all__, *controller_map.__all__,
+           *joint_port_map.__all__, *link_map.__all__, *payloads.__all__, *engine.__all__,
            "generate_markdown"]

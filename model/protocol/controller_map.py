@@ -22,7 +22,11 @@ node's own register map (:attr:`ProtocolSpec.node_map_size` words from 0):
     ``i_ref`` (the current reference the actuator port drives: 0 while off or faulted),
     ``fault`` (the fault word), ``q``, ``qd`` (the sensor sample the step took);
 ``0xCD, 0xCE`` ``sensor_q``, ``sensor_qd``
-    the sensor port now, read-only.
+    the sensor port now, read-only;
+``0xCF`` ``joint_port``
+    the joint port's status, read-only: its fault latch, ``valid``, ``present`` and its count of
+    dropped frames (:mod:`~linkdyn.model.protocol.joint_port_map`; 0 on a build without a joint
+    port).
 
 A *control step* (CONTROL.control_step, the CONTROL command, or the CONTROL_PERIOD timer) runs,
 on every joint at once, the controller's ``feedback`` segment on its sensor sample and
@@ -37,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..controller import REGISTERS, SPECIAL_REGISTERS, WORD
+from .joint_port_map import JOINT_PORT_ADDRESS
 
 __all__ = [
     "CONTROLLER_BASE", "ControllerWord", "CONTROLLER_WORDS", "REFERENCE_WORDS", "RECORD_WORDS",
@@ -106,6 +111,9 @@ def _words():
         (0xCC, "record_qd", "r", WORD, "rad/s", "last control step: sensor velocity sample"),
         (0xCD, "sensor_q", "r", WORD, "rad", "sensor port position now"),
         (0xCE, "sensor_qd", "r", WORD, "rad/s", "sensor port velocity now"),
+        (JOINT_PORT_ADDRESS, "joint_port", "r", None, "",
+         "the joint port now: fault (bit 0), valid (bit 1), present (bit 2), dropped frames "
+         "(bits 8 .. 15); 0 without a joint port"),
     )
     for address, name, access, fmt, unit, doc in extra:
         words.append(ControllerWord(name, address, access, fmt, unit, doc))

@@ -15,6 +15,8 @@ from .frames import (
     REPLY_HEADER, REPLY_SYNC, REQUEST_HEADER, REQUEST_SYNC, STEP_TIMEOUT, Command, ErrorCode,
     encode_reply, encode_request,
 )
+from .controller_map import CONTROLLER_BASE, CONTROLLER_WORDS
+from .joint_port_map import JOINT_PORT_ADDRESS, JOINT_PORT_FIELDS
 from .link_map import LINK_PORTS, LINK_WINDOW, LINK_WORDS_MAP
 from .payloads import read_payload
 from .registers import (
@@ -289,6 +291,8 @@ def generate_markdown(n_nodes=6, fmt=None):
         w(_row(reg.address, reg.name, reg.kind,
                f"{reg.format.name} ({reg.format.fraction_bits})", reg.unit, access, reg.doc))
     w("")
+    _controller_window(w)
+    w("")
     w("## Distributed chain: boards and links")
     w("")
     w("A chain distributed over n boards, one node each (`ProtocolSpec(n, boards=n)`, "
@@ -318,6 +322,43 @@ def generate_markdown(n_nodes=6, fmt=None):
       f"an error reply READ_ONLY to seq 8: `{err.hex(' ')}`.")
     w("")
     return "\n".join(out)
+
+
+def _controller_window(w):
+    """The section of the controller window (boards with controllers)."""
+    port = [word for word in CONTROLLER_WORDS if word.port is not None]
+    w("## Controller window (boards with controllers)")
+    w("")
+    w("A board built with joint controllers (INFO CONTROLLERS bit 0; `ProtocolSpec(n, "
+      "controllers=True)`) adds to every node k the window of joint k's controller from "
+      f"`{CONTROLLER_BASE:#04x}`, above the node's map. `{port[0].address:#04x}` .. "
+      f"`{port[-1].address:#04x}`: the controller's register port, address `{CONTROLLER_BASE:#04x}"
+      " + a` for its register `a` (docs/controller.md, *Registers*: the parameters and `mode` "
+      "read/write, the rest read-only). MAP_CHECK covers every word of the window (name, "
+      "address, access, format): a host refuses a board built with another window. The other "
+      "words:")
+    w("")
+    w("| address | name | access | format | unit | meaning |")
+    w("|---:|---|---|---|---|---|")
+    for word in CONTROLLER_WORDS:
+        if word.port is not None:
+            continue
+        fmt = "bits" if word.format is None else word.format.name
+        w(_row(f"`{word.address:#04x}`", word.name, word.access, fmt, word.unit, word.doc))
+    w("")
+    w(f"The `joint_port` word (`{JOINT_PORT_ADDRESS:#04x}`, "
+      "`linkdyn.model.protocol.joint_port_map`) is the joint port's status, the SPI link to the "
+      "joint's drive (docs/controller.md, *Joint port*); the port's fault is a latch of its "
+      "own beside the controller's fault word (not in FAULTS), cleared with it by the joint's "
+      "`fault_clear` and by CONTROL.fault_clear. A build without a joint port for the joint "
+      "(no joint pins, a simulation driving the sensor inputs) reads 0. Its fields:")
+    w("")
+    w("| bits | field | meaning |")
+    w("|---|---|---|")
+    for field in JOINT_PORT_FIELDS:
+        bits = (f"{field.offset}" if field.width == 1 else
+                f"{field.offset} .. {field.offset + field.width - 1}")
+        w(_row(bits, f"`{field.name}`", field.doc))
 
 
 def main(argv=None):

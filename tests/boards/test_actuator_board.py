@@ -12,6 +12,7 @@ from linkdyn.boards.actuator_board import (
     LINK_PINS, ActuatorBoardCore, ActuatorBoardTop, actuator_pll_setting,
 )
 from linkdyn.model import protocol as P
+from support import stand_in_yosys
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -153,36 +154,12 @@ def test_distributed_build_arguments_are_checked(capsys):
         assert message in capsys.readouterr().err
 
 
-#: A Yosys that answers the Spartan-6 synthesis with fixed cell counts (FAKE_CELLS).
-FAKE_YOSYS = """\
-import json, os, re, sys
-args = sys.argv[1:]
-if "-V" in args:
-    print("Yosys 0.0 (stand-in)"); sys.exit(0)
-script = args[args.index("-p") + 1]
-assert "synth_xilinx -family xc6s" in script, script
-out = re.search(r"tee -q -o (\\S+) stat -json", script).group(1)
-cells = json.loads(os.environ["FAKE_CELLS"])
-json.dump({"design": {"num_cells_by_type": cells}, "modules": {}}, open(out, "w"))
-"""
-
-
 def test_distributed_build_reports_the_role_and_the_link_pins(tmp_path, monkeypatch):
     import json
-    import os
-    import stat
-    import sys
 
     from linkdyn.boards import summary
-    tools = tmp_path / "tools"
-    tools.mkdir()
-    yosys = tools / "yosys"
-    yosys.write_text(f"#!{sys.executable}\n" + FAKE_YOSYS)
-    yosys.chmod(yosys.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("YOSYS", str(yosys))
-    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
-    monkeypatch.setenv("FAKE_CELLS", json.dumps({"LUT6": 4400, "FDRE": 2500, "DSP48A1": 4,
-                                                 "RAMB16BWER": 4}))
+    stand_in_yosys.install(tmp_path, monkeypatch, {"LUT6": 4400, "FDRE": 2500, "DSP48A1": 4,
+                                                   "RAMB16BWER": 4})
     out = tmp_path / "middle"
     assert board_build.main(["--board", "mimas", "--distributed", "--role", "middle",
                              "--synth-only", "--out", str(out)]) == 0

@@ -13,10 +13,7 @@ per second) run with ``LINKDYN_LONG=1``.
 """
 
 import json
-import os
-import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +31,7 @@ from linkdyn.model.golden import encode_base_motion, encode_robot
 from linkdyn.sim.chain_cases import random_robot
 from linkdyn.sim.controlled_chain_model import ControlledChainModel
 
-from support import LONG
+from support import LONG, stand_in_yosys
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -263,31 +260,10 @@ def test_controllers_with_the_pipelined_policy_and_bad_arguments_are_refused(cap
         assert message in capsys.readouterr().err
 
 
-#: A Yosys that answers the Spartan-6 synthesis with fixed cell counts (FAKE_CELLS).
-FAKE_YOSYS = """\
-import json, os, re, sys
-args = sys.argv[1:]
-if "-V" in args:
-    print("Yosys 0.0 (stand-in)"); sys.exit(0)
-script = args[args.index("-p") + 1]
-assert "synth_xilinx -family xc6s" in script, script
-out = re.search(r"tee -q -o (\\S+) stat -json", script).group(1)
-cells = json.loads(os.environ["FAKE_CELLS"])
-json.dump({"design": {"num_cells_by_type": cells}, "modules": {}}, open(out, "w"))
-"""
-
-
 def test_spartan6_board_with_controller_reports_that_it_does_not_fit(tmp_path, monkeypatch,
                                                                       capsys):
-    tools = tmp_path / "tools"
-    tools.mkdir()
-    yosys = tools / "yosys"
-    yosys.write_text(f"#!{sys.executable}\n" + FAKE_YOSYS)
-    yosys.chmod(yosys.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("YOSYS", str(yosys))
-    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
-    monkeypatch.setenv("FAKE_CELLS", json.dumps({"LUT6": 6400, "FDRE": 3500, "DSP48A1": 8,
-                                                 "RAMB16BWER": 6}))
+    stand_in_yosys.install(tmp_path, monkeypatch, {"LUT6": 6400, "FDRE": 3500, "DSP48A1": 8,
+                                                   "RAMB16BWER": 6})
     out = tmp_path / "middle"
     status = board_build.main(["--board", "mimas", "--distributed", "--role", "middle",
                                "--controllers", "--synth-only", "--out", str(out)])

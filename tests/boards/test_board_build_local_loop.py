@@ -9,11 +9,7 @@ counts), as in tests/boards/test_board_build_controllers.py; no place and route.
 """
 
 import json
-import os
-import stat
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -26,34 +22,15 @@ from linkdyn.gateware.chain import LinkDynChain
 from linkdyn.gateware.controlled_chain import ControlledChain
 from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.model import protocol as P
+from support import stand_in_yosys as yosys_stand_in
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: A Yosys that answers linkdyn's Spartan-6 synthesis run with the cell counts of FAKE_CELLS.
-FAKE_YOSYS = """\
-import json, os, re, sys
-args = sys.argv[1:]
-if "-V" in args:
-    print("Yosys 0.0 (stand-in)"); sys.exit(0)
-script = args[args.index("-p") + 1]
-assert "synth_xilinx -family xc6s" in script, script
-out = re.search(r"tee -q -o (\\S+) stat -json", script).group(1)
-cells = json.loads(os.environ["FAKE_CELLS"])
-json.dump({"design": {"num_cells_by_type": cells}, "modules": {}}, open(out, "w"))
-"""
-
-
 @pytest.fixture
 def stand_in_yosys(tmp_path, monkeypatch):
-    tools = tmp_path / "tools"
-    tools.mkdir()
-    path = tools / "yosys"
-    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(FAKE_YOSYS))
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("YOSYS", str(path))
-    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    yosys_stand_in.install(tmp_path, monkeypatch)
     for tool in ("XST", "NGDBUILD", "MAP", "PAR", "BITGEN"):
         monkeypatch.delenv(tool, raising=False)
 
