@@ -118,7 +118,7 @@ def _window_entry(word):
 def _decoded_layout(own):
     """The registered decoding of a request, with ``own`` control registers answered here."""
     return data.StructLayout({
-        "window": 1, "exists": 1, "writable": 1, "kind": range(len(WINDOW_KINDS)), "index": 3,
+        "window": 1, "exists": 1, "writable": 1,
         "own": 1, "own_index": range(len(own)), "own_writable": 1,
         "control": 1, "status": 1, "node": 1,
         # the word a read answers from the window word (_local_sources)
@@ -437,8 +437,6 @@ class ControlledChain(wiring.Component):
                 kind, index = _window_entry(word)
                 with m.Case(word.address):
                     m.d.comb += [window.exists.eq(1), window.writable.eq(word.writable),
-                                 window.kind.eq(WINDOW_KINDS.index(kind)),
-                                 window.index.eq(index if kind != "port" else 0),
                                  window.source.eq(sources.index(
                                      (kind, index) if kind in ("reference", "record", "sensor")
                                      else (kind, 0) if kind == "port" else ("zero", 0)))]
@@ -583,10 +581,12 @@ class ControlledChain(wiring.Component):
         n = self._n
         reference, record = s.reference, s.record
         stepping = s.stepping
-        kinds = {kind: WINDOW_KINDS.index(kind) for kind in WINDOW_KINDS}
+        # The word's kind and index from its read source (_local_sources): the port's code,
+        # the reference words' codes, fault_clear's ("zero", 0).
+        sources = _local_sources(self._own)
         with m.If(~decoded.exists | (req.we & ~decoded.writable) | (req.we & stepping)):
             answer(error=1)
-        with m.Elif(decoded.kind == kinds["port"]):
+        with m.Elif(decoded.source == sources.index(("port", 0))):
             with m.If(~stepping):
                 with m.If(req.we):
                     m.d.sync += s.port_write.eq((Const(1, n) << req.node)[:n])
@@ -598,15 +598,13 @@ class ControlledChain(wiring.Component):
             with m.Switch(req.node):
                 for i in range(n):
                     with m.Case(i):
-                        with m.Switch(decoded.kind):
-                            with m.Case(kinds["reference"]):
-                                with m.Switch(decoded.index):
-                                    for k, word in enumerate(reference[i]):
-                                        with m.Case(k):
-                                            m.d.sync += word.eq(req.wdata)
-                                            if k == 2:   # qdd_ref: the reference strobe
-                                                m.d.sync += s.reference_strobe[i].eq(1)
-                            with m.Case(kinds["fault_clear"]):
+                        with m.Switch(decoded.source):
+                            for k, word in enumerate(reference[i]):
+                                with m.Case(sources.index(("reference", k))):
+                                    m.d.sync += word.eq(req.wdata)
+                                    if k == 2:   # qdd_ref: the reference strobe
+                                        m.d.sync += s.reference_strobe[i].eq(1)
+                            with m.Case(sources.index(("zero", 0))):    # fault_clear
                                 m.d.sync += s.fault_clear[i].eq(1)
             answer(req.wdata)
 
