@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -118,10 +118,23 @@ def _window_entry(word):
 def _decoded_layout(own):
     """The registered decoding of a request, with ``own`` control registers answered here."""
     return data.StructLayout({
-        "window": 1, "exists": 1, "writable": 1, "kind": range(len(WINDOW_KINDS)), "index": 3,
+        "window": 1, "exists": 1, "writable": 1,
         "own": 1, "own_index": range(len(own)), "own_writable": 1,
         "control": 1, "status": 1, "node": 1,
+        # the word a read answers from the window word (_local_sources)
+        "source": range(len(_local_sources(own))),
     })
+
+
+def _local_sources(own):
+    """The words a read answers from the registered window word, in code order: the window's
+    reference, record and sensor words (``(kind, index)``), the ``own`` control registers
+    (``("own", name)``), the controller's register port (``("port", 0)``); a fault_clear
+    read answers ``("zero", 0)``."""
+    return ([("reference", k) for k in range(len(REFERENCE_WORDS))]
+            + [("record", k) for k in range(len(RECORD_WORDS))]
+            + [("sensor", k) for k in range(len(_SENSOR_KIND))]
+            + [("own", name) for name in own] + [("port", 0), ("zero", 0)])
 
 
 class ControlledChain(wiring.Component):
@@ -264,7 +277,11 @@ class ControlledChain(wiring.Component):
                          joint.reference.qd.eq(reference[i][1]),
                          joint.reference.qdd.eq(reference[i][2])]
         control_period = Signal(_W)
-        period_count = Signal(_W, init=1)    # the cycle of the period (counts up 1 .. p)
+        # The cycle of the period (counts up 1 .. p); set to 1 by the reset, the timer and a
+        # CONTROL_PERIOD write (`period_restart`), in one condition: the flip-flops' own
+        # synchronous set / reset (no reset of the domain beside it, no gate per bit).
+        period_count = Signal(_W, init=1, reset_less=True)
+        self._period_restart = Signal()
         control_steps = Signal(_W)
         overruns = Signal(_W)
         latency = Signal(_W)
@@ -314,11 +331,13 @@ class ControlledChain(wiring.Component):
         # one-hot select (set in DECODE), then the words ORed and registered again before the
         # answer (no node decoding fans out over a mux across the chip).
         port_select = Signal(n)
-        port_words = [Signal(_W, name=f"port_word{i}") for i in range(n)]
+        # (No reset: loaded every cycle, their 0 the flip-flops' synchronous reset, not a
+        # gate per bit beside the domain's reset; so is the window word's.)
+        port_words = [Signal(_W, name=f"port_word{i}", reset_less=True) for i in range(n)]
         m.d.sync += [word.eq(Mux(port_select[i], joint.reg.r_data, 0))
                      for i, (word, joint) in enumerate(zip(port_words, joints))]
-        port_rdata = Signal(_W)
-        m.d.sync += port_rdata.eq(_or(port_words))
+        # (their OR is registered in the window word: PORT_WORD -> PORT_ANSWER)
+        port_rdata = _or(port_words)
         port_busy = Signal()
         port_ready = Signal()
         with m.Switch(port_node):
@@ -350,7 +369,7 @@ class ControlledChain(wiring.Component):
             port_select=port_select,
             control_steps=control_steps, latency=latency, step_cycles=step_cycles,
             start=start, fault_clear=fault_clear, reference_strobe=reference_strobe,
-            message_strobe=message_strobe, window_word=Signal(_W, name="window_word"),
+            message_strobe=message_strobe, window_word=Signal(_W, name="window_word", reset_less=True),
             local_multiple=local_multiple, local_phase=local_phase)
         self._elaborate_front_end(m, shared)
         self._elaborate_sequencer(m, shared)
@@ -370,7 +389,7 @@ class ControlledChain(wiring.Component):
         wrap = Signal()
         m.d.comb += wrap.eq(count == period)
         m.d.sync += count.eq(count + 1)
-        with m.If(period_off | wrap):
+        with m.If(period_off | wrap | self._period_restart | ResetSignal()):
             m.d.sync += count.eq(1)
         # CONTROL_OVERRUNS saturates at 2**32 - 1: it counts while its incrementer's carry out
         # is 0 (the carry chain's end, no 32-bit comparison).
@@ -399,6 +418,7 @@ class ControlledChain(wiring.Component):
         req = s.req
         own = self._own
         decoded = Signal(_decoded_layout(own))
+        sources = _local_sources(own)
         # A controller runs (outside a step: a fault clear), registered: a clear's busy is
         # seen from the third cycle after its request, before the next request's DISPATCH.
         clearing = Signal()
@@ -417,15 +437,17 @@ class ControlledChain(wiring.Component):
                 kind, index = _window_entry(word)
                 with m.Case(word.address):
                     m.d.comb += [window.exists.eq(1), window.writable.eq(word.writable),
-                                 window.kind.eq(WINDOW_KINDS.index(kind)),
-                                 window.index.eq(index if kind != "port" else 0)]
+                                 window.source.eq(sources.index(
+                                     (kind, index) if kind in ("reference", "record", "sensor")
+                                     else (kind, 0) if kind == "port" else ("zero", 0)))]
         with m.If(req.node == CONTROL_NODE):
             with m.Switch(req.addr):
                 for k, name in enumerate(own):
                     reg = control_register(name)
                     with m.Case(reg.address):
                         m.d.comb += [window.own.eq(1), window.own_index.eq(k),
-                                     window.own_writable.eq(reg.writable)]
+                                     window.own_writable.eq(reg.writable),
+                                     window.source.eq(sources.index(("own", name)))]
 
         # Answers are registered onto the bus (ready one cycle, in ANSWER).
         m.d.sync += bus.ready.eq(0)
@@ -463,8 +485,8 @@ class ControlledChain(wiring.Component):
                                 decoded.own_index == own.index("CONTROL_PERIOD"))
                         with m.If(period_write):
                             # CONTROL_PERIOD: the timer restarts.
+                            m.d.comb += self._period_restart.eq(1)
                             m.d.sync += [control_period.eq(req.wdata),
-                                         period_count.eq(1),
                                          self._period_off.eq(req.wdata == 0),
                                          step_due.eq(0)]
                             answer(req.wdata)
@@ -474,16 +496,15 @@ class ControlledChain(wiring.Component):
                         with m.Else():
                             answer(error=1)
                     with m.Else():
-                        with m.Switch(decoded.own_index):
-                            for k, name in enumerate(own):
-                                with m.Case(k):
-                                    if name == "FAULTS":
-                                        # A fault clear still running (outside a step) ends
-                                        # first: FAULTS reads as the model's, cleared.
-                                        with m.If(stepping | ~clearing):
-                                            answer(own_words[name])
-                                    else:
-                                        answer(own_words[name])
+                        # The word (of this cycle) is registered in the window word and
+                        # answered from there (one source fewer on the bus's read data).
+                        with m.If(decoded.own_index == own.index("FAULTS")):
+                            # A fault clear still running (outside a step) ends first:
+                            # FAULTS reads as the model's, cleared.
+                            with m.If(stepping | ~clearing):
+                                m.next = "WINDOW_READ"
+                        with m.Else():
+                            m.next = "WINDOW_READ"
                 with m.Elif(decoded.control & req.we):
                     with m.If(stepping & (step | start | fault_clear)):
                         answer(error=1)
@@ -546,9 +567,11 @@ class ControlledChain(wiring.Component):
             with m.State("PORT_WORD"):
                 m.next = "PORT_ANSWER"
             with m.State("PORT_ANSWER"):
-                answer(port_rdata)
+                # (the ORed port words, registered in the window word in PORT_WORD)
+                answer(s.window_word)
             with m.State("WINDOW_READ"):
-                # A reference, record or sensor word, registered in DISPATCH.
+                # A reference, record or sensor word or an own control register, registered
+                # in DISPATCH.
                 answer(s.window_word)
             with m.State("ANSWER"):
                 m.next = "IDLE"
@@ -558,10 +581,12 @@ class ControlledChain(wiring.Component):
         n = self._n
         reference, record = s.reference, s.record
         stepping = s.stepping
-        kinds = {kind: WINDOW_KINDS.index(kind) for kind in WINDOW_KINDS}
+        # The word's kind and index from its read source (_local_sources): the port's code,
+        # the reference words' codes, fault_clear's ("zero", 0).
+        sources = _local_sources(self._own)
         with m.If(~decoded.exists | (req.we & ~decoded.writable) | (req.we & stepping)):
             answer(error=1)
-        with m.Elif(decoded.kind == kinds["port"]):
+        with m.Elif(decoded.source == sources.index(("port", 0))):
             with m.If(~stepping):
                 with m.If(req.we):
                     m.d.sync += s.port_write.eq((Const(1, n) << req.node)[:n])
@@ -573,36 +598,42 @@ class ControlledChain(wiring.Component):
             with m.Switch(req.node):
                 for i in range(n):
                     with m.Case(i):
-                        with m.Switch(decoded.kind):
-                            with m.Case(kinds["reference"]):
-                                with m.Switch(decoded.index):
-                                    for k, word in enumerate(reference[i]):
-                                        with m.Case(k):
-                                            m.d.sync += word.eq(req.wdata)
-                                            if k == 2:   # qdd_ref: the reference strobe
-                                                m.d.sync += s.reference_strobe[i].eq(1)
-                            with m.Case(kinds["fault_clear"]):
+                        with m.Switch(decoded.source):
+                            for k, word in enumerate(reference[i]):
+                                with m.Case(sources.index(("reference", k))):
+                                    m.d.sync += word.eq(req.wdata)
+                                    if k == 2:   # qdd_ref: the reference strobe
+                                        m.d.sync += s.reference_strobe[i].eq(1)
+                            with m.Case(sources.index(("zero", 0))):    # fault_clear
                                 m.d.sync += s.fault_clear[i].eq(1)
             answer(req.wdata)
 
     def _window_word(self, m, s, req, decoded):
-        """Register the window word a read of ``req`` answers (reference, fault_clear: 0,
-        record, sensor), every cycle, from the registered request and its decoding."""
-        kinds = {kind: WINDOW_KINDS.index(kind) for kind in WINDOW_KINDS}
+        """Register the word a local read answers, every cycle, from the registered request
+        and its decoding's ``source`` (:func:`_local_sources`): the window's reference,
+        record and sensor words (the sensor port, the joint port's status; fault_clear: 0), the
+        own control registers, the ORed register-port words (PORT_WORD -> PORT_ANSWER)."""
+        n = self._n
         word = Signal(_W)
-        with m.Switch(req.node):
-            for i in range(self._n):
-                with m.Case(i):
-                    with m.Switch(decoded.kind):
-                        for kind, table in (("reference", s.reference[i]),
-                                            ("record", s.record[i]),
-                                            ("sensor", (self.sensor[i].q, self.sensor[i].qd,
-                                                        status_word(self.joint_port[i])))):
-                            with m.Case(kinds[kind]):
-                                with m.Switch(decoded.index):
-                                    for k, value in enumerate(table):
-                                        with m.Case(k):
-                                            m.d.comb += word.eq(value)
+        tables = [{"reference": s.reference[i], "record": s.record[i],
+                   "sensor": (self.sensor[i].q, self.sensor[i].qd,
+                              status_word(self.joint_port[i]))} for i in range(n)]
+        with m.Switch(decoded.source):
+            for code, (kind, index) in enumerate(_local_sources(self._own)):
+                if kind == "zero":
+                    continue
+                with m.Case(code):
+                    if kind == "own":
+                        m.d.comb += word.eq(s.own_words[index])
+                    elif kind == "port":
+                        m.d.comb += word.eq(s.port_rdata)
+                    elif n == 1:
+                        m.d.comb += word.eq(tables[0][kind][index])
+                    else:
+                        with m.Switch(req.node):
+                            for i in range(n):
+                                with m.Case(i):
+                                    m.d.comb += word.eq(tables[i][kind][index])
         m.d.sync += s.window_word.eq(word)
 
     # -- the control step --------------------------------------------------------------------------

@@ -37,7 +37,7 @@ The default is pipelined (timing above); ``JointController(pipelined=False)`` dr
 adder and result registers (2 cycles per operation, 6 per ``mul``) for slower clocks.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -76,6 +76,8 @@ ADDRESS_WIDTH = 7
 PROGRAM_ROM_STYLE = {"spartan6": "block"}
 #: Input sources of operand ``a``: 0 is the register file, then :data:`INPUTS` in order.
 SOURCES = ("register", *INPUTS)
+#: The inputs that are constants (no input register).
+_CONSTANT_INPUTS = ("zero", "one")
 #: The flags ops write (the mode bits come first in :data:`FLAGS` and are read-only).
 _WRITTEN_FLAGS = FLAGS[len(MODE_BITS):]
 
@@ -346,9 +348,10 @@ class JointController(wiring.Component):
         cause = Signal(len(FAULTS))
         code = Signal(3)
 
-        # -- input registers, captured when a segment starts; constant inputs --
-        inputs = {name: Signal(signed(W), name=f"in_{name}") for name in INPUTS}
-        m.d.comb += [inputs["zero"].eq(0), inputs["one"].eq(1)]
+        # -- input registers, captured when a segment starts; the constant inputs are not
+        #    registers (below) --
+        inputs = {name: Signal(signed(W), name=f"in_{name}") for name in INPUTS
+                  if name not in _CONSTANT_INPUTS}
 
         # -- flags: mode bits (read-only), then the written flags --
         written = Signal(len(_WRITTEN_FLAGS))
@@ -400,14 +403,21 @@ class JointController(wiring.Component):
         # The input operand is chosen from registers in the cycle the block RAM reads (the
         # operation's word is there from its first cycle), so that only a 2:1 mux follows the
         # block RAM's output.
-        input_word = Signal(signed(W))
+        # The constants 0 and 1 are the input word's register cleared (and its bit 0 set):
+        # the choice is of the six input registers only.
+        # (No reset: loaded every cycle; its clear for the constants is then the flip-flops'
+        # synchronous reset, not a gate per bit beside the domain's reset.)
+        input_word = Signal(signed(W), reset_less=True)
         from_file = Signal()
         input_choice = Signal(signed(W))
         with m.Switch(control.a_source):
-            for index, name in enumerate(INPUTS, start=1):
-                with m.Case(index):
-                    m.d.comb += input_choice.eq(inputs[name])
+            for name in INPUTS:
+                if name not in _CONSTANT_INPUTS:
+                    with m.Case(SOURCES.index(name)):
+                        m.d.comb += input_choice.eq(inputs[name])
         m.d.sync += [input_word.eq(input_choice), from_file.eq(control.a_source == 0)]
+        with m.If(control.a_source.matches(*(SOURCES.index(name) for name in _CONSTANT_INPUTS))):
+            m.d.sync += input_word.eq(control.a_source == SOURCES.index("one"))
         a_read = Signal(signed(W))
         m.d.comb += a_read.eq(Mux(from_file, read_a.data, input_word))
         # Operand registers (cycle 1 -> 2); they hold for the rest of the operation. The limit
@@ -476,7 +486,7 @@ class JointController(wiring.Component):
                 m.d.comb += flag_result.eq(cond & cond_b)
 
         # -- pipelined: the result and the flag registered (cycle 3 -> 4), written in cycle 4 --
-        alu_result = Signal(signed(W))
+        alu_result = Signal(signed(W), reset_less=True)   # (its 0: the synchronous reset)
         alu_flag = Signal()
         stage += [alu_result.eq(result), alu_flag.eq(flag_result)]
 
@@ -565,6 +575,12 @@ class JointController(wiring.Component):
             probe.cause.eq(cause),
         ]
 
+        # The current reference: 0 from the reset and from a safety operation that does not
+        # run, both one synchronous clear of its flip-flops (written after the load below,
+        # so it wins; the register has no other reset, so no gate per bit).
+        i_ref = Signal(signed(W), reset_less=True)
+        m.d.comb += self.actuator.i_ref.eq(i_ref)
+
         # -- requests and strobes --
         for name, signal in (("feedback", self.start), ("output", self.model.tau_valid),
                              ("clear", self.fault_clear)):
@@ -589,7 +605,7 @@ class JointController(wiring.Component):
             with m.If(is_op("safety")):
                 m.d.sync += [
                     cause.eq(new_cause),
-                    self.actuator.i_ref.eq(Mux(run_ok, a, 0)),
+                    i_ref.eq(a),
                     self.actuator.enable.eq(run_ok),
                 ]
                 with m.If(code == 0):
@@ -607,6 +623,8 @@ class JointController(wiring.Component):
             m.d.sync += phase.eq(0)
         with m.Elif(running):
             m.d.sync += phase.eq(phase + 1)
+        with m.If(ResetSignal() | (finishing & is_op("safety") & ~run_ok)):
+            m.d.sync += i_ref.eq(0)
         # Strobe flags: set by their strobe, cleared by the safety op (a strobe in that cycle
         # counts for the next step); written after the flag write above, so they win.
         for name, strobe in strobe_flags.items():
