@@ -14,7 +14,8 @@ region's centre, written as the ``BEL`` attribute nextpnr honours (nextpnr's
 Cells of no node (the host link's FIFOs) and all fabric are left to the placer.
 
 ``python -m linkdyn.boards.build --board ulx3s ... --floorplan`` applies it between Yosys and
-nextpnr; ``python -m linkdyn.boards.floorplan top.json`` does it to a netlist by hand.
+nextpnr; ``python -m linkdyn.boards.floorplan top.json [--plot floorplan.png]`` does it to a
+netlist by hand (and draws it).
 
 The sites are the LFE5U-85F's, as nextpnr-ecp5 0.11 names its bels (``X<x>/Y<y>/<bel>``),
 read from a placement of a netlist that used every multiplier and block RAM of the device.
@@ -27,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Site", "FloorplanError", "FLOORPLAN_CELL_TYPES", "device_sites", "node_of",
-           "hard_cells", "regions", "plan_floorplan", "apply_floorplan", "main"]
+           "hard_cells", "regions", "plan_floorplan", "apply_floorplan", "plot_floorplan",
+           "main"]
 
 #: Cell types the floorplan pins (the device's column blocks); everything else is fabric.
 FLOORPLAN_CELL_TYPES = ("MULT18X18D", "DP16KD")
@@ -325,6 +327,53 @@ def apply_floorplan(netlist_path, *, device="LFE5U-85F", nodes=None, top="top",
     return result
 
 
+def plot_floorplan(result, path):
+    """Draw a floorplan (:func:`apply_floorplan`'s result) as a PNG: the device's multiplier
+    and block-RAM sites, each pinned one in its node's colour, the regions' centres numbered.
+
+    Parameters
+    ----------
+    result : dict
+        The result of :func:`apply_floorplan` (or its ``floorplan.json``).
+    path : path-like
+        The PNG to write.
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sites = device_sites(result["device"])
+    by_name = {s.name: s for s in sites}
+    fig, ax = plt.subplots(figsize=(9, 6))
+    markers = {"MULT18X18D": "s", "DP16KD": "o"}
+    for cell_type, marker in markers.items():
+        free = [s for s in sites if s.cell_type == cell_type]
+        ax.scatter([s.x for s in free], [s.y for s in free], marker=marker, s=22,
+                   facecolors="none", edgecolors="0.75", linewidths=0.6)
+    colours = plt.get_cmap("tab10")
+    for node in range(result["nodes"]):
+        for cell_type, marker in markers.items():
+            placed = [by_name[site] for cell, site in result["pinned"].items()
+                      if node_of(cell) == node and by_name[site].cell_type == cell_type]
+            ax.scatter([s.x for s in placed], [s.y for s in placed], marker=marker, s=26,
+                       color=colours(node % 10),
+                       label=f"node {node}" if cell_type == "MULT18X18D" else None)
+    for node, (x, y) in enumerate(result["centres"]):
+        ax.annotate(str(node), (x, y), ha="center", va="center", fontsize=14,
+                    fontweight="bold", color=colours(node % 10))
+    ax.plot([x for x, _ in result["centres"]], [y for _, y in result["centres"]], "k--",
+            linewidth=0.8, label="chain order")
+    ax.invert_yaxis()
+    ax.set_xlabel("tile column X")
+    ax.set_ylabel("tile row Y")
+    ax.set_title(f"Floorplan on the {result['device']}: squares MULT18X18D, circles DP16KD "
+                 f"(grey: free)", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=8, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None):
     """``python -m linkdyn.boards.floorplan NETLIST [--nodes N]``: pin a netlist in place."""
     import argparse
@@ -335,6 +384,7 @@ def main(argv=None):
                         "cell names)")
     parser.add_argument("--device", default="LFE5U-85F")
     parser.add_argument("--report", help="write the assignment to this JSON file")
+    parser.add_argument("--plot", help="draw the floorplan into this PNG")
     args = parser.parse_args(argv)
     try:
         result = apply_floorplan(args.netlist, device=args.device, nodes=args.nodes,
@@ -344,6 +394,8 @@ def main(argv=None):
         return 1
     print(f"{len(result['pinned'])} cells pinned in {result['nodes']} regions, "
           f"{len(result['unpinned'])} left to the placer")
+    if args.plot:
+        plot_floorplan(result, args.plot)
     return 0
 
 

@@ -22,7 +22,7 @@ from linkdyn.boards import build as build_module
 from linkdyn.boards.build import build
 from linkdyn.boards.floorplan import (
     FloorplanError, apply_floorplan, device_sites, hard_cells, node_of, plan_floorplan,
-    regions,
+    plot_floorplan, regions,
 )
 from linkdyn.boards.toolchain import DEVICE_CAPACITY, find_tool
 
@@ -206,6 +206,13 @@ def test_apply_floorplan_writes_the_bel_attributes_into_the_netlist(tmp_path):
         "engine.buffer", "rx_fifo.storage", "tx_fifo.storage"))
     assert json.loads((tmp_path / "floorplan.json").read_text()) == result
     assert result["nodes"] == 6 and len(result["centres"]) == 6
+
+
+def test_plot_floorplan_draws_a_png(tmp_path):
+    path = tmp_path / "top.json"
+    path.write_text(json.dumps(_synthetic_netlist(6)))
+    plot_floorplan(apply_floorplan(path), tmp_path / "floorplan.png")
+    assert (tmp_path / "floorplan.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 # -- the build's --floorplan path -----------------------------------------------------------------
