@@ -41,8 +41,8 @@ bit 1; docs/controller.md, "The local loop in gateware").
   (``top.nextpnr.json``). ``--synth-only`` stops after a Yosys ``synth_ecp5``.
   ``--floorplan`` (ECP5) runs the script's commands one by one and, between Yosys and
   nextpnr, pins each node's and its controller's multipliers and block RAMs to one region of
-  the chip per node, in the chain's order (:mod:`linkdyn.boards.floorplan`; the assignment in
-  ``floorplan.json``).
+  the chip per node, in the chain's order (:mod:`linkdyn.boards.floorplan`; nextpnr reads
+  ``top.floorplan.json``, the assignment is in ``floorplan.json``).
 - Spartan-6 (``atlys``, ``mimas``, ``sk_xc6slx9``): Yosys ``synth_xilinx -family xc6s`` gives
   the utilisation, always; Amaranth writes the ISE build tree (``build_top.sh``, ``top.v``,
   ``top.ucf``, ``top.xst``, ``top.prj``); if ISE 14.7 is on the PATH (``xst``, ``ngdbuild``,
@@ -140,8 +140,8 @@ def _run_script(out, env, log_name):
 
 
 def _run_floorplanned(out, env, log_name, nodes, progress):
-    """Run the commands of Amaranth's ``build_top.json`` in ``out`` one by one, pinning the
-    nodes' hard cells in Yosys's ``top.json`` before nextpnr reads it
+    """Run the commands of Amaranth's ``build_top.json`` in ``out`` one by one; nextpnr reads
+    ``top.floorplan.json``, Yosys's ``top.json`` with the nodes' hard cells pinned
     (:func:`linkdyn.boards.floorplan.apply_floorplan`); output goes to ``log_name``."""
     from .floorplan import FloorplanError, apply_floorplan
     commands = json.loads((out / "build_top.json").read_text())["commands"]
@@ -149,8 +149,12 @@ def _run_floorplanned(out, env, log_name, nodes, progress):
         for command in commands:
             tool = env.get(tool_variable(command[0]), command[0])
             if command[0].startswith("nextpnr"):
+                index = command.index("--json") + 1
+                source = command[index]
+                command = [*command[:index], "top.floorplan.json", *command[index + 1:]]
                 try:
-                    result = apply_floorplan(out / "top.json", nodes=nodes,
+                    result = apply_floorplan(out / source, nodes=nodes,
+                                             output_path=out / "top.floorplan.json",
                                              report_path=out / "floorplan.json")
                 except FloorplanError as error:
                     raise ToolError(f"the floorplan failed: {error}") from None

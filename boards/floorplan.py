@@ -276,14 +276,16 @@ def plan_floorplan(cells, sites, nodes=None):
     return placement
 
 
-def apply_floorplan(netlist_path, *, device="LFE5U-85F", nodes=None, top="top",
-                    report_path=None):
-    """Pin the nodes' hard cells of a Yosys JSON netlist in place (the ``BEL`` attribute).
+def apply_floorplan(netlist_path, *, output_path=None, device="LFE5U-85F", nodes=None,
+                    top="top", report_path=None):
+    """Pin the nodes' hard cells of a Yosys JSON netlist (the ``BEL`` attribute).
 
     Parameters
     ----------
     netlist_path : path-like
-        The netlist (``top.json``), rewritten with the attributes.
+        The netlist (``top.json``).
+    output_path : path-like, optional
+        Where the pinned netlist goes (default: ``netlist_path``, rewritten).
     device : str
         The device (:func:`device_sites`).
     nodes : int, optional
@@ -312,7 +314,7 @@ def apply_floorplan(netlist_path, *, device="LFE5U-85F", nodes=None, top="top",
     module_cells = netlist["modules"][top]["cells"]
     for name, site in placement.items():
         module_cells[name].setdefault("attributes", {})["BEL"] = site.name
-    path.write_text(json.dumps(netlist))
+    Path(output_path if output_path is not None else path).write_text(json.dumps(netlist))
     count = (max(node_of(name) for name in placement) + 1 if nodes is None and placement
              else nodes or 0)
     result = {
@@ -379,7 +381,8 @@ def main(argv=None):
     import argparse
     parser = argparse.ArgumentParser(prog="python -m linkdyn.boards.floorplan",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("netlist", help="Yosys JSON netlist (rewritten in place)")
+    parser.add_argument("netlist", help="Yosys JSON netlist (rewritten in place unless -o)")
+    parser.add_argument("-o", "--output", help="write the pinned netlist here instead")
     parser.add_argument("--nodes", type=int, help="number of regions (default: from the "
                         "cell names)")
     parser.add_argument("--device", default="LFE5U-85F")
@@ -387,8 +390,8 @@ def main(argv=None):
     parser.add_argument("--plot", help="draw the floorplan into this PNG")
     args = parser.parse_args(argv)
     try:
-        result = apply_floorplan(args.netlist, device=args.device, nodes=args.nodes,
-                                 report_path=args.report)
+        result = apply_floorplan(args.netlist, output_path=args.output, device=args.device,
+                                 nodes=args.nodes, report_path=args.report)
     except (FloorplanError, OSError, json.JSONDecodeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -208,6 +208,16 @@ def test_apply_floorplan_writes_the_bel_attributes_into_the_netlist(tmp_path):
     assert result["nodes"] == 6 and len(result["centres"]) == 6
 
 
+def test_apply_floorplan_can_leave_the_netlist_as_it_is(tmp_path):
+    path, pinned = tmp_path / "top.json", tmp_path / "pinned.json"
+    path.write_text(json.dumps(_synthetic_netlist(2)))
+    result = apply_floorplan(path, output_path=pinned)
+    assert json.loads(path.read_text()) == _synthetic_netlist(2)
+    cells = json.loads(pinned.read_text())["modules"]["top"]["cells"]
+    assert {name: cells[name]["attributes"]["BEL"] for name in result["pinned"]} == \
+        result["pinned"]
+
+
 def test_plot_floorplan_draws_a_png(tmp_path):
     path = tmp_path / "top.json"
     path.write_text(json.dumps(_synthetic_netlist(6)))
@@ -276,6 +286,7 @@ def test_build_with_floorplan_pins_the_netlist_nextpnr_reads(tmp_path, monkeypat
     expected = {name: site.name for name, site in
                 plan_floorplan(hard_cells(_synthetic_netlist(2)), device_sites()).items()}
     assert seen == expected and len(seen) == 2 * 14
+    assert json.loads((out / "top.json").read_text()) == _synthetic_netlist(2)   # Yosys's own
     assert report["floorplan"] is True and "--floorplan" in report["command"]
     assert report["fmax_mhz"] == 101.0 and report["exit_status"] == 0
     assert any(line.startswith("floorplan: 28 multipliers and block RAMs pinned in 2 regions")
