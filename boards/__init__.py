@@ -24,8 +24,8 @@ from .common import BOARD_TOPS
 __all__ = ["BOARD_IDS", "BOARDS", "board"]
 
 #: Modules of this package that are not boards (the core, the build and its tools).
-_INFRASTRUCTURE = frozenset({"build", "common", "core", "cycles", "program", "summary",
-                             "toolchain"})
+_INFRASTRUCTURE = frozenset({"build", "common", "core", "cycles", "floorplan", "program",
+                             "summary", "toolchain"})
 
 # Every other module is a board: importing it registers its BoardTop subclass.
 for _module in pkgutil.iter_modules(__path__):

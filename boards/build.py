@@ -2,7 +2,8 @@
 
 Run as ``python -m linkdyn.boards.build --board ulx3s --nodes 6 [--clock-mhz 50]
 [--out build/ulx3s] [--chain linkdyn|fake] [--policy sequential|pipelined [--banks 2|4]]
-[--controllers [--local-loop]] [--router router1|router2] [--robot NAME|PATH | --parents LIST]
+[--controllers [--local-loop]] [--router router1|router2] [--floorplan] [--robot NAME|PATH |
+--parents LIST]
 [--synth-only]``; ``--list`` prints the boards.
 
 ``--robot`` builds the tree of nodes of a robot (a built-in name, a robot file or a URDF; a
@@ -48,6 +49,10 @@ say the count.
   Yosys, nextpnr-ecp5 and ecppack (the YoWASP packages unless ``YOSYS``, ``NEXTPNR_ECP5``,
   ``ECPPACK`` name others) into ``top.bit``; Fmax and utilisation come from nextpnr's report
   (``top.nextpnr.json``). ``--synth-only`` stops after a Yosys ``synth_ecp5``.
+  ``--floorplan`` (ECP5) runs the script's commands one by one and, between Yosys and
+  nextpnr, pins each node's and its controller's multipliers and block RAMs to one region of
+  the chip per node, in the chain's order (:mod:`linkdyn.boards.floorplan`; nextpnr reads
+  ``top.floorplan.json``, the assignment is in ``floorplan.json``).
 - Spartan-6 (``atlys``, ``mimas``, ``sk_xc6slx9``): Yosys ``synth_xilinx -family xc6s`` gives
   the utilisation, always; Amaranth writes the ISE build tree (``build_top.sh``, ``top.v``,
   ``top.ucf``, ``top.xst``, ``top.prj``); if ISE 14.7 is on the PATH (``xst``, ``ngdbuild``,
@@ -97,8 +102,8 @@ from .common import (
 )
 from .cycles import schedule_update_cycles, simulate_update_cycles
 from .toolchain import (
-    DEVICE_CAPACITY, ToolError, find_tool, nextpnr_report, tool_env, tool_version,
-    yosys_utilisation,
+    DEVICE_CAPACITY, ToolError, find_tool, nextpnr_report, tool_env, tool_variable,
+    tool_version, yosys_utilisation,
 )
 
 __all__ = ["build", "BuildError", "REPORT_FIELDS", "EXIT_OK", "EXIT_TOOL_FAILED", "EXIT_USAGE",
@@ -145,6 +150,38 @@ def _run_script(out, env, log_name):
         tail = "".join((out / log_name).read_text().splitlines(keepends=True)[-30:])
         raise ToolError(f"the build script failed (status {process.returncode}); see "
                         f"{out / log_name}:\n{tail}")
+
+
+def _run_floorplanned(out, env, log_name, nodes, progress):
+    """Run the commands of Amaranth's ``build_top.json`` in ``out`` one by one; nextpnr reads
+    ``top.floorplan.json``, Yosys's ``top.json`` with the nodes' hard cells pinned
+    (:func:`linkdyn.boards.floorplan.apply_floorplan`); output goes to ``log_name``."""
+    from .floorplan import FloorplanError, apply_floorplan
+    commands = json.loads((out / "build_top.json").read_text())["commands"]
+    with open(out / log_name, "w") as log:
+        for command in commands:
+            tool = env.get(tool_variable(command[0]), command[0])
+            if command[0].startswith("nextpnr"):
+                index = command.index("--json") + 1
+                source = command[index]
+                command = [*command[:index], "top.floorplan.json", *command[index + 1:]]
+                try:
+                    result = apply_floorplan(out / source, nodes=nodes,
+                                             output_path=out / "top.floorplan.json",
+                                             report_path=out / "floorplan.json")
+                except FloorplanError as error:
+                    raise ToolError(f"the floorplan failed: {error}") from None
+                progress(f"floorplan: {len(result['pinned'])} multipliers and block RAMs "
+                         f"pinned in {result['nodes']} regions, {len(result['unpinned'])} "
+                         f"left to the placer ({out / 'floorplan.json'})")
+            log.flush()
+            process = subprocess.run([tool, *command[1:]], cwd=out, env=env, stdout=log,
+                                     stderr=subprocess.STDOUT)
+            if process.returncode != 0:
+                log.close()
+                tail = "".join((out / log_name).read_text().splitlines(keepends=True)[-30:])
+                raise ToolError(f"{command[0]} failed (status {process.returncode}); see "
+                                f"{out / log_name}:\n{tail}")
 
 
 def _is_chain(parents):
@@ -196,7 +233,8 @@ def _trce_fmax(out):
     return float(match.group(1)) if match else None
 
 
-def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, progress=print):
+def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, floorplan=False,
+          progress=print):
     """Build a board and write ``report.json`` and ``report.txt``.
 
     Parameters
@@ -213,6 +251,9 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
         nextpnr router (``"router1"``, ``"router2"``; default nextpnr's own, router1 on ECP5).
     robot : str, optional
         The robot whose tree of nodes ``top`` was built for (recorded in the report).
+    floorplan : bool
+        ECP5 place and route: pin each node's multipliers and block RAMs to its region
+        (:mod:`linkdyn.boards.floorplan`) between Yosys and nextpnr.
     progress : callable
         Called with one line of text per step.
 
@@ -289,7 +330,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
         "clock_mhz": top.clock_hz / 1e6, "baudrate": top.core.baudrate, "uart": top.uart_note,
         **cycles, "cycles_source": cycles_source,
         "fmax_mhz": None, "timing_met": None, "clocks": {}, "bitstream": None,
-        "ise_build_tree": None,
+        "ise_build_tree": None, "floorplan": bool(floorplan),
         **({"distributed": distributed} if distributed else {}),
     }
     joint_pins = getattr(top, "joint_pins_report", None)
@@ -306,7 +347,10 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
             phase("synthesis", t)
         elif top.family == "ecp5":
             progress("yosys + nextpnr-ecp5 + ecppack (this takes minutes) ...")
-            _run_script(out, tool_env(ECP5_TOOLS), "build.log")
+            if floorplan:
+                _run_floorplanned(out, tool_env(ECP5_TOOLS), "build.log", nodes, progress)
+            else:
+                _run_script(out, tool_env(ECP5_TOOLS), "build.log")
             phase("yosys_nextpnr_ecppack", t)
             pnr = nextpnr_report(out / "top.nextpnr.json")
             utilisation = pnr["utilisation"]
@@ -391,6 +435,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, p
             + ([f"--robot {robot}"] if robot else [])
             + ([f"--parents={','.join(map(str, parents))}"] if tree and not robot else [])
             + ([f"--router {router}"] if router else [])
+            + (["--floorplan"] if floorplan else [])
             + [f"--out {out}"] + (["--synth-only"] if synth_only else [])),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": f"{host_platform.machine()}, {os.cpu_count()} CPU(s)",
@@ -435,6 +480,9 @@ def report_text(report):
     for net, clock in r["clocks"].items():
         lines.append(f"                 {net}: {clock['fmax_mhz']:.2f} MHz "
                      f"(constraint {clock['constraint_mhz']:g} MHz)")
+    if r.get("floorplan"):
+        lines.append("floorplan        each node's multipliers and block RAMs pinned to its "
+                     "region (floorplan.json)")
     lines += ["", f"utilisation ({r['utilisation_source']}):"]
     for key, label in (("luts", "LUTs"), ("ffs", "flip-flops"), ("dsps", "DSP blocks"),
                        ("brams", "block RAMs (18 Kb)")):
@@ -545,6 +593,10 @@ def main(argv=None):
     parser.add_argument("--router", choices=("router1", "router2"),
                         help="nextpnr router (default nextpnr's, router1 on ECP5; router2 "
                              "routes a large design faster)")
+    parser.add_argument("--floorplan", action="store_true",
+                        help="ECP5: pin each node's and its controller's multipliers and block "
+                             "RAMs to one region of the chip per node, in the chain's order "
+                             "(linkdyn.boards.floorplan)")
     topology = parser.add_mutually_exclusive_group()
     topology.add_argument("--robot", help="build the tree of nodes of this robot (built-in "
                           "name, robot file or URDF; node count and parents from its "
@@ -587,6 +639,10 @@ def main(argv=None):
     if args.banks is not None and args.policy != "pipelined":
         parser.error("--banks needs --policy pipelined (the sequential policy has one "
                      "register bank)")
+    if args.floorplan and (top_class.family != "ecp5" or args.synth_only or args.distributed):
+        parser.error("--floorplan pins cells for nextpnr-ecp5: it needs an ECP5 board "
+                     "(ulx3s) with place and route (not --synth-only) of one FPGA's chain "
+                     "(not --distributed)")
     if args.distributed:
         if args.robot is not None or args.parents is not None:
             parser.error("--distributed builds one board of a chain; --robot and --parents "
@@ -622,7 +678,8 @@ def main(argv=None):
     except (ValueError, TypeError) as error:
         parser.error(str(error))
     return _run(top, args.out or Path("build") / top.name, synth_only=args.synth_only,
-                seed=args.seed, router=args.router, robot=args.robot)
+                seed=args.seed, router=args.router, robot=args.robot,
+                floorplan=args.floorplan)
 
 
 def _run(top, out, **options):
