@@ -12,7 +12,7 @@ from linkdyn.boards.actuator_board import (
     LINK_PINS, ActuatorBoardCore, ActuatorBoardTop, actuator_pll_setting,
 )
 from linkdyn.model import protocol as P
-from support import stand_in_yosys
+from support import stand_in_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -158,7 +158,7 @@ def test_distributed_build_reports_the_role_and_the_link_pins(tmp_path, monkeypa
     import json
 
     from linkdyn.boards import summary
-    stand_in_yosys.install(tmp_path, monkeypatch, {"LUT6": 4400, "FDRE": 2500, "DSP48A1": 4,
+    stand_in_tools.install(tmp_path, monkeypatch, {"LUT6": 4400, "FDRE": 2500, "DSP48A1": 4,
                                                    "RAMB16BWER": 4})
     out = tmp_path / "middle"
     assert board_build.main(["--board", "mimas", "--distributed", "--role", "middle",

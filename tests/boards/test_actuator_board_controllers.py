@@ -31,7 +31,7 @@ from linkdyn.model.golden import encode_base_motion, encode_robot
 from linkdyn.sim.chain_cases import random_robot
 from linkdyn.sim.controlled_chain_model import ControlledChainModel
 
-from support import LONG, stand_in_yosys
+from support import LONG, stand_in_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -262,7 +262,7 @@ def test_controllers_with_the_pipelined_policy_and_bad_arguments_are_refused(cap
 
 def test_spartan6_board_with_controller_reports_that_it_does_not_fit(tmp_path, monkeypatch,
                                                                       capsys):
-    stand_in_yosys.install(tmp_path, monkeypatch, {"LUT6": 6400, "FDRE": 3500, "DSP48A1": 8,
+    stand_in_tools.install(tmp_path, monkeypatch, {"LUT6": 6400, "FDRE": 3500, "DSP48A1": 8,
                                                    "RAMB16BWER": 6})
     out = tmp_path / "middle"
     status = board_build.main(["--board", "mimas", "--distributed", "--role", "middle",

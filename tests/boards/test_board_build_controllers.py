@@ -8,10 +8,7 @@ synthesis is a stand-in Yosys here (a script whose cell counts are known); the r
 
 import json
 import os
-import stat
 import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -23,6 +20,7 @@ from linkdyn.boards.cycles import simulate_update_cycles
 from linkdyn.gateware.chain import LinkDynChain
 from linkdyn.gateware.controlled_chain import ControlledChain
 from linkdyn.gateware.cordic import STEP_CYCLES
+from support import stand_in_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -60,29 +58,14 @@ json.dump({"fmax": {"$glbnet$clk": {"achieved": float(os.environ["FAKE_FMAX"]),
 open(args[args.index("--textcfg") + 1], "w").write(".device LFE5U-85F\\n")
 """
 
-FAKE_ECPPACK = """\
-import sys
-args = sys.argv[1:]
-if "--version" in args:
-    print("ecppack stand-in"); sys.exit(0)
-open(args[args.index("--bit") + 1], "wb").write(b"bitstream")
-"""
-
-
-def _tool(directory, name, source):
-    path = directory / name
-    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(source))
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
-
-
 @pytest.fixture
 def stand_in_yosys(tmp_path, monkeypatch):
     tools = tmp_path / "tools"
     tools.mkdir()
-    monkeypatch.setenv("YOSYS", _tool(tools, "yosys", FAKE_YOSYS))
-    monkeypatch.setenv("NEXTPNR_ECP5", _tool(tools, "nextpnr-ecp5", FAKE_NEXTPNR))
-    monkeypatch.setenv("ECPPACK", _tool(tools, "ecppack", FAKE_ECPPACK))
+    write = stand_in_tools.write_tool
+    monkeypatch.setenv("YOSYS", write(tools, "yosys", FAKE_YOSYS))
+    monkeypatch.setenv("NEXTPNR_ECP5", write(tools, "nextpnr-ecp5", FAKE_NEXTPNR))
+    monkeypatch.setenv("ECPPACK", write(tools, "ecppack", stand_in_tools.ECPPACK))
     monkeypatch.setenv("PATH", f"{tools}{os.pathsep}/usr/bin{os.pathsep}/bin")
     for tool in ("XST", "NGDBUILD", "MAP", "PAR", "BITGEN"):
         monkeypatch.delenv(tool, raising=False)

@@ -22,7 +22,7 @@ from linkdyn.gateware.chain import LinkDynChain
 from linkdyn.gateware.controlled_chain import ControlledChain
 from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.model import protocol as P
-from support import stand_in_yosys as yosys_stand_in
+from support import stand_in_tools as yosys_stand_in
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 

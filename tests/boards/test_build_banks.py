@@ -30,7 +30,7 @@ from linkdyn.boards.actuator_board import ActuatorBoardTop
 from linkdyn.host.cli import main as cli_main
 from linkdyn.model.microprogram import BANKS
 from linkdyn.sim.board import SimulatedBoard
-from support import stand_in_yosys
+from support import stand_in_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -166,7 +166,7 @@ def test_sequential_builds_report_one_bank(monkeypatch):
 
 def test_two_bank_middle_board_build_reports_its_banks_and_has_them_in_the_verilog(
         tmp_path, monkeypatch):
-    stand_in_yosys.install(tmp_path, monkeypatch, {"LUT6": 5555, "FDRE": 3100, "DSP48A1": 4,
+    stand_in_tools.install(tmp_path, monkeypatch, {"LUT6": 5555, "FDRE": 3100, "DSP48A1": 4,
                                             "RAMB16BWER": 11, "RAMB8BWER": 1})
     out = tmp_path / "middle"
     assert board_build.main(["--board", "mimas", "--distributed", "--role", "middle",

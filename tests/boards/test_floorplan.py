@@ -10,10 +10,7 @@ pinned cell on its site.
 
 import json
 import os
-import stat
 import subprocess
-import sys
-import textwrap
 
 import pytest
 
@@ -25,6 +22,7 @@ from linkdyn.boards.floorplan import (
     plot_floorplan, regions,
 )
 from linkdyn.boards.toolchain import DEVICE_CAPACITY, find_tool
+from support import stand_in_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -252,28 +250,13 @@ json.dump({"fmax": {"$glbnet$clk": {"achieved": 101.0, "constraint": 100.0}},
 open(args[args.index("--textcfg") + 1], "w").write(".device LFE5U-85F\\n")
 """
 
-FAKE_ECPPACK = """\
-import sys
-args = sys.argv[1:]
-if "--version" in args:
-    print("ecppack stand-in"); sys.exit(0)
-open(args[args.index("--bit") + 1], "wb").write(b"bitstream")
-"""
-
-
-def _tool(directory, name, source):
-    path = directory / name
-    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(source))
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
-
-
 def test_build_with_floorplan_pins_the_netlist_nextpnr_reads(tmp_path, monkeypatch):
     tools = tmp_path / "tools"
     tools.mkdir()
-    monkeypatch.setenv("YOSYS", _tool(tools, "yosys", FAKE_YOSYS))
-    monkeypatch.setenv("NEXTPNR_ECP5", _tool(tools, "nextpnr-ecp5", FAKE_NEXTPNR))
-    monkeypatch.setenv("ECPPACK", _tool(tools, "ecppack", FAKE_ECPPACK))
+    write = stand_in_tools.write_tool
+    monkeypatch.setenv("YOSYS", write(tools, "yosys", FAKE_YOSYS))
+    monkeypatch.setenv("NEXTPNR_ECP5", write(tools, "nextpnr-ecp5", FAKE_NEXTPNR))
+    monkeypatch.setenv("ECPPACK", write(tools, "ecppack", stand_in_tools.ECPPACK))
     netlist = tmp_path / "netlist.json"
     netlist.write_text(json.dumps(_synthetic_netlist(2)))
     monkeypatch.setenv("FAKE_NETLIST", str(netlist))

@@ -1,12 +1,14 @@
-"""A stand-in Yosys for the board builds' tests: it answers linkdyn's Spartan-6 synthesis run
-(``synth_xilinx -family xc6s`` with ``tee -q -o FILE stat -json``) with the cell counts of the
-``FAKE_CELLS`` environment variable, so a ``--synth-only`` build runs end to end in a second
-and its report, fit verdict and summary can be checked against the counts given."""
+"""Stand-in tools for the board builds' tests. The stand-in Yosys answers linkdyn's Spartan-6
+synthesis run (``synth_xilinx -family xc6s`` with ``tee -q -o FILE stat -json``) with the cell
+counts of the ``FAKE_CELLS`` environment variable, so a ``--synth-only`` build runs end to end
+in a second and its report, fit verdict and summary can be checked against the counts given;
+:data:`ECPPACK` writes a placeholder bitstream; :func:`write_tool` installs any of them."""
 
 import json
 import os
 import stat
 import sys
+import textwrap
 
 #: The stand-in's Python source (run with this interpreter).
 SOURCE = """\
@@ -20,6 +22,24 @@ out = re.search(r"tee -q -o (\\S+) stat -json", script).group(1)
 cells = json.loads(os.environ["FAKE_CELLS"])
 json.dump({"design": {"num_cells_by_type": cells}, "modules": {}}, open(out, "w"))
 """
+
+#: A stand-in ecppack: writes a placeholder ``--bit`` file.
+ECPPACK = """\
+import sys
+args = sys.argv[1:]
+if "--version" in args:
+    print("ecppack stand-in"); sys.exit(0)
+open(args[args.index("--bit") + 1], "wb").write(b"bitstream")
+"""
+
+
+def write_tool(directory, name, source):
+    """Write the stand-in tool ``name`` (Python ``source``, dedented) into ``directory`` as
+    an executable run by this interpreter; return its path as a string."""
+    path = directory / name
+    path.write_text(f"#!{sys.executable}\n" + textwrap.dedent(source))
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
 
 
 def install(tmp_path, monkeypatch, cells=None):
