@@ -29,6 +29,8 @@ Modules
 -------
 :mod:`~linkdyn.model.protocol.frames`
     Sync bytes, headers, CRC, command and error codes, encoder and decoders of frames.
+:mod:`~linkdyn.model.protocol.fields`
+    The bit field of a register word (``ControlField``), shared by the maps below.
 :mod:`~linkdyn.model.protocol.registers`
     The control block's register map, the node access rules, :class:`ProtocolSpec`.
 :mod:`~linkdyn.model.protocol.controller_map`

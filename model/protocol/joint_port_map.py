@@ -39,8 +39,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .fields import ControlField
+
 __all__ = [
-    "JOINT_PORT_ADDRESS", "JointPortField", "JOINT_PORT_FIELDS", "ERROR_COUNTER_BITS",
+    "JOINT_PORT_ADDRESS", "JOINT_PORT_FIELDS", "ERROR_COUNTER_BITS",
     "ERROR_COUNTER_MAX", "FAULT_ERRORS", "JointPortStatus", "JointPortModel",
     "joint_port_field", "pack_joint_port_status",
 ]
@@ -56,33 +58,18 @@ ERROR_COUNTER_MAX = (1 << ERROR_COUNTER_BITS) - 1
 FAULT_ERRORS = 3
 
 
-@dataclass(frozen=True)
-class JointPortField:
-    """One bit field of the ``joint_port`` word."""
-
-    name: str
-    offset: int
-    width: int
-    doc: str
-
-    @property
-    def mask(self):
-        """int: the field's bits in the word."""
-        return ((1 << self.width) - 1) << self.offset
-
-
 #: The fields of the ``joint_port`` word, in bit order (module docstring).
 JOINT_PORT_FIELDS = (
-    JointPortField("fault", 0, 1, f"the port's fault is latched ({FAULT_ERRORS} bad feedback "
+    ControlField("fault", 0, 1, f"the port's fault is latched ({FAULT_ERRORS} bad feedback "
                                   "frames in a row since the last clear): the drive is held "
                                   "off (enable pin low, command frames with enable = 0, "
                                   "i_ref = 0) until the joint's fault clear"),
-    JointPortField("valid", 1, 1, "a good feedback frame arrived since reset or the last "
+    ControlField("valid", 1, 1, "a good feedback frame arrived since reset or the last "
                                   "clear and the port has no fault: the sensor words are the "
                                   "drive's"),
-    JointPortField("present", 2, 1, "the joint has a joint port in this build (0: none; the "
+    ControlField("present", 2, 1, "the joint has a joint port in this build (0: none; the "
                                     "whole word then reads 0)"),
-    JointPortField("errors", 8, ERROR_COUNTER_BITS,
+    ControlField("errors", 8, ERROR_COUNTER_BITS,
                    f"feedback frames dropped for a CRC mismatch since reset (saturating at "
                    f"{ERROR_COUNTER_MAX}; not cleared by the fault clear)"),
 )
@@ -92,7 +79,7 @@ assert all(a.mask & b.mask == 0 for a in JOINT_PORT_FIELDS for b in JOINT_PORT_F
 
 
 def joint_port_field(name):
-    """Return the :class:`JointPortField` called ``name``.
+    """Return the :class:`~linkdyn.model.protocol.fields.ControlField` called ``name``.
 
     Raises
     ------

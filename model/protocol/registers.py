@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..fixedpoint import WORD_WIDTH
 from ..microprogram import BANK_COUNTS
+from .fields import ControlField
 from .controller_map import (CONTROLLER_BASE, CONTROLLER_WORDS, RECORD_WORDS, REFERENCE_WORDS,
                              controller_word)
 from .frames import PROTOCOL_VERSION, WORD_BYTES, Command, ErrorCode
@@ -37,16 +38,6 @@ __all__ = [
 CONTROL_NODE = 0xFF
 #: Most nodes a chain may have (one overflow bit per node in a 32-bit word).
 MAX_NODES = 32
-
-
-@dataclass(frozen=True)
-class ControlField:
-    """One bit field of a control register."""
-
-    name: str
-    offset: int
-    width: int
-    doc: str
 
 
 #: Bits of the CONTROL register (write-only; a write with no bit set does nothing).
