@@ -31,6 +31,7 @@ from linkdyn.host.cli import main as cli_main
 from linkdyn.model.microprogram import BANKS
 from linkdyn.sim.board import SimulatedBoard
 from support import stand_in_tools
+from support.host import sim_board_arguments
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -268,19 +269,7 @@ def test_sim_board_command_refuses_banks_without_the_pipelined_policy(argv, mess
     (["--nodes", "2", "--policy", "pipelined"], None),
 ])
 def test_sim_board_command_builds_the_board_with_the_banks_asked_for(argv, banks, monkeypatch):
-    from linkdyn.sim import board as sim_board
-    made = {}
-
-    class Stop(Exception):
-        pass
-
-    def record(*args, **kwargs):                 # the board the command would build and serve
-        made.update(kwargs)
-        raise Stop
-
-    monkeypatch.setattr(sim_board, "SimulatedBoard", record)
-    with pytest.raises(Stop):
-        cli_main(["sim-board", *argv])
+    made = sim_board_arguments(monkeypatch, argv)
     assert made["policy"] == "pipelined" and made["banks"] == banks
     # What the command would build: a chain of those banks.
     board = SimulatedBoard(2, **{key: made[key] for key in ("policy", "banks", "boards")

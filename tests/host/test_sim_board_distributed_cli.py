@@ -2,6 +2,7 @@
 test_sim_board_distributed.py)."""
 
 from linkdyn.host.cli import main
+from support.host import sim_board_arguments
 
 
 def test_sim_board_boards_refuses_other_chains_and_link_options_alone(capsys):
@@ -17,7 +18,6 @@ def test_sim_board_boards_refuses_other_chains_and_link_options_alone(capsys):
 
 
 def test_sim_board_link_cuts_are_parsed_and_checked(capsys, monkeypatch):
-    from linkdyn.sim import board as sim_board
     for cuts, message in (("0:10", "each cut is HOP:CUT:RESTORE (three integers"),
                           ("0:10:x", "not '0:10:x'"),
                           ("1:10:20", "0 <= hop < 1"),
@@ -25,17 +25,6 @@ def test_sim_board_link_cuts_are_parsed_and_checked(capsys, monkeypatch):
         assert main(["sim-board", "--boards", "2", "--link-cuts", cuts]) == 2
         err = capsys.readouterr().err
         assert message in err and "building" not in err, err
-    made = {}
-
-    class Stop(Exception):
-        pass
-
-    def record(*args, **kwargs):                 # the board the command would build and serve
-        made.update(kwargs)
-        raise Stop
-    monkeypatch.setattr(sim_board, "SimulatedBoard", record)
-    try:
-        main(["sim-board", "--boards", "3", "--link-cuts", "0:300000:500000, 1:5:9"])
-    except Stop:
-        pass
+    made = sim_board_arguments(monkeypatch,
+                               ["--boards", "3", "--link-cuts", "0:300000:500000, 1:5:9"])
     assert made["boards"] == 3 and made["link_cuts"] == [(0, 300_000, 500_000), (1, 5, 9)]

@@ -276,3 +276,25 @@ class FaultyLine:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def sim_board_arguments(monkeypatch, argv):
+    """Run ``linkdyn sim-board ARGV`` up to the board it would build and serve; return the
+    keyword arguments it gives :class:`~linkdyn.sim.board.SimulatedBoard` (nothing is built)."""
+    from linkdyn.host.cli import main
+    from linkdyn.sim import board as sim_board
+    made = {}
+
+    class Built(Exception):
+        pass
+
+    def record(*args, **kwargs):
+        made.update(kwargs)
+        raise Built
+
+    monkeypatch.setattr(sim_board, "SimulatedBoard", record)
+    try:
+        main(["sim-board", *argv])
+    except Built:
+        return made
+    raise AssertionError(f"linkdyn sim-board {' '.join(argv)} built no board")
