@@ -722,7 +722,8 @@ class ControllerCommands:
         joints = []
         for j in range(info.nodes):
             mode, fault = self.read(j, _MODE, 2)
-            *record, port = self.read(j, _RECORD_FIRST, len(RECORD_WORDS) + 3)
+            # The record words, the sensor words and joint_port: one burst.
+            *record, port = self.read(j, _RECORD_FIRST, _JOINT_PORT - _RECORD_FIRST + 1)
             record = [signed_word(w) for w in record]
             sensor_q, sensor_qd = (controller_word(a).format.decode(record[k])
                                    for k, a in zip((5, 6), _SENSOR))
