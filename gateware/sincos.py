@@ -95,8 +95,9 @@ class SineCosineLookup(wiring.Component):
         port_next = memory.read_port()
 
         # The phase is sampled; the sine is addressed in the next cycle, the cosine (the sine of
-        # phase + 2**30: quadrant + 1) in the one after, through the same logic. The table's
-        # words are registered one cycle after they are read, then negated and differenced.
+        # phase + 2**30: quadrant + 1) in the one after, from the address registers v, v_next.
+        # The table's words are registered one cycle after they are read, then negated and
+        # differenced.
         u = Signal(quarter_bits)
         quadrant = Signal(2)
         address_sin = Signal()
@@ -119,18 +120,25 @@ class SineCosineLookup(wiring.Component):
 
         # Quadrant rule: mirror (v = 2**30 - u) in quadrants 1 and 3, negate in 2 and 3.
         # The cosine's quadrant is quadrant + 1: it mirrors when the sine does not.
-        mirror = Mux(address_sin, quadrant[0], ~quadrant[0])
         negate = Mux(address_sin, quadrant[1], quadrant[1] ^ quadrant[0])
-        v = Signal(quarter_bits + 1)
-        v_next = Signal(quarter_bits + 1)
+        # The table addresses come from registers: v and v_next are computed a cycle ahead,
+        # the sine's from the phase word in the cycle of ``start``, the cosine's from u in the
+        # sine's address cycle, so that no carry chain comes before the block RAMs' address
+        # pins (a 4,096-entry table is several block RAMs apart).
         # 2**30 - u = (~u) + 1 over the 30 bits of u, carrying into bit 30 when u = 0.
         # v_next = v + 2**fraction_bits, whose top bits are k + 1: from u by one adder, beside
         # v's (not after it), so that both table addresses are one carry chain from u.
-        mirrored = u ^ mirror.replicate(quarter_bits)
-        m.d.comb += [
-            v.eq(mirrored + mirror),
-            v_next.eq(mirrored + (mirror | Const(1 << t.fraction_bits, t.fraction_bits + 1))),
-        ]
+        source = Mux(self.start, self.phase[:quarter_bits], u)
+        mirror = Mux(self.start, self.phase[quarter_bits], ~quadrant[0])
+        mirrored = source ^ mirror.replicate(quarter_bits)
+        v = Signal(quarter_bits + 1)
+        v_next = Signal(quarter_bits + 1)
+        with m.If(self.start | address_sin):
+            m.d.sync += [
+                v.eq(mirrored + mirror),
+                v_next.eq(mirrored + (mirror | Const(1 << t.fraction_bits,
+                                                    t.fraction_bits + 1))),
+            ]
         k = v[t.fraction_bits:]  # 0 .. size
         m.d.comb += [
             port_k.addr.eq(k),
