@@ -49,7 +49,7 @@ verilog: install
 	$(PY) -m linkdyn.gateware.chain --nodes $(or $(NODES),6) --policy $(POLICY) --out build/verilog/linkdyn_chain_$(or $(NODES),6).v
 
 bitstream: install
-	$(PY) -m linkdyn.boards.build --board $(BOARD) $(if $(NODES),--nodes $(NODES)) $(if $(CLOCK_MHZ),--clock-mhz $(CLOCK_MHZ)) $(if $(filter 1,$(CONTROLLERS)),--controllers) $(if $(filter 1,$(LOCAL_LOOP)),--local-loop) $(if $(ROBOT),--robot $(ROBOT)) $(if $(PARENTS),--parents=$(PARENTS)) $(if $(ROUTER),--router $(ROUTER)) $(if $(filter 1,$(DISTRIBUTED)),--distributed) $(if $(ROLE),--role $(ROLE)) $(if $(BOARDS),--boards $(BOARDS)) $(if $(filter-out sequential,$(POLICY)),--policy $(POLICY)) $(if $(BANKS),--banks $(BANKS))
+	$(PY) -m linkdyn.boards.build --board $(BOARD) $(if $(NODES),--nodes $(NODES)) $(if $(CLOCK_MHZ),--clock-mhz $(CLOCK_MHZ)) $(if $(filter 1,$(CONTROLLERS)),--controllers) $(if $(filter 1,$(LOCAL_LOOP)),--local-loop) $(if $(ROBOT),--robot $(ROBOT)) $(if $(PARENTS),--parents=$(PARENTS)) $(if $(ROUTER),--router $(ROUTER)) $(if $(SEED),--seed $(SEED)) $(if $(filter 1,$(DISTRIBUTED)),--distributed) $(if $(ROLE),--role $(ROLE)) $(if $(BOARDS),--boards $(BOARDS)) $(if $(filter-out sequential,$(POLICY)),--policy $(POLICY)) $(if $(BANKS),--banks $(BANKS))
 
 program: install
 	$(call apt_install,command -v openFPGALoader,openfpgaloader,boards cannot be programmed)

@@ -436,6 +436,7 @@ def build(top, *, out=None, synth_only=False, seed=1, router=None, robot=None, f
             + ([f"--parents={','.join(map(str, parents))}"] if tree and not robot else [])
             + ([f"--router {router}"] if router else [])
             + (["--floorplan"] if floorplan else [])
+            + ([f"--seed {seed}"] if not synth_only else [])
             + [f"--out {out}"] + (["--synth-only"] if synth_only else [])),
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "host": f"{host_platform.machine()}, {os.cpu_count()} CPU(s)",

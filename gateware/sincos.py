@@ -21,7 +21,15 @@ from amaranth.lib.wiring import In, Out
 
 from linkdyn.model.tables import SINE_TABLE, SineTable
 
-__all__ = ["SineCosineLookup"]
+__all__ = ["SineCosineLookup", "ADDRESS_REGISTER"]
+
+#: Whether the table's addresses come from registers (loaded a cycle ahead) rather than from
+#: the mirroring adder, by the Amaranth platform's ``family`` (``True`` for any other platform
+#: and in simulation): on ECP5 the 4,096-entry table is seven block RAMs apart and the adder's
+#: carry chain before their address pins set the 6-node build's Fmax (86.4 MHz with it, 98.3
+#: MHz without, docs/performance.md); the LUT-bound XC6SLX9 keeps the adder (the registered
+#: version costs 33 LUT6 there, for its 30-bit source multiplexer). Same words, same latency.
+ADDRESS_REGISTER = {"spartan6": False}
 
 
 class SineCosineLookup(wiring.Component):
@@ -37,6 +45,10 @@ class SineCosineLookup(wiring.Component):
     ----------
     table : SineTable
         The table definition (default :data:`linkdyn.model.tables.SINE_TABLE`).
+    address_register : bool, optional
+        Address the table from registers loaded a cycle ahead (``True``) or from the
+        mirroring adder (``False``); default by the platform's family
+        (:data:`ADDRESS_REGISTER`). The outputs and their timing are the same.
 
     Members
     -------
@@ -62,10 +74,14 @@ class SineCosineLookup(wiring.Component):
     #: Cycles from ``start`` to ``done`` (all outputs valid).
     latency = 5
 
-    def __init__(self, table=SINE_TABLE):
+    def __init__(self, table=SINE_TABLE, *, address_register=None):
         if not isinstance(table, SineTable):
             raise TypeError(f"table must be a SineTable, not {table!r}")
+        if address_register not in (None, True, False):
+            raise TypeError(f"address_register must be True, False or None, not "
+                            f"{address_register!r}")
         self._table = table
+        self._address_register = address_register
         entry = signed(table.entry_bits + 1)
         super().__init__({
             "start": In(1),
@@ -95,8 +111,9 @@ class SineCosineLookup(wiring.Component):
         port_next = memory.read_port()
 
         # The phase is sampled; the sine is addressed in the next cycle, the cosine (the sine of
-        # phase + 2**30: quadrant + 1) in the one after, through the same logic. The table's
-        # words are registered one cycle after they are read, then negated and differenced.
+        # phase + 2**30: quadrant + 1) in the one after, at v and v_next.
+        # The table's words are registered one cycle after they are read, then negated and
+        # differenced.
         u = Signal(quarter_bits)
         quadrant = Signal(2)
         address_sin = Signal()
@@ -119,18 +136,35 @@ class SineCosineLookup(wiring.Component):
 
         # Quadrant rule: mirror (v = 2**30 - u) in quadrants 1 and 3, negate in 2 and 3.
         # The cosine's quadrant is quadrant + 1: it mirrors when the sine does not.
-        mirror = Mux(address_sin, quadrant[0], ~quadrant[0])
         negate = Mux(address_sin, quadrant[1], quadrant[1] ^ quadrant[0])
-        v = Signal(quarter_bits + 1)
-        v_next = Signal(quarter_bits + 1)
         # 2**30 - u = (~u) + 1 over the 30 bits of u, carrying into bit 30 when u = 0.
         # v_next = v + 2**fraction_bits, whose top bits are k + 1: from u by one adder, beside
         # v's (not after it), so that both table addresses are one carry chain from u.
-        mirrored = u ^ mirror.replicate(quarter_bits)
-        m.d.comb += [
-            v.eq(mirrored + mirror),
-            v_next.eq(mirrored + (mirror | Const(1 << t.fraction_bits, t.fraction_bits + 1))),
-        ]
+        v = Signal(quarter_bits + 1)
+        v_next = Signal(quarter_bits + 1)
+        registered = self._address_register
+        if registered is None:
+            registered = ADDRESS_REGISTER.get(getattr(platform, "family", None), True)
+        if registered:
+            # The addresses come from registers: v and v_next are computed a cycle ahead, the
+            # sine's from the phase word in the cycle of ``start``, the cosine's from u in the
+            # sine's address cycle, so that no carry chain comes before the block RAMs'
+            # address pins (a 4,096-entry table is several block RAMs apart).
+            source = Mux(self.start, self.phase[:quarter_bits], u)
+            mirror = Mux(self.start, self.phase[quarter_bits], ~quadrant[0])
+        else:
+            # The addresses from the adder, in the address cycle.
+            source = u
+            mirror = Mux(address_sin, quadrant[0], ~quadrant[0])
+        mirrored = source ^ mirror.replicate(quarter_bits)
+        update = [v.eq(mirrored + mirror),
+                  v_next.eq(mirrored + (mirror | Const(1 << t.fraction_bits,
+                                                      t.fraction_bits + 1)))]
+        if registered:
+            with m.If(self.start | address_sin):
+                m.d.sync += update
+        else:
+            m.d.comb += update
         k = v[t.fraction_bits:]  # 0 .. size
         m.d.comb += [
             port_k.addr.eq(k),

@@ -13,9 +13,11 @@ import json
 import os
 import re
 import stat
+import subprocess
 import sys
 import textwrap
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from amaranth import Elaboratable, Module
@@ -408,6 +410,27 @@ def test_ecp5_build_reports_nextpnr_fmax_and_utilisation(fmax, status, exit_stat
     assert report["device"] == "LFE5U-85F" and report["clock_mhz"] == 100.0
     assert report["bitstream"] == str(out / "top.bit") and (out / "top.bit").exists()
     assert report["baudrate"] == 3_000_000
+    assert report["command"].endswith(f"--seed 1 --out {out}")
+
+
+def test_ecp5_build_records_its_placement_seed(stand_in_tools, tmp_path, monkeypatch):
+    """The seed goes to nextpnr and into the report's command (the build is reproduced by
+    it: Fmax moves by several MHz from seed to seed)."""
+    monkeypatch.setenv("FAKE_FMAX", "101.0")
+    out = tmp_path / "ulx3s"
+    report = build(BOARDS["ulx3s"](2, chain="fake"), out=out, seed=7, progress=lambda line: None)
+    assert "--seed 7 --out" in report["command"]
+    assert "--seed 7" in " ".join(json.loads((out / "build_top.json").read_text())["commands"][1])
+
+
+@pytest.mark.parametrize("variables, passed", [(["SEED=2"], "--seed 2"), ([], None)])
+def test_make_bitstream_passes_the_seed_to_the_build(variables, passed):
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.run(["make", "-n", "bitstream", *variables], cwd=root,
+                             capture_output=True, text=True, check=True)
+    line = [line for line in process.stdout.splitlines() if "linkdyn.boards.build" in line]
+    assert len(line) == 1
+    assert (passed in line[0]) if passed else ("--seed" not in line[0])
 
 
 def test_ecp5_build_command_line_returns_the_documented_status(stand_in_tools, tmp_path,

@@ -3,13 +3,14 @@
 import gc
 import random
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from amaranth.hdl import UnusedElaboratable
+from amaranth.hdl import Fragment, UnusedElaboratable
 from amaranth.sim import Simulator
 
-from linkdyn.gateware.sincos import SineCosineLookup
+from linkdyn.gateware.sincos import ADDRESS_REGISTER, SineCosineLookup
 from linkdyn.model.tables import SINE_TABLE, SineTable
 
 #: Another table shape (the 1,024 x 18-bit table of the first design) to show the gateware
@@ -19,12 +20,12 @@ OTHER_TABLE = SineTable(index_bits=10, entry_bits=18, fraction_bits=20)
 OUTPUTS = ("sin_base", "sin_delta", "sin_fraction", "cos_base", "cos_delta", "cos_fraction")
 
 
-def run_lookups(phases, table=SINE_TABLE):
+def run_lookups(phases, table=SINE_TABLE, address_register=None):
     """Look every phase up through the gateware; return the six outputs per phase.
 
     Also checks that ``done`` comes exactly ``latency`` cycles after ``start``.
     """
-    dut = SineCosineLookup(table)
+    dut = SineCosineLookup(table, address_register=address_register)
     results = []
 
     async def bench(ctx):
@@ -76,7 +77,8 @@ def test_every_table_entry_reads_back_through_the_gateware(table):
     assert results == reference(phases, table)
 
 
-def test_lookup_at_quadrant_and_entry_boundaries():
+@pytest.mark.parametrize("address_register", [True, False], ids=["registered", "adder"])
+def test_lookup_at_quadrant_and_entry_boundaries(address_register):
     phases = []
     size, f = SINE_TABLE.size, SINE_TABLE.fraction_bits
     for quadrant in range(4):
@@ -86,15 +88,41 @@ def test_lookup_at_quadrant_and_entry_boundaries():
         for offset in (-2, -1, 0, 1, 2):
             phases.append(as_phase_word((quadrant << 30) + offset))
     phases += [-(1 << 31), (1 << 31) - 1, -1, 0, 1]
-    assert run_lookups(phases) == reference(phases)
+    assert run_lookups(phases, address_register=address_register) == reference(phases)
 
 
+@pytest.mark.parametrize("address_register", [True, False], ids=["registered", "adder"])
 @pytest.mark.parametrize("table, count", [(SINE_TABLE, 3000), (OTHER_TABLE, 500)],
                          ids=["default", "1024x18"])
-def test_lookup_matches_model_on_random_phases(table, count):
+def test_lookup_matches_model_on_random_phases(table, count, address_register):
     rng = random.Random(1965)
     phases = [rng.randint(-(1 << 31), (1 << 31) - 1) for _ in range(count)]
-    assert run_lookups(phases, table) == reference(phases, table)
+    assert run_lookups(phases, table, address_register) == reference(phases, table)
+
+
+def _address_domain(platform):
+    """The domain in which the elaborated lookup assigns the table's address word ``v``."""
+    fragment = Fragment.get(SineCosineLookup(), platform)
+    domains = {domain for domain, statements in fragment.statements.items()
+               for statement in statements
+               if any(signal.name == "v" for signal in statement._lhs_signals())}
+    assert len(domains) == 1, domains
+    return domains.pop()
+
+
+@pytest.mark.parametrize("family, domain", [("ecp5", "sync"), ("spartan6", "comb"),
+                                            (None, "sync")])
+def test_table_address_register_by_platform_family(family, domain):
+    """The default comes from ADDRESS_REGISTER by the platform's family: registered addresses
+    on ECP5 and without a platform, the adder's on Spartan-6."""
+    assert ADDRESS_REGISTER.get(family, True) is (domain == "sync")
+    platform = None if family is None else SimpleNamespace(family=family)
+    assert _address_domain(platform) == domain
+
+
+def test_lookup_rejects_an_address_register_that_is_not_a_bool():
+    with pytest.raises(TypeError, match="address_register"):
+        SineCosineLookup(address_register="yes")
 
 
 @pytest.mark.parametrize("bad", [None, 1024, "SINE_TABLE"])
