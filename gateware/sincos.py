@@ -77,7 +77,7 @@ class SineCosineLookup(wiring.Component):
     def __init__(self, table=SINE_TABLE, *, address_register=None):
         if not isinstance(table, SineTable):
             raise TypeError(f"table must be a SineTable, not {table!r}")
-        if address_register not in (None, True, False):
+        if address_register is not None and not isinstance(address_register, bool):
             raise TypeError(f"address_register must be True, False or None, not "
                             f"{address_register!r}")
         self._table = table

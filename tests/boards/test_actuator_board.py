@@ -13,6 +13,7 @@ from linkdyn.boards.actuator_board import (
 )
 from linkdyn.model import protocol as P
 from support import stand_in_tools
+from support.make import bitstream_command
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -177,11 +178,5 @@ def test_distributed_build_reports_the_role_and_the_link_pins(tmp_path, monkeypa
 
 
 def test_make_bitstream_passes_distributed_1_to_the_build():
-    import subprocess
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[2]
-    process = subprocess.run(["make", "-n", "bitstream", "BOARD=ulx3s", "DISTRIBUTED=1",
-                              "ROLE=base", "BOARDS=3"], cwd=root, capture_output=True,
-                             text=True, check=True)
-    line = [line for line in process.stdout.splitlines() if "linkdyn.boards.build" in line]
-    assert len(line) == 1 and "--distributed --role base --boards 3" in line[0]
+    line = bitstream_command("BOARD=ulx3s", "DISTRIBUTED=1", "ROLE=base", "BOARDS=3")
+    assert "--distributed --role base --boards 3" in line

@@ -13,8 +13,6 @@ per second) run with ``LINKDYN_LONG=1``.
 """
 
 import json
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,6 +30,7 @@ from linkdyn.sim.chain_cases import random_robot
 from linkdyn.sim.controlled_chain_model import ControlledChainModel
 
 from support import LONG, stand_in_tools
+from support.make import bitstream_command
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -286,10 +285,5 @@ def test_spartan6_board_with_controller_reports_that_it_does_not_fit(tmp_path, m
 
 
 def test_make_bitstream_passes_controllers_1_to_the_distributed_build():
-    root = Path(__file__).resolve().parents[2]
-    process = subprocess.run(["make", "-n", "bitstream", "BOARD=ulx3s", "DISTRIBUTED=1",
-                              "CONTROLLERS=1", "ROLE=middle"], cwd=root, capture_output=True,
-                             text=True, check=True)
-    line = [line for line in process.stdout.splitlines() if "linkdyn.boards.build" in line]
-    assert len(line) == 1
-    assert "--controllers" in line[0] and "--distributed --role middle" in line[0]
+    line = bitstream_command("BOARD=ulx3s", "DISTRIBUTED=1", "CONTROLLERS=1", "ROLE=middle")
+    assert "--controllers" in line and "--distributed --role middle" in line

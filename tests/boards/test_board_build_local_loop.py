@@ -9,8 +9,6 @@ counts), as in tests/boards/test_board_build_controllers.py; no place and route.
 """
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
 from amaranth.back import verilog
@@ -23,10 +21,10 @@ from linkdyn.gateware.controlled_chain import ControlledChain
 from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.model import protocol as P
 from support import stand_in_tools as yosys_stand_in
+from support.make import bitstream_command
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
-ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def stand_in_yosys(tmp_path, monkeypatch):
@@ -128,8 +126,6 @@ def test_build_with_the_local_loop_reports_it(stand_in_yosys, tmp_path, monkeypa
     (["CONTROLLERS=1"], False),
 ])
 def test_make_bitstream_passes_local_loop_1_to_the_build(variables, passed):
-    process = subprocess.run(["make", "-n", "bitstream", "BOARD=mimas", *variables],
-                             cwd=ROOT, capture_output=True, text=True, check=True)
-    line = [line for line in process.stdout.splitlines() if "linkdyn.boards.build" in line]
-    assert len(line) == 1 and "--controllers" in line[0]
-    assert ("--local-loop" in line[0]) is passed
+    line = bitstream_command("BOARD=mimas", *variables)
+    assert "--controllers" in line
+    assert ("--local-loop" in line) is passed

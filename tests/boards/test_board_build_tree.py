@@ -10,10 +10,8 @@ Yosys, nextpnr and ecppack are stand-ins here (scripts with known results); the 
 import json
 import os
 import stat
-import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -25,10 +23,10 @@ from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.model import save_robot
 from linkdyn.model.golden_tree import node_tree
 from linkdyn.model.tree_robots import two_arm_tree
+from support.make import bitstream_command
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
-ROOT = Path(__file__).resolve().parents[2]
 
 _STAND_INS = {
     "yosys": """\
@@ -122,7 +120,4 @@ def test_build_of_a_robots_tree_records_the_parents_and_the_trees_cycles(
     (["ROUTER=router2"], "--router router2"),
 ])
 def test_make_bitstream_passes_the_topology_to_the_build(variables, passed):
-    process = subprocess.run(["make", "-n", "bitstream", "BOARD=ulx3s", *variables],
-                             cwd=ROOT, capture_output=True, text=True, check=True)
-    line = [line for line in process.stdout.splitlines() if "linkdyn.boards.build" in line]
-    assert len(line) == 1 and passed in line[0]
+    assert passed in bitstream_command("BOARD=ulx3s", *variables)

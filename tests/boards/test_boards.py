@@ -13,11 +13,9 @@ import json
 import os
 import re
 import stat
-import subprocess
 import sys
 import textwrap
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 from amaranth import Elaboratable, Module
@@ -34,6 +32,7 @@ from linkdyn.boards.cycles import schedule_update_cycles, simulate_update_cycles
 from linkdyn.gateware.cordic import STEP_CYCLES
 from linkdyn.gateware.fake_chain import FakeChain
 from linkdyn.model.golden import microprogram
+from support.make import bitstream_command
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
@@ -425,12 +424,8 @@ def test_ecp5_build_records_its_placement_seed(stand_in_tools, tmp_path, monkeyp
 
 @pytest.mark.parametrize("variables, passed", [(["SEED=2"], "--seed 2"), ([], None)])
 def test_make_bitstream_passes_the_seed_to_the_build(variables, passed):
-    root = Path(__file__).resolve().parents[2]
-    process = subprocess.run(["make", "-n", "bitstream", *variables], cwd=root,
-                             capture_output=True, text=True, check=True)
-    line = [line for line in process.stdout.splitlines() if "linkdyn.boards.build" in line]
-    assert len(line) == 1
-    assert (passed in line[0]) if passed else ("--seed" not in line[0])
+    line = bitstream_command(*variables)
+    assert (passed in line) if passed else ("--seed" not in line)
 
 
 def test_ecp5_build_command_line_returns_the_documented_status(stand_in_tools, tmp_path,

@@ -17,8 +17,6 @@ tests/host/test_distributed_pipelined_host.py).
 import json
 import os
 import re
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,10 +30,10 @@ from linkdyn.model.microprogram import BANKS
 from linkdyn.sim.board import SimulatedBoard
 from support import stand_in_tools
 from support.host import sim_board_arguments
+from support.make import bitstream_command
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*created but never used")
 
-ROOT = Path(__file__).resolve().parents[2]
 LONG = bool(os.environ.get("LINKDYN_LONG"))
 
 NEEDS_PIPELINED = "--banks needs --policy pipelined"
@@ -213,14 +211,11 @@ def test_summary_names_the_banks_of_single_fpga_pipelined_builds():
     (["POLICY=pipelined"], None),
 ])
 def test_make_bitstream_passes_banks_to_the_build(variables, passed):
-    process = subprocess.run(["make", "-n", "bitstream", "BOARD=mimas", *variables],
-                             cwd=ROOT, capture_output=True, text=True, check=True)
-    line = [line for line in process.stdout.splitlines() if "linkdyn.boards.build" in line]
-    assert len(line) == 1
+    line = bitstream_command("BOARD=mimas", *variables)
     if passed is None:
-        assert "--banks" not in line[0]
+        assert "--banks" not in line
     else:
-        assert passed in line[0]
+        assert passed in line
 
 
 # -- the simulated board ------------------------------------------------------------------------

@@ -120,9 +120,13 @@ def test_table_address_register_by_platform_family(family, domain):
     assert _address_domain(platform) == domain
 
 
-def test_lookup_rejects_an_address_register_that_is_not_a_bool():
-    with pytest.raises(TypeError, match="address_register"):
-        SineCosineLookup(address_register="yes")
+@pytest.mark.parametrize("bad", ["yes", 1])
+def test_lookup_rejects_an_address_register_that_is_not_a_bool(bad):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(TypeError, match="address_register"):
+            SineCosineLookup(address_register=bad)
+        gc.collect()
 
 
 @pytest.mark.parametrize("bad", [None, 1024, "SINE_TABLE"])
