@@ -23,6 +23,9 @@ the simulator process (``extra_env``) and both sides build exactly the same stat
 ``gravity``
     Optional gravity magnitude, m/s^2, along the robot's own gravity direction (Pinocchio uses
     9.81).
+``base``
+    Optional, ``"fixed"`` (default) or ``"moving"``: one base motion for all states, drawn
+    from the seed (:data:`MOVING_BASE`), written into node 0's base-motion registers.
 """
 
 from __future__ import annotations
@@ -38,7 +41,12 @@ from linkdyn.model.accuracy import joint_ranges
 from linkdyn.model.golden import encode_base_motion, encode_robot, microprogram, rnea_fixed
 
 __all__ = ["CaseData", "random_robot", "load_case_robot", "build_case", "encode_cases",
-           "decode_cases", "WRENCH_FORCE", "WRENCH_MOMENT"]
+           "decode_cases", "WRENCH_FORCE", "WRENCH_MOMENT", "MOVING_BASE"]
+
+#: Ranges of a ``"moving"`` base (frame 0): angular velocity uniform in ``±omega`` rad/s,
+#: angular acceleration in ``±omega_dot`` rad/s^2, linear acceleration ``-g`` plus a uniform
+#: ``±p_ddot`` m/s^2.
+MOVING_BASE = {"omega": 1.0, "omega_dot": 2.0, "p_ddot": 2.0}
 
 #: External wrench components of the test states: force uniform in ``±WRENCH_FORCE`` N, moment
 #: in ``±WRENCH_MOMENT`` N·m (frame i, about its origin).
@@ -222,11 +230,21 @@ def build_case(spec, fmt=None):
         f_ext = (2 * rng.random((count, n, 6)) - 1) * scale
     elif wrench != "none":
         raise ValueError(f"wrench must be 'none', 'mixed' or 'random', not {wrench!r}")
+    base = spec.get("base", "fixed")
+    if base == "moving":
+        b = 2 * rng.random((3, 3)) - 1
+        base_motion = (b[0] * MOVING_BASE["omega"], b[1] * MOVING_BASE["omega_dot"],
+                       -robot.gravity_base + b[2] * MOVING_BASE["p_ddot"])
+    elif base == "fixed":
+        base_motion = None
+    else:
+        raise ValueError(f"base must be 'fixed' or 'moving', not {base!r}")
     saturate = int(spec.get("saturate", 0))
     if saturate:
         extra = _saturating_states(robot, saturate, fmt)
         q, qd, qdd, f_ext = (np.concatenate([a, b]) for a, b in zip((q, qd, qdd, f_ext), extra))
-    result = rnea_fixed(robot, q, qd, qdd, fmt, f_ext=f_ext, keep_registers=True)
+    result = rnea_fixed(robot, q, qd, qdd, fmt, f_ext=f_ext, base_motion=base_motion,
+                        keep_registers=True)
     rmap = microprogram(fmt).registers
     input_names = [reg.name for reg in rmap.of_kind("input")]
     words = np.concatenate(
@@ -239,7 +257,8 @@ def build_case(spec, fmt=None):
     base_wrench = np.stack([result.registers[0][f"{quantity}_out_{c}"]
                             for quantity in ("f", "mu") for c in "xyz"], axis=-1)
     return CaseData(spec=dict(spec), robot=robot, q=q, qd=qd, qdd=qdd, f_ext=f_ext,
-                    constants=encode_robot(robot, fmt), base_motion=encode_base_motion(robot, fmt),
+                    constants=encode_robot(robot, fmt),
+                    base_motion=encode_base_motion(robot, fmt, base_motion),
                     inputs=inputs, tau_words=result.tau_words, overflow=result.overflow,
                     base_wrench_words=base_wrench)
 

@@ -218,6 +218,17 @@ def test_chain_matches_golden_model_in_the_amaranth_simulator(policy):
 
 
 @pytest.mark.parametrize("policy", POLICIES)
+def test_chain_matches_golden_model_on_a_moving_base(policy):
+    # Node 0 reads the base's angular velocity in forward's first terms, times joint's last
+    # results: with the base turning, a forward taken right after joint needs the interlock.
+    case = build_case({"robot": "random:2:23", "states": 4, "seed": 23, "base": "moving"})
+    assert any(word for name, word in case.base_motion.items() if name.startswith("omega_in"))
+    records = simulate(LinkDynChain(2, policy=policy), case.constants, case.base_motion,
+                       case.inputs, pipelined=policy == "pipelined")
+    assert [r.tau for r in records] == [[int(w) for w in row] for row in case.tau_words]
+
+
+@pytest.mark.parametrize("policy", POLICIES)
 def test_result_select_shows_any_of_the_last_updates(policy):
     """RESULT_SELECT (an extension of the control block) picks which finished update the
     result reads show: refused for update 0, unfinished updates and updates whose results were
