@@ -970,15 +970,20 @@ class LinkDynNode(wiring.Component):
             # schedule never reads a result early. `age`: cycles since the last term of a Dot
             # issued; `since`: the same, counted from the previous request's last one (both
             # saturate at `latency`). No address comparison: the stall is a small compare of
-            # registers.
+            # registers. The stall (a function of the ROM word and the mailbox's present bits)
+            # ends at one flip-flop, `issued_last`; `age` is 1 after it, else the count
+            # `counted` that it restarts at 2.
             latency = self._program.timing.latency
-            age = Signal(range(latency + 1), init=latency)
+            issued_last = Signal()
+            counted = Signal(range(latency + 1), init=latency)
+            age = Signal(range(latency + 1))
             since = Signal(range(latency + 1), init=latency)
-            issues_last = running & ~stall & is_term_slot & slot.last
-            with m.If(issues_last):
-                m.d.sync += age.eq(1)
-            with m.Elif(age != latency):
-                m.d.sync += age.eq(age + 1)
+            m.d.sync += issued_last.eq(running & ~stall & is_term_slot & slot.last)
+            m.d.comb += age.eq(Mux(issued_last, 1, counted))
+            with m.If(issued_last):
+                m.d.sync += counted.eq(2)
+            with m.Elif(counted != latency):
+                m.d.sync += counted.eq(counted + 1)
             with m.If(sequencer.take_any):
                 m.d.sync += since.eq(Mux(age == latency, latency, age + 1))
             with m.Elif(since != latency):

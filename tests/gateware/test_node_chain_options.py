@@ -6,7 +6,7 @@ states interleaved in two banks, in an order a pipelined chain produces
 (``joint(a) forward(a) local(a) joint(b) forward(b) backward(a) local(b) backward(b)``); the
 testbench plays both neighbours' mailboxes and lets every word arrive after a random delay, so
 that the node stalls on missing words. Every word the node sends, in each bank, must equal the
-golden model's; the default node (no options) is checked elsewhere (``test_gateware_node.py``).
+golden model's; the default node (no options) is checked elsewhere (``test_node.py``).
 Run back to back (each request taken in the cycle the one before it ends) with every word
 present at once, only the operand interlock keeps ``forward`` from reading ``joint``'s last
 results early: there the node must still be exact, and a copy without the interlock's waits
