@@ -971,21 +971,20 @@ class LinkDynNode(wiring.Component):
             # issued; `since`: the same, counted from the previous request's last one (both
             # saturate at `latency`). No address comparison: the stall is a small compare of
             # registers. The stall (a function of the ROM word and the mailbox's present bits)
-            # ends at one flip-flop, `issued_last`; `age` is 1 after it, else the count
-            # `counted` that it restarts at 2.
+            # ends at one flip-flop, `issued_last`: `age` is 1 in the cycle after such an issue,
+            # else `counted`, and `age + 1` (saturated), the next `counted`, is what `since`
+            # takes when a request is taken.
             latency = self._program.timing.latency
             issued_last = Signal()
             counted = Signal(range(latency + 1), init=latency)
-            age = Signal(range(latency + 1))
+            age_next = Signal.like(counted)
             since = Signal(range(latency + 1), init=latency)
             m.d.sync += issued_last.eq(running & ~stall & is_term_slot & slot.last)
-            m.d.comb += age.eq(Mux(issued_last, 1, counted))
-            with m.If(issued_last):
-                m.d.sync += counted.eq(2)
-            with m.Elif(counted != latency):
-                m.d.sync += counted.eq(counted + 1)
+            m.d.comb += age_next.eq(Mux(issued_last, 2,
+                                        Mux(counted == latency, latency, counted + 1)))
+            m.d.sync += counted.eq(age_next)
             with m.If(sequencer.take_any):
-                m.d.sync += since.eq(Mux(age == latency, latency, age + 1))
+                m.d.sync += since.eq(age_next)
             with m.Elif(since != latency):
                 m.d.sync += since.eq(since + 1)
             stall_terms.append(since < slot.wait)
