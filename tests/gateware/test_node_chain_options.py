@@ -55,8 +55,8 @@ class _NodeWithoutInterlock(LinkDynNode):
         return [{**row, "wait": 0} for row in rom], starts, latch_sides
 
 
-def _run(node, result, link, arrival, back_to_back=False):
-    """Run ``ORDER`` on ``node`` (UR5 link ``link``, jobs ``a``, ``b`` in banks 2, 1), the
+def _run(node, robot, result, link, arrival, back_to_back=False):
+    """Run ``ORDER`` on ``node`` (``robot``'s link ``link``, jobs ``a``, ``b`` in banks 2, 1), the
     testbench playing both neighbours' mailboxes: an inbox word is present from
     ``arrival(name)`` cycles after its request is taken. ``back_to_back``: every request is
     started while the one before it runs, so the node takes it in the cycle that one ends.
@@ -65,7 +65,7 @@ def _run(node, result, link, arrival, back_to_back=False):
     ``(job, name)``, per inbox read whether it stalled, the cycles ``stall`` was high.
     """
     regs = result.registers
-    constants = encode_robot(load_robot("ur5"))
+    constants = encode_robot(robot)
     jobs = {"a": (0, 2), "b": (1, 1)}   # job: (state, bank)
     inbox_stalls = []
     stall_cycles = 0
@@ -86,13 +86,16 @@ def _run(node, result, link, arrival, back_to_back=False):
         await ctx.tick()
         ctx.set(node.ext.write_enable, 0)
 
-    async def start(ctx, index):
+    def set_start(ctx, index, value):
         kind, job = ORDER[index]
         request = getattr(node, kind)
-        ctx.set(request.start, 1)
+        ctx.set(request.start, value)
         ctx.set(request.bank, jobs[job][1])
+
+    async def start(ctx, index):
+        set_start(ctx, index, 1)
         await ctx.tick()
-        ctx.set(request.start, 0)
+        set_start(ctx, index, 0)
 
     async def bench(ctx):
         nonlocal stall_cycles
@@ -113,8 +116,7 @@ def _run(node, result, link, arrival, back_to_back=False):
                 # Back to back: the next request is started (pending) in this one's first cycle.
                 pend = back_to_back and cycle == 0 and index + 1 < len(ORDER)
                 if pend:
-                    ctx.set(getattr(node, ORDER[index + 1][0]).start, 1)
-                    ctx.set(getattr(node, ORDER[index + 1][0]).bank, jobs[ORDER[index + 1][1]][1])
+                    set_start(ctx, index + 1, 1)
                 # The inbox: present after the word's arrival cycle; data one cycle after the
                 # address.
                 ctx.set(node.inbox.data, data if data is not None else 0)
@@ -132,7 +134,7 @@ def _run(node, result, link, arrival, back_to_back=False):
                 done_kind = REQUESTS[ctx.get(node.request_kind)]
                 await ctx.tick()
                 if pend:
-                    ctx.set(getattr(node, ORDER[index + 1][0]).start, 0)
+                    set_start(ctx, index + 1, 0)
                 data = mailbox[name] if name is not None else None
                 cycle += 1
                 if done:
@@ -168,9 +170,10 @@ def _chain_node(cls=LinkDynNode):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_chain_node_equals_golden_model_with_stalls_and_banks(seed):
-    _, result = _states()
+    robot, result = _states()
     rng = random.Random(seed)
-    words, inbox_stalls, _ = _run(_chain_node(), result, 3, lambda name: rng.randrange(0, 40))
+    words, inbox_stalls, _ = _run(_chain_node(), robot, result, 3,
+                                  lambda name: rng.randrange(0, 40))
     assert words == _expected(result, 3)
     assert any(inbox_stalls), "the node stalled on missing mailbox words"
 
@@ -180,8 +183,8 @@ def test_interlock_holds_back_to_back_requests_until_results_are_written():
     # once: only the interlock keeps forward's first terms (which read joint's last results,
     # times the proximal link's angular velocity) from reading them while they are still in
     # the MAC pipeline.
-    _, result = _states()
-    words, inbox_stalls, stall_cycles = _run(_chain_node(), result, 3, lambda name: 0,
+    robot, result = _states()
+    words, inbox_stalls, stall_cycles = _run(_chain_node(), robot, result, 3, lambda name: 0,
                                              back_to_back=True)
     assert words == _expected(result, 3)
     assert not any(inbox_stalls)
@@ -190,10 +193,10 @@ def test_interlock_holds_back_to_back_requests_until_results_are_written():
     # more); its sixth (8) is then at issue late enough.
     assert stall_cycles == 2 * (3 + 1)
     # The broken copy without the waits reads those results early: wrong words.
-    broken, _, broken_stalls = _run(_chain_node(_NodeWithoutInterlock), result, 3,
+    broken, _, broken_stalls = _run(_chain_node(_NodeWithoutInterlock), robot, result, 3,
                                     lambda name: 0, back_to_back=True)
     assert broken_stalls == 0
-    wrong = {name for (_, name), word in broken.items() if word != words[(_, name)]}
+    wrong = {key[1] for key, word in broken.items() if word != words[key]}
     assert {"omega_z", "p_ddot_y", "tau"} <= wrong, sorted(wrong)
 
 
